@@ -1,0 +1,118 @@
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { EXIT_USAGE, UsageError } from './process.js';
+
+/**
+ * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
+ * when it runs, so `--help` and the sandbox start without a database or Kafka.
+ */
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number');
+  return n;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('rentbridge')
+    .description(
+      'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  program
+    .command('start')
+    .description('run every role in one process (embedded sandbox when PARTNER_API_URL is unset)')
+    .action(async () => (await import('./commands/start.js')).start());
+
+  program
+    .command('receiver')
+    .description('run the webhook receiver (and ops API, /metrics, health) on HTTP_PORT')
+    .action(async () => (await import('./commands/roles.js')).runRole('receiver'));
+
+  program
+    .command('relay')
+    .description('publish outbox rows to Kafka')
+    .action(async () => (await import('./commands/roles.js')).runRole('relay'));
+
+  program
+    .command('poller')
+    .description('poll the Partner API continuously, the fallback for missed webhooks')
+    .action(async () => (await import('./commands/roles.js')).runRole('poller'));
+
+  program
+    .command('consumer')
+    .description('run a consumer: application-decisions | rental-payments | dead-letters')
+    .argument('<name>', 'application-decisions, rental-payments or dead-letters')
+    .action(async (name: string) => (await import('./commands/roles.js')).runConsumer(name));
+
+  program
+    .command('sandbox')
+    .description('run the Partner API sandbox (in memory, no other configuration needed)')
+    .option('-p, --port <port>', 'port to listen on', integer, 4010)
+    .option('--seed <dataset>', 'load a data set at start: demo')
+    .action(async (opts: { port: number; seed?: string }) =>
+      (await import('./commands/sandbox.js')).sandbox(opts),
+    );
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations (safe to re-run and to run concurrently)')
+    .action(async () => (await import('./commands/migrate.js')).migrateCommand());
+
+  program
+    .command('poll')
+    .description('one poller pass, then exit')
+    .requiredOption('--once', 'run one pass and exit (required)')
+    .option('-r, --resource <resource>', 'poll only this resource (e.g. applications)')
+    .action(async (opts: { resource?: string }) => (await import('./commands/poll.js')).pollOnce(opts));
+
+  const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
+  dlq
+    .command('list')
+    .description('list dead letters')
+    .allowUnknownOption()
+    .action(async () => (await import('./commands/dlq.js')).dlq('list', process.argv.slice(4)));
+  dlq
+    .command('show')
+    .argument('<id>')
+    .description('show one dead letter')
+    .allowUnknownOption()
+    .action(async () => (await import('./commands/dlq.js')).dlq('show', process.argv.slice(4)));
+  dlq
+    .command('redrive')
+    .description('republish dead letters to their original topic')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(async () => (await import('./commands/dlq.js')).dlq('redrive', process.argv.slice(4)));
+  dlq
+    .command('discard')
+    .description('close dead letters without redriving them')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(async () => (await import('./commands/dlq.js')).dlq('discard', process.argv.slice(4)));
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const ok =
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help';
+      process.exit(ok ? 0 : EXIT_USAGE);
+    }
+    if (error instanceof UsageError) {
+      console.error(`rentbridge: ${error.message}`);
+      process.exit(EXIT_USAGE);
+    }
+    console.error('rentbridge: fatal error:', error);
+    process.exit(1);
+  }
+}
+
+await main(process.argv);

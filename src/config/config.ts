@@ -1,0 +1,148 @@
+import { z } from 'zod';
+
+/**
+ * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
+ * A missing or bad value stops the process with exit code 2, naming the variable.
+ */
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+const brokers = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  .pipe(
+    z
+      .array(z.string().regex(/^[A-Za-z0-9._-]+:\d{1,5}$/, 'each broker must be host:port'))
+      .min(1, 'at least one broker, as host:port[,host:port...]'),
+  );
+
+/** A JSON object of source name → list of Standard Webhooks secrets (`whsec_...`). */
+const secretsBySource = z
+  .string()
+  .transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"acme":["whsec_..."]}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().regex(/^[a-z0-9_-]+$/i), z.array(z.string().min(1)).min(1)));
+
+const secretList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(/[\s,]+/)
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.string()));
+
+export const configSchema = z
+  .object({
+    /** PostgreSQL connection string; `?schema=name` selects a schema. */
+    DATABASE_URL: z
+      .url({ protocol: /^postgres(ql)?$/ })
+      .default('postgresql://postgres@127.0.0.1:5432/postgres'),
+    /** Comma-separated `host:port` list. Default `127.0.0.1:9092`. */
+    KAFKA_BROKERS: brokers.default(['127.0.0.1:9092']),
+    /** Prepended to every topic name (e.g. `prod.`). Default empty. */
+    KAFKA_TOPIC_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]*$/, 'only letters, digits, ".", "_" and "-"')
+      .default(''),
+    /** Partitions for the topics rentbridge creates. Default 3. */
+    KAFKA_TOPIC_PARTITIONS: positiveInt.default(3),
+    KAFKA_CLIENT_ID: z.string().min(1).default('rentbridge'),
+    /** Partner API base URL. Unset: `rentbridge start` runs the embedded sandbox. */
+    PARTNER_API_URL: z.url({ protocol: /^https?$/ }).optional(),
+    PARTNER_ACCESS_KEY: z.string().min(1).default('sandbox-access-key'),
+    PARTNER_SECRET_KEY: z.string().min(1).default('sandbox-secret-key'),
+    /** Sends `X-Access-Token` on every call (spec 5.5). Default false. */
+    PARTNER_ENHANCED_SECURITY: bool.default(false),
+    /** The shared budget of every process on this egress IP (spec 8). Default 650. */
+    PARTNER_RATE_LIMIT_PER_MINUTE: positiveInt.default(650),
+    /** Time-out of one Partner API call. Default 10000 ms. */
+    PARTNER_TIMEOUT_MS: positiveInt.default(10_000),
+    /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
+    HTTP_PORT: port.default(8080),
+    /** Bearer token of the ops API and console. Unset: the ops API answers 401 to everyone. */
+    OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+    /** Secrets of the Partner API's webhooks, comma- or space-separated (several during rotation). */
+    PARTNER_WEBHOOK_SECRETS: secretList.default([]),
+    /** Secrets of each property-management system, JSON: {"acme":["whsec_..."]}. */
+    PMS_WEBHOOK_SECRETS: secretsBySource.default({}),
+    /** Largest webhook body accepted. Default 262144 bytes. */
+    WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
+    /** How far a webhook's timestamp may be from now. Default 300 s. */
+    WEBHOOK_TOLERANCE_SECONDS: positiveInt.default(300),
+    /** How long published outbox rows are kept. Default 72 h. */
+    OUTBOX_RETENTION_HOURS: positiveInt.default(72),
+    /** Default interval between poller passes of a resource. Default 300 s. */
+    POLL_INTERVAL_SECONDS: positiveInt.default(300),
+    /** Per-resource intervals, JSON: {"applications":60}. */
+    POLL_INTERVALS: z
+      .string()
+      .transform((v, ctx) => {
+        try {
+          return JSON.parse(v) as unknown;
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"applications":60}' });
+          return z.NEVER;
+        }
+      })
+      .pipe(z.record(z.string(), z.number().int().positive()))
+      .default({}),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.PARTNER_API_URL && c.PARTNER_SECRET_KEY === 'sandbox-secret-key' && !isLocal(c.PARTNER_API_URL)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PARTNER_SECRET_KEY'],
+        message: 'required when PARTNER_API_URL points at a real Partner API',
+      });
+    }
+  });
+
+function isLocal(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host === '127.0.0.1' || host === '::1' || host === '[::1]';
+}
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; throws a ConfigError naming every bad variable. Empty strings count as unset. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input = Object.fromEntries(
+    Object.keys(configSchema.shape).flatMap((k) => {
+      const v = env[k];
+      return v === undefined || v === '' ? [] : [[k, v]];
+    }),
+  );
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message}`),
+    );
+  }
+  return Object.freeze(parsed.data);
+}

@@ -1,0 +1,102 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every Prometheus metric rentbridge exposes at /metrics (README: "Runbook" says what each means
+ * when it moves). One registry per process; components increment what they own.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'rentbridge_process_' });
+
+const r = [registry];
+
+export const metrics = {
+  webhooks: new Counter({
+    name: 'rentbridge_webhooks_total',
+    help: 'Webhooks received, by source and result (accepted, duplicate, unrouted, unauthorized, invalid, too_large)',
+    labelNames: ['source', 'result'] as const,
+    registers: r,
+  }),
+  outboxBacklog: new Gauge({
+    name: 'rentbridge_outbox_backlog',
+    help: 'Outbox rows not yet published to Kafka',
+    registers: r,
+  }),
+  relayLagSeconds: new Gauge({
+    name: 'rentbridge_relay_lag_seconds',
+    help: 'Age of the oldest unpublished outbox row',
+    registers: r,
+  }),
+  relayPublished: new Counter({
+    name: 'rentbridge_relay_published_total',
+    help: 'Outbox rows published to Kafka, by topic',
+    labelNames: ['topic'] as const,
+    registers: r,
+  }),
+  pollerLastSuccess: new Gauge({
+    name: 'rentbridge_poller_last_success_timestamp_seconds',
+    help: 'When the last successful poller pass of a resource finished (freshness)',
+    labelNames: ['resource'] as const,
+    registers: r,
+  }),
+  pollerRequests: new Counter({
+    name: 'rentbridge_poller_requests_total',
+    help: 'Partner API requests made by the poller, by resource',
+    labelNames: ['resource'] as const,
+    registers: r,
+  }),
+  pollerChanges: new Counter({
+    name: 'rentbridge_poller_changes_total',
+    help: 'Changes found by the poller, by resource',
+    labelNames: ['resource'] as const,
+    registers: r,
+  }),
+  commands: new Counter({
+    name: 'rentbridge_commands_total',
+    help: 'Commands finished, by command type and final status',
+    labelNames: ['command', 'status'] as const,
+    registers: r,
+  }),
+  readBacks: new Counter({
+    name: 'rentbridge_guard_read_backs_total',
+    help: 'Read-backs made by the guard, by command type and verdict (applied, not_applied, unknown)',
+    labelNames: ['command', 'verdict'] as const,
+    registers: r,
+  }),
+  deadLetters: new Counter({
+    name: 'rentbridge_dead_letters_total',
+    help: 'Messages dead-lettered, by topic and reason',
+    labelNames: ['topic', 'reason'] as const,
+    registers: r,
+  }),
+  budgetUsed: new Gauge({
+    name: 'rentbridge_rate_budget_used',
+    help: 'Partner API requests taken from the shared budget in the last minute, by lane',
+    labelNames: ['lane'] as const,
+    registers: r,
+  }),
+  budgetLeft: new Gauge({
+    name: 'rentbridge_rate_budget_left',
+    help: 'Partner API requests left in the shared budget for the current minute, by lane',
+    labelNames: ['lane'] as const,
+    registers: r,
+  }),
+  budgetWaitSeconds: new Histogram({
+    name: 'rentbridge_rate_budget_wait_seconds',
+    help: 'Time waited for a slot of the shared budget, by lane',
+    labelNames: ['lane'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60],
+    registers: r,
+  }),
+  throttled: new Counter({
+    name: 'rentbridge_partner_throttled_total',
+    help: '429 responses received from the Partner API',
+    registers: r,
+  }),
+  partnerLatency: new Histogram({
+    name: 'rentbridge_partner_request_duration_seconds',
+    help: 'Partner API latency, by endpoint (method and path template) and status',
+    labelNames: ['endpoint', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: r,
+  }),
+};

@@ -1,0 +1,54 @@
+import type { Kafka } from 'kafkajs';
+import type { Config } from './config/config.js';
+import { createDb, type Db } from './db/prisma.js';
+import { createKafka } from './kafka/kafka.js';
+import { ensureTopics } from './kafka/topics.js';
+import { createLogger, type Logger } from './logger.js';
+
+/**
+ * The composition root's shared parts: config, the root logger, Prisma and Kafka. Built once per
+ * process; each role (receiver, relay, poller, consumers) takes what it needs from here.
+ */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  /** Created on first use: the sandbox and `--help` need no database. */
+  readonly db: Db;
+  readonly kafka: Kafka;
+  /** Creates the topics rentbridge uses (never the broker's auto-creation). */
+  ensureTopics(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createRuntime(config: Config, logger = createLogger({ level: config.LOG_LEVEL })): Runtime {
+  let db: Db | undefined;
+  let kafka: Kafka | undefined;
+  return {
+    config,
+    logger,
+    get db() {
+      db ??= createDb(config.DATABASE_URL);
+      return db;
+    },
+    get kafka() {
+      kafka ??= createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID, logger });
+      return kafka;
+    },
+    async ensureTopics() {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      try {
+        const created = await ensureTopics(admin, {
+          prefix: config.KAFKA_TOPIC_PREFIX,
+          partitions: config.KAFKA_TOPIC_PARTITIONS,
+        });
+        if (created.length > 0) logger.info({ component: 'topics', created }, 'topics created');
+      } finally {
+        await admin.disconnect();
+      }
+    },
+    async close() {
+      await db?.$disconnect();
+    },
+  };
+}

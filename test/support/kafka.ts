@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
+import { inject } from 'vitest';
+import { ensureTopics } from '../../src/kafka/topics.js';
+
+export interface TestKafka {
+  kafka: Kafka;
+  brokers: string[];
+  /** A random KAFKA_TOPIC_PREFIX: each test file has its own topics. */
+  prefix: string;
+  /** Creates every rentbridge topic under the prefix (or only `topics`). */
+  createTopics(topics?: string[]): Promise<void>;
+  /** Reads `topic` (logical name) from the beginning until `count` messages arrived or `timeoutMs`. */
+  readMessages(topic: string, count: number, timeoutMs?: number): Promise<KafkaMessage[]>;
+  close(): Promise<void>;
+}
+
+export function createTestKafka(): TestKafka {
+  const brokers = inject('kafkaBrokers').split(',');
+  const prefix = `t${randomBytes(4).toString('hex')}.`;
+  const kafka = new Kafka({ clientId: 'rentbridge-test', brokers, logLevel: logLevel.NOTHING });
+  const consumers: Consumer[] = [];
+  return {
+    kafka,
+    brokers,
+    prefix,
+    async createTopics(topics) {
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        await ensureTopics(admin, { prefix, partitions: 3, topics });
+      } finally {
+        await admin.disconnect();
+      }
+    },
+    async readMessages(topic, count, timeoutMs = 20_000) {
+      const consumer = kafka.consumer({ groupId: `test-${randomBytes(6).toString('hex')}` });
+      consumers.push(consumer);
+      const messages: KafkaMessage[] = [];
+      await consumer.connect();
+      await consumer.subscribe({ topic: `${prefix}${topic}`, fromBeginning: true });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        void consumer.run({
+          eachMessage: async ({ message }) => {
+            messages.push(message);
+            if (messages.length >= count) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        });
+      });
+      await consumer.disconnect();
+      return messages;
+    },
+    async close() {
+      await Promise.all(consumers.map((c) => c.disconnect().catch(() => undefined)));
+    },
+  };
+}
