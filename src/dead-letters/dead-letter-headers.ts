@@ -1,0 +1,111 @@
+import type { IHeaders } from 'kafkajs';
+
+/**
+ * The headers every dead letter carries (written by the consumers, read by the dead-letter
+ * indexer and `rentbridge dlq`). The value of a dead letter is the original message's value,
+ * byte for byte.
+ */
+
+export const DEAD_LETTER_REASONS = ['invalid_message', 'rejected', 'exhausted', 'unverified'] as const;
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
+
+export interface DeadLetterInfo {
+  originalTopic: string;
+  originalPartition: number;
+  originalOffset: string;
+  originalKey: string | null;
+  reason: DeadLetterReason;
+  errorCode?: string | null;
+  errorStatus?: number | null;
+  errorMessage?: string | null;
+  attempts: number;
+  firstFailureAt: Date;
+  lastFailureAt: Date;
+  /** The X-Request-Id of every Partner API attempt, in order. */
+  partnerRequestIds: string[];
+  consumerGroup: string;
+  commandId?: string | null;
+}
+
+export const DLQ_HEADER = {
+  originalTopic: 'dlq-original-topic',
+  originalPartition: 'dlq-original-partition',
+  originalOffset: 'dlq-original-offset',
+  originalKey: 'dlq-original-key',
+  reason: 'dlq-reason',
+  errorCode: 'dlq-error-code',
+  errorStatus: 'dlq-error-status',
+  errorMessage: 'dlq-error-message',
+  attempts: 'dlq-attempts',
+  firstFailureAt: 'dlq-first-failure-at',
+  lastFailureAt: 'dlq-last-failure-at',
+  partnerRequestIds: 'dlq-partner-request-ids',
+  consumerGroup: 'dlq-consumer-group',
+  commandId: 'dlq-command-id',
+} as const;
+
+/** Headers a redrive adds to the republished message. */
+export const REDRIVE_HEADER = {
+  redrivenFrom: 'redrive-dead-letter-id',
+  redrivenAt: 'redrive-at',
+  redrivenBy: 'redrive-by',
+} as const;
+
+export function toDeadLetterHeaders(info: DeadLetterInfo): Record<string, string> {
+  const h: Record<string, string> = {
+    [DLQ_HEADER.originalTopic]: info.originalTopic,
+    [DLQ_HEADER.originalPartition]: String(info.originalPartition),
+    [DLQ_HEADER.originalOffset]: info.originalOffset,
+    [DLQ_HEADER.reason]: info.reason,
+    [DLQ_HEADER.attempts]: String(info.attempts),
+    [DLQ_HEADER.firstFailureAt]: info.firstFailureAt.toISOString(),
+    [DLQ_HEADER.lastFailureAt]: info.lastFailureAt.toISOString(),
+    [DLQ_HEADER.partnerRequestIds]: info.partnerRequestIds.join(','),
+    [DLQ_HEADER.consumerGroup]: info.consumerGroup,
+  };
+  if (info.originalKey != null) h[DLQ_HEADER.originalKey] = info.originalKey;
+  if (info.errorCode) h[DLQ_HEADER.errorCode] = info.errorCode;
+  if (info.errorStatus != null) h[DLQ_HEADER.errorStatus] = String(info.errorStatus);
+  if (info.errorMessage) h[DLQ_HEADER.errorMessage] = info.errorMessage.slice(0, 2000);
+  if (info.commandId) h[DLQ_HEADER.commandId] = info.commandId;
+  return h;
+}
+
+function headerString(headers: IHeaders | undefined, name: string): string | undefined {
+  const v = headers?.[name];
+  if (v === undefined) return undefined;
+  const one = Array.isArray(v) ? v[0] : v;
+  return one === undefined ? undefined : one.toString();
+}
+
+/** Reads the dead-letter headers back; missing ones are null (a letter written by hand, say). */
+export function fromDeadLetterHeaders(headers: IHeaders | undefined): Partial<DeadLetterInfo> & {
+  all: Record<string, string>;
+} {
+  const all: Record<string, string> = {};
+  for (const name of Object.keys(headers ?? {})) {
+    const v = headerString(headers, name);
+    if (v !== undefined) all[name] = v;
+  }
+  const get = (k: keyof typeof DLQ_HEADER) => all[DLQ_HEADER[k]];
+  const num = (v: string | undefined) =>
+    v === undefined || v === '' || Number.isNaN(Number(v)) ? undefined : Number(v);
+  const date = (v: string | undefined) => (v && !Number.isNaN(Date.parse(v)) ? new Date(v) : undefined);
+  return {
+    all,
+    originalTopic: get('originalTopic'),
+    originalPartition: num(get('originalPartition')),
+    originalOffset: get('originalOffset'),
+    originalKey: get('originalKey') ?? null,
+    reason: DEAD_LETTER_REASONS.find((r) => r === get('reason')),
+    errorCode: get('errorCode') ?? null,
+    errorStatus: num(get('errorStatus')) ?? null,
+    errorMessage: get('errorMessage') ?? null,
+    attempts: num(get('attempts')),
+    firstFailureAt: date(get('firstFailureAt')),
+    lastFailureAt: date(get('lastFailureAt')),
+    partnerRequestIds: get('partnerRequestIds')?.split(',').filter(Boolean) ?? [],
+    consumerGroup: get('consumerGroup'),
+    commandId: get('commandId') ?? null,
+  };
+}

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import type { Prisma } from '@prisma/client';
+
+/**
+ * The transactional outbox. Writers (receiver, poller) call `enqueue` inside their own
+ * transaction; the relay publishes the rows to Kafka as CloudEvents and marks them sent.
+ */
+
+/** The Prisma transaction client passed to `db.$transaction(async (tx) => ...)`. */
+export type Tx = Prisma.TransactionClient;
+
+/** Channel of the NOTIFY that wakes the relay after a commit. */
+export const OUTBOX_CHANNEL = 'rentbridge_outbox';
+
+export interface OutboxMessageInput {
+  /** Logical topic, without KAFKA_TOPIC_PREFIX (see src/kafka/topics.ts). */
+  topic: string;
+  /** Kafka key: the id of the record (or command target) the event is about. */
+  key: string;
+  /** CloudEvent `type`, e.g. `partner.application.updated`, `rentbridge.command.rental-payment`. */
+  type: string;
+  /** CloudEvent `source`, e.g. `/webhooks/pms/acme`, `/poller/applications`. */
+  source: string;
+  /** CloudEvent `subject`, e.g. the record id. */
+  subject?: string;
+  /** CloudEvent `data`. */
+  data: Prisma.InputJsonValue;
+  /** Extra Kafka headers (correlation ids such as `webhook-id`, `partner-request-id`). */
+  headers?: Record<string, string>;
+  /** CloudEvent id; generated when absent. Stable across every retry of the row. */
+  eventId?: string;
+}
+
+/** Writes outbox rows in the caller's transaction and notifies the relay on commit. */
+export async function enqueue(
+  tx: Tx,
+  messages: OutboxMessageInput[],
+): Promise<{ id: bigint; eventId: string }[]> {
+  if (messages.length === 0) return [];
+  const rows = await tx.outboxMessage.createManyAndReturn({
+    data: messages.map((m) => ({
+      eventId: m.eventId ?? randomUUID(),
+      topic: m.topic,
+      key: m.key,
+      type: m.type,
+      source: m.source,
+      subject: m.subject ?? null,
+      data: m.data,
+      headers: m.headers ?? {},
+    })),
+    select: { id: true, eventId: true },
+  });
+  // Delivered only if the transaction commits; several in one transaction are folded into one.
+  await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`;
+  return rows;
+}
