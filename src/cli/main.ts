@@ -28,23 +28,23 @@ export function buildProgram(): Command {
   program
     .command('receiver')
     .description('run the webhook receiver (and ops API, /metrics, health) on HTTP_PORT')
-    .action(async () => (await import('./commands/roles.js')).runRole('receiver'));
+    .action(async () => (await import('./commands/receiver.js')).receiver());
 
   program
     .command('relay')
     .description('publish outbox rows to Kafka')
-    .action(async () => (await import('./commands/roles.js')).runRole('relay'));
+    .action(async () => (await import('./commands/relay.js')).relay());
 
   program
     .command('poller')
     .description('poll the Partner API continuously, the fallback for missed webhooks')
-    .action(async () => (await import('./commands/roles.js')).runRole('poller'));
+    .action(async () => (await import('./commands/poller.js')).poller());
 
   program
     .command('consumer')
     .description('run a consumer: application-decisions | rental-payments | dead-letters')
     .argument('<name>', 'application-decisions, rental-payments or dead-letters')
-    .action(async (name: string) => (await import('./commands/roles.js')).runConsumer(name));
+    .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
 
   program
     .command('sandbox')

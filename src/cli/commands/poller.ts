@@ -1,0 +1,4 @@
+import { notYet } from './not-yet.js';
+export async function poller(): Promise<void> {
+  notYet('poller', 6);
+}

@@ -1,0 +1,4 @@
+import { notYet } from './not-yet.js';
+export async function receiver(): Promise<void> {
+  notYet('receiver', 5);
+}

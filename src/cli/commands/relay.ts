@@ -1,0 +1,4 @@
+import { notYet } from './not-yet.js';
+export async function relay(): Promise<void> {
+  notYet('relay', 5);
+}
