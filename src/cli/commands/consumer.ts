@@ -1,4 +1,16 @@
+import { UsageError } from '../process.js';
 import { notYet } from './not-yet.js';
+
+export const CONSUMERS = ['application-decisions', 'rental-payments', 'dead-letters'] as const;
+
 export async function consumer(name: string): Promise<void> {
-  notYet(`consumer ${name}`, name === 'dead-letters' ? 8 : 7);
+  switch (name) {
+    case 'application-decisions':
+    case 'rental-payments':
+      return notYet(`consumer ${name}`, 7);
+    case 'dead-letters':
+      return (await import('./dead-letters-consumer.js')).deadLettersConsumer();
+    default:
+      throw new UsageError(`unknown consumer "${name}": expected one of ${CONSUMERS.join(', ')}`);
+  }
 }
