@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { EXIT_USAGE, UsageError } from './process.js';
+import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 
 /**
  * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
@@ -18,7 +18,12 @@ export function buildProgram(): Command {
       'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
     )
     .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
+    .exitOverride()
+    // Configuration is checked before any command but the self-contained sandbox runs: a bad
+    // value stops the process at once (exit 2), not halfway through start-up.
+    .hook('preAction', (_program, action) => {
+      if (action.name() !== 'sandbox') loadConfigOrExit();
+    });
 
   program
     .command('start')

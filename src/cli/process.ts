@@ -8,10 +8,16 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** Parses the environment, or stops the process with exit code 2 naming each bad variable. */
+let loaded: Config | undefined;
+
+/**
+ * Parses the environment once per process, or stops it with exit code 2 naming each bad
+ * variable.
+ */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
-    return loadConfig(env);
+    loaded ??= loadConfig(env);
+    return loaded;
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`rentbridge: ${error.message}`);

@@ -1,0 +1,89 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+import { createLogger } from '../src/logger.js';
+import { runCli } from './support/cli.js';
+
+describe('configuration', () => {
+  describe('when nothing is set', () => {
+    it('uses the documented defaults', () => {
+      const config = loadConfig({});
+      expect(config.KAFKA_BROKERS).toEqual(['127.0.0.1:9092']);
+      expect(config.PARTNER_RATE_LIMIT_PER_MINUTE).toBe(650);
+      expect(config.HTTP_PORT).toBe(8080);
+      expect(config.PARTNER_API_URL).toBeUndefined();
+      expect(Object.isFrozen(config)).toBe(true);
+    });
+  });
+
+  describe('when values are bad', () => {
+    it('names every bad variable and what is wrong', () => {
+      let error: unknown;
+      try {
+        loadConfig({ KAFKA_BROKERS: 'localhost', HTTP_PORT: 'eighty', PMS_WEBHOOK_SECRETS: '{nope' });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      const problems = (error as ConfigError).problems.join('\n');
+      expect(problems).toMatch(/KAFKA_BROKERS: .*host:port/);
+      expect(problems).toMatch(/HTTP_PORT/);
+      expect(problems).toMatch(/PMS_WEBHOOK_SECRETS: must be JSON/);
+    });
+
+    it('refuses the sandbox secret against a real Partner API', () => {
+      expect(() => loadConfig({ PARTNER_API_URL: 'https://api.example.com' })).toThrow(/PARTNER_SECRET_KEY/);
+    });
+  });
+
+  describe('rentbridge with a bad KAFKA_BROKERS', () => {
+    it('exits 2 naming the variable', async () => {
+      const result = await runCli(['relay'], { KAFKA_BROKERS: 'not a broker' });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/KAFKA_BROKERS/);
+    });
+  });
+
+  describe('rentbridge with an unknown command', () => {
+    it('exits 2 and points at --help', async () => {
+      const result = await runCli(['frobnicate']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/unknown command/);
+    });
+  });
+});
+
+describe('the root logger', () => {
+  it('redacts secrets wherever they travel', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const logger = createLogger({ level: 'info' }, sink);
+    logger.info(
+      {
+        headers: { authorization: 'Bearer eyJhbGciOi.secret', 'x-access-token': 'ak_live' },
+        body: { access_key: 'ak', secret_key: 'sk_live_123' },
+        config: { PARTNER_SECRET_KEY: 'sk_live_456', OPS_TOKEN: 'ops-token-0123456789' },
+        token: 'tok_abc',
+      },
+      'request',
+    );
+    const out = lines.join('');
+    for (const secret of [
+      'eyJhbGciOi.secret',
+      'ak_live',
+      'sk_live_123',
+      'sk_live_456',
+      'ops-token-0123456789',
+      'tok_abc',
+    ]) {
+      expect(out).not.toContain(secret);
+    }
+    expect(out).toContain('[redacted]');
+    expect(out).toContain('"access_key":"ak"');
+  });
+});
