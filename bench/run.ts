@@ -1,0 +1,80 @@
+/**
+ * `npm run bench [-- name...]`: runs the benchmarks (all by default) against real servers and the
+ * sandbox, prints their figures and writes a Markdown report to docs/benchmarks.md.
+ * Figures, not tests: nothing here fails on a slow machine.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import type { BenchResult } from './types.js';
+
+const BENCHES: Record<string, { module: string; what: string }> = {
+  ingest: {
+    module: './ingest.js',
+    what: 'webhook ingest: durable acks/s and latency vs two baselines (issue 5)',
+  },
+  budget: { module: './budget.js', what: 'shared rate budget: 3 processes at limit L (issue 4)' },
+  sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
+  commands: {
+    module: './commands.js',
+    what: 'guarded writes vs unguarded, and at the 650/min limit (issue 7)',
+  },
+};
+
+function machine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown cpu';
+  const pg = (() => {
+    try {
+      return execFileSync('psql', ['--version']).toString().trim();
+    } catch {
+      return 'psql not found';
+    }
+  })();
+  return `${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${pg}, Kafka 3.9 (scripts/kafka.sh)`;
+}
+
+function table(result: BenchResult): string {
+  const rows = Object.entries(result.figures).map(
+    ([k, v]) => `| ${k} | ${typeof v === 'number' ? round(v) : v} |`,
+  );
+  return ['| figure | value |', '|---|---|', ...rows].join('\n');
+}
+
+function round(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(Math.abs(n) < 10 ? 3 : 1);
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const unknown = asked.filter((n) => !BENCHES[n]);
+  if (unknown.length > 0) {
+    console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(BENCHES).join(', ')}`);
+    process.exit(2);
+  }
+  const names = asked.length > 0 ? asked : Object.keys(BENCHES);
+  const sections: string[] = [];
+  for (const name of names) {
+    const bench = BENCHES[name]!;
+    console.log(`\n=== bench ${name}: ${bench.what}`);
+    const started = Date.now();
+    try {
+      const mod = (await import(bench.module)) as { run: () => Promise<BenchResult> };
+      const result = await mod.run();
+      console.log(table(result));
+      sections.push(
+        `## ${name}\n\n${bench.what}. Ran ${((Date.now() - started) / 1000).toFixed(0)} s.\n\n${table(result)}\n${
+          result.notes?.length ? `\n${result.notes.map((n) => `- ${n}`).join('\n')}\n` : ''
+        }`,
+      );
+    } catch (error) {
+      console.error(`bench ${name} failed:`, error);
+      sections.push(`## ${name}\n\nFailed: ${(error as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  }
+  const report = `# Benchmarks\n\nWritten by \`npm run bench\` on ${new Date().toISOString()}.\n\nMachine: ${machine()}.\n\n${sections.join('\n')}`;
+  await writeFile(new URL('../docs/benchmarks.md', import.meta.url), report);
+  console.log('\nreport written to docs/benchmarks.md');
+}
+
+await main();
