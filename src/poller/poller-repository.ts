@@ -1,0 +1,136 @@
+import type { Prisma } from '@prisma/client';
+import type { Db } from '../db/prisma.js';
+import { recordStateChange } from '../events/state-change.js';
+import type { Resource } from '../partner/resources.js';
+
+/** The poller's reads and writes of PostgreSQL: cursors, changes (through the shared dedupe), removals. */
+
+/** Generous: a page of 1,000 new records is a few thousand statements. */
+const TX_OPTIONS = { timeout: 120_000, maxWait: 30_000 } as const;
+
+export interface PassStats {
+  pages: number;
+  /** Pages the collection had when the pass began (page_count of the first page). */
+  pageCount: number;
+  records: number;
+  changes: number;
+  removed: number;
+  requests: number;
+  elapsedMs: number;
+  /** The date filter the pass used, when it used one. */
+  fromDate?: string | null;
+}
+
+export async function readFromDate(db: Db, resource: Resource): Promise<string | null> {
+  const row = await db.pollerCursor.findUnique({ where: { resource }, select: { fromDate: true } });
+  return row?.fromDate ?? null;
+}
+
+export async function markStarted(db: Db, resource: Resource, at: Date): Promise<void> {
+  await db.pollerCursor.upsert({
+    where: { resource },
+    create: { resource, lastStartedAt: at },
+    update: { lastStartedAt: at },
+  });
+}
+
+/** Moves the cursor: called only once the whole pass is committed (its events are in the outbox). */
+export async function markSucceeded(
+  db: Db,
+  resource: Resource,
+  pass: { fromDate: string; at: Date; stats: PassStats },
+): Promise<void> {
+  const data = {
+    fromDate: pass.fromDate,
+    lastSucceededAt: pass.at,
+    lastError: null,
+    lastStats: pass.stats as unknown as Prisma.InputJsonValue,
+  };
+  await db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
+}
+
+/** Records the failure; the cursor (from_date) stays where it was, so the next pass re-reads. */
+export async function markFailed(
+  db: Db,
+  resource: Resource,
+  pass: { at: Date; error: string; stats: PassStats },
+): Promise<void> {
+  const data = {
+    lastFailedAt: pass.at,
+    lastError: pass.error.slice(0, 2000),
+    lastStats: pass.stats as unknown as Prisma.InputJsonValue,
+  };
+  await db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
+}
+
+/**
+ * Publishes the page's new versions in one transaction, through the dedupe the receiver shares.
+ * Versions already published are filtered out with one query first, so an unchanged page costs
+ * one round trip instead of one per record. Answers how many changes were enqueued.
+ */
+export async function writePage(
+  db: Db,
+  resource: Resource,
+  records: (Record<string, unknown> & { id: string; updated_at: string })[],
+  source: string,
+): Promise<number> {
+  if (records.length === 0) return 0;
+  return db.$transaction(async (tx) => {
+    const ids = records.map((r) => r.id);
+    const published = await tx.$queryRaw<{ record_id: string; updated_at: string }[]>`
+      SELECT record_id, updated_at FROM published_versions
+      WHERE resource = ${resource} AND record_id = ANY(${ids}::text[])`;
+    const seen = new Set(published.map((p) => `${p.record_id}\u0000${p.updated_at}`));
+    let changes = 0;
+    for (const record of records) {
+      if (seen.has(`${record.id}\u0000${record.updated_at}`)) continue;
+      const result = await recordStateChange(tx, { resource, record, via: 'poll', source });
+      if (result.published) changes += 1;
+    }
+    return changes;
+  }, TX_OPTIONS);
+}
+
+/** Ids of the customers rentbridge knows and has not seen removed: whose issues are polled. */
+export async function knownCustomerIds(db: Db): Promise<string[]> {
+  const rows = await db.knownRecord.findMany({
+    where: { resource: 'customers', removedAt: null },
+    select: { recordId: true },
+    orderBy: { recordId: 'asc' },
+  });
+  return rows.map((r) => r.recordId);
+}
+
+/**
+ * After a complete full read: every record known, not removed, and absent from the read is
+ * published as removed. Records first learned after the pass began (e.g. created by a webhook
+ * while it paged) are left alone: a read that started earlier cannot have seen them.
+ */
+export async function writeRemovals(
+  db: Db,
+  resource: Resource,
+  seenIds: ReadonlySet<string>,
+  passStartedAt: Date,
+  source: string,
+): Promise<number> {
+  const known = await db.knownRecord.findMany({
+    where: { resource, removedAt: null, seenAt: { lt: passStartedAt } },
+    select: { recordId: true, updatedAt: true, status: true },
+  });
+  const gone = known.filter((k) => !seenIds.has(k.recordId));
+  let removed = 0;
+  for (let i = 0; i < gone.length; i += 500) {
+    const batch = gone.slice(i, i + 500);
+    removed += await db.$transaction(async (tx) => {
+      let n = 0;
+      for (const k of batch) {
+        const record: Record<string, unknown> = { id: k.recordId, updated_at: k.updatedAt };
+        if (k.status != null) record.status = k.status;
+        const result = await recordStateChange(tx, { resource, record, via: 'poll', removed: true, source });
+        if (result.published) n += 1;
+      }
+      return n;
+    }, TX_OPTIONS);
+  }
+  return removed;
+}

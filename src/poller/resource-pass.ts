@@ -1,0 +1,162 @@
+import type { Db } from '../db/prisma.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import type { Resource } from '../partner/resources.js';
+import { COLLECTION_RULES, utcDate } from './collections.js';
+import type { PartnerRecord, PollerPartner, PollPage } from './partner-port.js';
+import {
+  knownCustomerIds,
+  markFailed,
+  markStarted,
+  markSucceeded,
+  readFromDate,
+  writePage,
+  writeRemovals,
+  type PassStats,
+} from './poller-repository.js';
+import { withVersion } from './record-version.js';
+
+/** Largest page the API serves (spec 4.5): the fewest requests per record. */
+export const PER_PAGE = 1000;
+
+export interface PollerHooks {
+  /** Called after each page's changes are committed, before the next page is asked for (tests). */
+  afterPage?(info: { resource: Resource; page: number }): void | Promise<void>;
+}
+
+export interface PassContext {
+  partner: PollerPartner;
+  db: Db;
+  logger: Logger;
+  resource: Resource;
+  /** First pass of a date-filtered collection: read from this date, or everything when null. */
+  backfillFrom: string | null;
+  progressEveryPages: number;
+  now: () => Date;
+  hooks: PollerHooks;
+  /** Checked between pages: a stopping poller leaves the pass unfinished and its cursor unmoved. */
+  isStopping: () => boolean;
+}
+
+export class PassStoppedError extends Error {
+  override name = 'PassStoppedError';
+}
+
+type Versioned = PartnerRecord & { id: string; updated_at: string };
+
+/**
+ * One pass over one collection by its rule (spec 4.7). Each page is written in its own
+ * transaction; the cursor moves to the day the pass started only after every page (and, for full
+ * reads, the removals) is committed. A pass that fails or is stopped keeps the old cursor, and the
+ * next one re-reads from there: the shared dedupe makes the re-read publish nothing twice.
+ */
+export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
+  const { db, resource, logger } = ctx;
+  const startedAt = ctx.now();
+  const clock = Date.now();
+  const rule = COLLECTION_RULES[resource];
+  const source = `/poller/${resource}`;
+  const stats: PassStats = { pages: 0, pageCount: 0, records: 0, changes: 0, removed: 0, requests: 0, elapsedMs: 0 };
+  const requestMade = () => {
+    stats.requests += 1;
+    metrics.pollerRequests.inc({ resource });
+  };
+  const write = async (records: Versioned[]) => {
+    const changes = await writePage(db, resource, records, source);
+    stats.changes += changes;
+    metrics.pollerChanges.inc({ resource }, changes);
+  };
+  const progress = (message: string) => {
+    stats.elapsedMs = Date.now() - clock;
+    logger.info({ resource, ...stats }, message);
+  };
+  const readPages = async (query: Record<string, string | number>, seen?: Set<string>) => {
+    const iterable: AsyncIterable<PollPage> = ctx.partner.pages(resource, query, { lane: 'poll' });
+    for await (const page of iterable) {
+      requestMade();
+      stats.pages += 1;
+      if (stats.pageCount === 0) stats.pageCount = page.data.page_count;
+      stats.records += page.data.items.length;
+      const records = page.data.items.map((item) => withVersion(item, resource));
+      for (const r of records) seen?.add(r.id);
+      await write(records);
+      if (stats.pages % ctx.progressEveryPages === 0) progress('poller pass progress');
+      await ctx.hooks.afterPage?.({ resource, page: stats.pages });
+      if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
+    }
+  };
+
+  await markStarted(db, resource, startedAt);
+  try {
+    if (rule.kind === 'dated') {
+      const fromDate = (await readFromDate(db, resource)) ?? ctx.backfillFrom;
+      stats.fromDate = fromDate;
+      await readPages({ per_page: PER_PAGE, ...(fromDate ? { [rule.fromKey]: fromDate } : {}) });
+    } else if (rule.kind === 'full') {
+      const seen = new Set<string>();
+      await readPages({ per_page: PER_PAGE }, seen);
+      stats.removed = await writeRemovals(db, resource, seen, startedAt, source);
+    } else if (rule.kind === 'bank_accounts') {
+      const response = await ctx.partner.bankAccounts({ lane: 'poll' });
+      requestMade();
+      stats.pages = stats.pageCount = 1;
+      stats.records = response.data.length;
+      const records = response.data.map((item) => withVersion(item, resource));
+      await write(records);
+      stats.removed = await writeRemovals(db, resource, new Set(records.map((r) => r.id)), startedAt, source);
+    } else {
+      await pollCustomerIssues(ctx, stats, requestMade, write, startedAt, source);
+    }
+    stats.elapsedMs = Date.now() - clock;
+    await markSucceeded(db, resource, { fromDate: utcDate(startedAt), at: ctx.now(), stats });
+    metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
+    logger.info({ resource, ...stats }, 'poller pass completed');
+    return stats;
+  } catch (error) {
+    stats.elapsedMs = Date.now() - clock;
+    const message = error instanceof Error ? error.message : String(error);
+    await markFailed(db, resource, { at: ctx.now(), error: message, stats }).catch((e: unknown) =>
+      logger.error({ resource, err: e }, 'could not record the failed pass'),
+    );
+    throw error;
+  }
+}
+
+/**
+ * Issues of every known customer (ids from known_records of `customers`, so customers are polled
+ * first). An issue keeps its own id; one without an id gets a content hash scoped to its customer,
+ * and one without `updated_at` a content-hash version (see record-version.ts); `customer_id` is added. Written in batches of about a page.
+ */
+async function pollCustomerIssues(
+  ctx: PassContext,
+  stats: PassStats,
+  requestMade: () => void,
+  write: (records: Versioned[]) => Promise<void>,
+  startedAt: Date,
+  source: string,
+): Promise<void> {
+  const customers = await knownCustomerIds(ctx.db);
+  stats.pageCount = customers.length;
+  const seen = new Set<string>();
+  let batch: Versioned[] = [];
+  for (const customerId of customers) {
+    const response = await ctx.partner.customerIssues(customerId, { lane: 'poll' });
+    requestMade();
+    stats.pages += 1;
+    for (const issue of response.data.issues) {
+      const keyed = withVersion({ customer_id: customerId, ...issue }, `customer:${customerId}`);
+      seen.add(keyed.id);
+      batch.push(keyed);
+      stats.records += 1;
+    }
+    if (batch.length >= PER_PAGE) {
+      await write(batch);
+      batch = [];
+    }
+    if (stats.pages % ctx.progressEveryPages === 0) ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');
+    await ctx.hooks.afterPage?.({ resource: ctx.resource, page: stats.pages });
+    if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
+  }
+  await write(batch);
+  stats.removed = await writeRemovals(ctx.db, ctx.resource, seen, startedAt, source);
+}
