@@ -1,0 +1,90 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { Db } from '../db/prisma.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import { fromDeadLetterHeaders } from './dead-letter-headers.js';
+import { insertDeadLetter } from './dead-letter-repository.js';
+
+export interface DeadLetterIndexerOptions {
+  db: Db;
+  kafka: Kafka;
+  logger: Logger;
+  /** KAFKA_TOPIC_PREFIX: every `<prefix>….dlq` topic is read. */
+  topicPrefix: string;
+  /** Consumer group; default `<prefix>rentbridge.dead-letter-indexer`. */
+  groupId?: string;
+}
+
+export interface DeadLetterIndexer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Matches every DLQ topic under the prefix. */
+export function dlqTopicPattern(topicPrefix: string): RegExp {
+  return new RegExp(`^${escapeRegExp(topicPrefix)}.+\\.dlq$`);
+}
+
+/**
+ * Reads every `*.dlq` topic into `dead_letters`, keeping the value and every header. The offset
+ * is committed only after the row is written, and a row is unique per (topic, partition, offset),
+ * so a crash or a rebalance re-reads at most a few letters, harmlessly.
+ *
+ * kafkajs resolves a regex subscription when the consumer starts: DLQ topics created later are
+ * read after the next restart (the known ones exist from `ensureTopics()`).
+ */
+export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): DeadLetterIndexer {
+  const log = options.logger.child({ component: 'dead-letter-indexer' });
+  const groupId = options.groupId ?? `${options.topicPrefix}rentbridge.dead-letter-indexer`;
+  let consumer: Consumer | undefined;
+
+  return {
+    async start() {
+      consumer = options.kafka.consumer({ groupId });
+      await consumer.connect();
+      await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ topic, partition, message }) => {
+          const parsed = fromDeadLetterHeaders(message.headers);
+          const created = await insertDeadLetter(options.db, {
+            dlqTopic: topic,
+            partition,
+            offset: message.offset,
+            key: message.key?.toString() ?? null,
+            value: message.value?.toString() ?? '',
+            headers: parsed.all,
+            info: parsed,
+          });
+          if (created) {
+            metrics.deadLetters.inc({
+              topic: parsed.originalTopic ?? topic,
+              reason: parsed.reason ?? 'unknown',
+            });
+          }
+          log.info(
+            {
+              topic,
+              partition,
+              offset: message.offset,
+              commandId: parsed.commandId,
+              reason: parsed.reason,
+              created,
+            },
+            'dead letter indexed',
+          );
+          await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(message.offset) + 1n) }]);
+        },
+      });
+      log.info({ groupId }, 'dead-letter indexer started');
+    },
+    async stop() {
+      await consumer?.disconnect();
+      consumer = undefined;
+    },
+  };
+}

@@ -1,0 +1,243 @@
+import type { IHeaders, Producer } from 'kafkajs';
+import type { Db } from '../db/prisma.js';
+import { AppError } from '../errors.js';
+import { CLOUDEVENT_CONTENT_TYPE } from '../events/cloudevent.js';
+import { topicName } from '../kafka/topics.js';
+import type { Logger } from '../logger.js';
+import { deadLetterTarget, writeAudit } from './audit-repository.js';
+import { buildCorrectedValue, commandIdOf, CorrectionError } from './command-correction.js';
+import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
+import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
+import {
+  APPLIED_STATES,
+  deleteGuardRow,
+  getGuardState,
+  RESETTABLE_STATES,
+} from './guard-state-repository.js';
+
+/**
+ * Safe redrive, the one implementation behind `rentbridge dlq redrive` and the ops API.
+ *
+ * For each letter, inside one transaction that locks the letter's row:
+ * 1. a letter that is not `open` is skipped (unless `force`);
+ * 2. the guard is asked: a command already `applied`/`already_applied` closes the letter as
+ *    `closed_applied` and nothing is sent;
+ * 3. a correction is validated (CloudEvent + the command's schema, same command id) and kept in
+ *    `corrected_value` beside the original;
+ * 4. a guard row in a final not-applied state (rejected/unverified/exhausted) is deleted, after
+ *    copying it and its attempts into the audit details, so the consumer tries again
+ *    (docs/decisions/008-redrive-resets-the-guard-row.md);
+ * 5. the value is republished to the original topic with the original key and headers, plus the
+ *    redrive headers; then the letter becomes `redriven` and the audit rows are written.
+ * The send happens before the commit: if the commit failed after a send, the letter stays open
+ * and a second redrive finds the guard's row for the command, which makes it harmless.
+ */
+
+export interface RedriveDeps {
+  db: Db;
+  producer: Producer;
+  /** KAFKA_TOPIC_PREFIX, added to an original topic header written without it. */
+  topicPrefix: string;
+  logger: Logger;
+}
+
+export type RedriveAction = 'send' | 'close_applied' | 'skip' | 'invalid' | 'not_found';
+
+export interface RedriveOutcome {
+  id: number;
+  action: RedriveAction;
+  /** True when nothing was changed (dry run). */
+  dryRun: boolean;
+  message: string;
+  topic?: string;
+  commandId?: string | null;
+  guardState?: string | null;
+  /** Whether the guard's row was (or would be) reset so that the consumer tries again. */
+  guardReset?: boolean;
+}
+
+export interface RedriveOptions {
+  actor: string;
+  reason?: string | null;
+  dryRun?: boolean;
+  /** Redrive a letter that is no longer open (already redriven, discarded, ...). */
+  force?: boolean;
+  /** A corrected CloudEvent, or only the corrected command (the event's `data`). */
+  correction?: unknown;
+}
+
+/** The topic to republish to: the original topic header, prefixed when written without it. */
+export function redriveTopic(letter: DeadLetter, topicPrefix: string): string | null {
+  const original = letter.originalTopic;
+  if (!original) return null;
+  return topicPrefix && original.startsWith(topicPrefix) ? original : topicName(topicPrefix, original);
+}
+
+function redriveHeaders(letter: DeadLetter, actor: string, at: Date): IHeaders {
+  const headers: IHeaders = {};
+  // The original message's own headers travel on; the dead-letter ones describe the failure, not
+  // the command, and a consumer must not mistake a redrive for a dead letter.
+  for (const [name, value] of Object.entries(letter.headers)) {
+    if (name.startsWith('dlq-') || name.startsWith('redrive-')) continue;
+    headers[name] = value;
+  }
+  headers['content-type'] ??= CLOUDEVENT_CONTENT_TYPE;
+  headers[REDRIVE_HEADER.redrivenFrom] = String(letter.id);
+  headers[REDRIVE_HEADER.redrivenAt] = at.toISOString();
+  headers[REDRIVE_HEADER.redrivenBy] = actor;
+  return headers;
+}
+
+export async function redriveDeadLetter(
+  deps: RedriveDeps,
+  id: number,
+  options: RedriveOptions,
+): Promise<RedriveOutcome> {
+  const dryRun = options.dryRun ?? false;
+  const log = deps.logger.child({ component: 'redrive', deadLetterId: id, actor: options.actor });
+  return deps.db.$transaction(
+    async (tx) => {
+      const letter = await lockDeadLetter(tx, id);
+      if (!letter) return { id, action: 'not_found', dryRun, message: `no dead letter ${id}` };
+      const topic = redriveTopic(letter, deps.topicPrefix);
+      const commandId = letter.commandId ?? commandIdOf(letter.value, letter.originalTopic, deps.topicPrefix);
+      const base = { id, dryRun, topic: topic ?? undefined, commandId };
+
+      if (letter.state !== 'open' && !options.force) {
+        return { ...base, action: 'skip', message: `letter is ${letter.state}, not open` };
+      }
+      if (!topic) {
+        return { ...base, action: 'skip', message: `letter has no ${DLQ_HEADER.originalTopic} header` };
+      }
+
+      const guard = commandId ? await getGuardState(tx, commandId) : null;
+      if (guard && (APPLIED_STATES as readonly string[]).includes(guard.state)) {
+        const message = `command ${commandId} is already ${guard.state}: letter closed, nothing sent`;
+        if (!dryRun) {
+          await resolveDeadLetter(tx, id, {
+            state: 'closed_applied',
+            by: options.actor,
+            resolution: message,
+          });
+          await writeAudit(tx, {
+            actor: options.actor,
+            action: 'close_applied',
+            target: deadLetterTarget(id),
+            reason: options.reason,
+            details: { commandId, guardState: guard.state },
+          });
+          log.info({ commandId, guardState: guard.state }, 'dead letter closed: command already applied');
+        }
+        return { ...base, action: 'close_applied', guardState: guard.state, message };
+      }
+
+      let value = letter.value;
+      let correctedValue: string | null = null;
+      if (options.correction !== undefined) {
+        try {
+          correctedValue = buildCorrectedValue({
+            originalValue: letter.value,
+            originalTopic: letter.originalTopic,
+            commandId,
+            correction: options.correction,
+            topicPrefix: deps.topicPrefix,
+          });
+        } catch (error) {
+          if (error instanceof CorrectionError) {
+            return { ...base, action: 'invalid', guardState: guard?.state ?? null, message: error.message };
+          }
+          throw error;
+        }
+        value = correctedValue;
+      }
+
+      const guardReset = guard != null && (RESETTABLE_STATES as readonly string[]).includes(guard.state);
+      const what = `${correctedValue ? 'corrected value' : 'original value'} to ${topic}`;
+      const message = guardReset ? `send ${what} (guard row ${guard.state} reset)` : `send ${what}`;
+      if (dryRun) return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
+
+      if (guardReset && commandId && !(await deleteGuardRow(tx, commandId, guard.state))) {
+        // The consumer moved the row meanwhile: let the operator look again rather than guess.
+        return {
+          ...base,
+          action: 'skip',
+          guardState: guard.state,
+          message: 'guard row changed meanwhile: retry',
+        };
+      }
+      const at = new Date();
+      await deps.producer.send({
+        topic,
+        messages: [
+          {
+            key: letter.headers[DLQ_HEADER.originalKey] ?? letter.key,
+            value,
+            headers: redriveHeaders(letter, options.actor, at),
+          },
+        ],
+      });
+      await resolveDeadLetter(tx, id, {
+        state: 'redriven',
+        by: options.actor,
+        resolution: message,
+        ...(correctedValue ? { correctedValue } : {}),
+      });
+      if (correctedValue) {
+        await writeAudit(tx, {
+          actor: options.actor,
+          action: 'correct',
+          target: deadLetterTarget(id),
+          reason: options.reason,
+          details: { original: letter.value, corrected: correctedValue },
+        });
+      }
+      await writeAudit(tx, {
+        actor: options.actor,
+        action: 'redrive',
+        target: deadLetterTarget(id),
+        reason: options.reason,
+        details: {
+          topic,
+          commandId,
+          corrected: correctedValue != null,
+          // The guard row as it was before the reset: its history survives here.
+          ...(guardReset ? { guardRowReset: guard } : { guardState: guard?.state ?? null }),
+        },
+      });
+      log.info({ topic, commandId, guardReset }, 'dead letter redriven');
+      return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
+    },
+    { timeout: 30_000, maxWait: 10_000 },
+  );
+}
+
+export interface DiscardOutcome {
+  id: number;
+  action: 'discarded' | 'skip' | 'not_found';
+  message: string;
+}
+
+/** Closes an open letter without redriving it; the reason is required and audited. */
+export async function discardDeadLetter(
+  deps: { db: Db },
+  id: number,
+  options: { actor: string; reason: string },
+): Promise<DiscardOutcome> {
+  const reason = options.reason.trim();
+  if (!reason) throw new AppError(400, 'invalid_request', 'a reason is required to discard a dead letter');
+  return deps.db.$transaction(async (tx) => {
+    const letter = await lockDeadLetter(tx, id);
+    if (!letter) return { id, action: 'not_found', message: `no dead letter ${id}` };
+    if (letter.state !== 'open')
+      return { id, action: 'skip', message: `letter is ${letter.state}, not open` };
+    await resolveDeadLetter(tx, id, { state: 'discarded', by: options.actor, resolution: reason });
+    await writeAudit(tx, {
+      actor: options.actor,
+      action: 'discard',
+      target: deadLetterTarget(id),
+      reason,
+      details: { commandId: letter.commandId, reason: letter.reason, errorCode: letter.errorCode },
+    });
+    return { id, action: 'discarded', message: 'discarded' };
+  });
+}

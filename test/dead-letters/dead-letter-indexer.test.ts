@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createDeadLetterIndexer,
+  type DeadLetterIndexer,
+} from '../../src/dead-letters/dead-letter-indexer.js';
+import { createLogger } from '../../src/logger.js';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { buildDecisionLetter, produceDeadLetter } from './build-dead-letter.js';
+
+const logger = createLogger({ level: 'silent' });
+
+async function waitFor<T>(read: () => Promise<T | null | undefined>, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (v) return v;
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('dead-letter indexer', () => {
+  let database: TestDatabase;
+  let kafka: TestKafka;
+  let indexer: DeadLetterIndexer | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    kafka = createTestKafka();
+    await kafka.createTopics();
+  });
+  afterAll(async () => {
+    await indexer?.stop();
+    await kafka.close();
+    await database.drop();
+  });
+
+  describe('when a dead letter arrives on a .dlq topic', () => {
+    it('stores the value byte for byte, every header and the parsed fields, once', async () => {
+      const dlqTopic = `${kafka.prefix}${TOPICS.dlq(TOPICS.applicationDecisions)}`;
+      const letter = buildDecisionLetter(kafka.prefix, { errorCode: 'lock_failed', errorStatus: 409 });
+      const withExtra = { ...letter, headers: { ...letter.headers, 'x-custom-trace': 'trace-123' } };
+      await produceDeadLetter(kafka.kafka, dlqTopic, withExtra);
+
+      indexer = createDeadLetterIndexer({
+        db: database.db,
+        kafka: kafka.kafka,
+        logger,
+        topicPrefix: kafka.prefix,
+      });
+      await indexer.start();
+      const row = await waitFor(() => database.db.deadLetter.findFirst({ where: { dlqTopic } }));
+
+      expect(row.value).toBe(letter.value);
+      expect(row.key).toBe(letter.key);
+      expect(row.headers).toEqual(withExtra.headers);
+      expect(row).toMatchObject({
+        originalTopic: `${kafka.prefix}${TOPICS.applicationDecisions}`,
+        originalPartition: 0,
+        originalOffset: '42',
+        reason: 'unverified',
+        errorCode: 'lock_failed',
+        errorStatus: 409,
+        errorMessage: letter.info.errorMessage,
+        commandId: letter.decisionId,
+        partnerRequestIds: letter.info.partnerRequestIds,
+        attempts: 3,
+        consumerGroup: letter.info.consumerGroup,
+        state: 'open',
+      });
+      expect(row.firstFailureAt?.toISOString()).toBe('2026-11-20T10:00:00.000Z');
+      expect(row.lastFailureAt?.toISOString()).toBe('2026-11-20T10:05:00.000Z');
+
+      // Reading the topic again from the start (a new group) stores nothing twice.
+      await indexer.stop();
+      indexer = createDeadLetterIndexer({
+        db: database.db,
+        kafka: kafka.kafka,
+        logger,
+        topicPrefix: kafka.prefix,
+        groupId: `${kafka.prefix}reread`,
+      });
+      const second = buildDecisionLetter(kafka.prefix, { reason: 'rejected' });
+      await produceDeadLetter(kafka.kafka, `${kafka.prefix}${TOPICS.dlq(TOPICS.rentalPayments)}`, second);
+      await indexer.start();
+      await waitFor(() => database.db.deadLetter.findFirst({ where: { commandId: second.decisionId } }));
+      expect(await database.db.deadLetter.count()).toBe(2);
+    });
+  });
+});
