@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { cloudEventSchema } from './cloudevent.js';
+import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './commands.js';
+import { partnerWebhookSchema } from './partner-events.js';
+import { applicationDecidedEventSchema, rentPaymentReceivedEventSchema } from './pms-events.js';
+import { stateChangeSchema } from './state-change.js';
+import { unroutedEventSchema } from './unrouted.js';
+
+/**
+ * Every event and command schema, by the file name its JSON Schema gets in docs/schemas/
+ * (scripts/export-schemas.ts; docs/asyncapi.yaml references them).
+ */
+export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
+  'cloudevent': cloudEventSchema,
+  'application-decision-command': applicationDecisionCommandSchema,
+  'rental-payment-command': rentalPaymentCommandSchema,
+  'pms-rent-payment-received': rentPaymentReceivedEventSchema,
+  'pms-application-decided': applicationDecidedEventSchema,
+  'partner-webhook': partnerWebhookSchema,
+  'state-change': stateChangeSchema,
+  'unrouted-event': unroutedEventSchema,
+};
+
+/** JSON Schema (draft 2020-12) of each schema, as the input a sender may give. */
+export function toJsonSchemas(): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(EVENT_SCHEMAS).map(([name, schema]) => [
+      name,
+      {
+        $id: `https://rentbridge.local/schemas/${name}.json`,
+        ...z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }),
+      },
+    ]),
+  );
+}

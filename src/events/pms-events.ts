@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './commands.js';
+
+/**
+ * What property-management systems send to `POST /webhooks/pms/:source`: an envelope
+ * `{ type, data }` whose `data` is already the command rentbridge will carry to the Partner API.
+ */
+export const PMS_EVENT_TYPES = {
+  rentPaymentReceived: 'rent_payment.received',
+  applicationDecided: 'application.decided',
+} as const;
+
+/** Any webhook body: a type and its data. Unknown types pass this and go to inbound.unrouted. */
+export const webhookEnvelopeSchema = z.looseObject({
+  type: z.string().min(1).max(200),
+  data: z.unknown(),
+});
+
+export const rentPaymentReceivedEventSchema = z.looseObject({
+  type: z.literal(PMS_EVENT_TYPES.rentPaymentReceived),
+  data: rentalPaymentCommandSchema,
+});
+export type RentPaymentReceivedEvent = z.infer<typeof rentPaymentReceivedEventSchema>;
+
+export const applicationDecidedEventSchema = z.looseObject({
+  type: z.literal(PMS_EVENT_TYPES.applicationDecided),
+  data: applicationDecisionCommandSchema,
+});
+export type ApplicationDecidedEvent = z.infer<typeof applicationDecidedEventSchema>;
+
+export const pmsEventSchema = z.discriminatedUnion('type', [
+  rentPaymentReceivedEventSchema,
+  applicationDecidedEventSchema,
+]);

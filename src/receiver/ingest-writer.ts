@@ -1,0 +1,153 @@
+import type { Db } from '../db/prisma.js';
+import { recordStateChange } from '../events/state-change.js';
+import type { Logger } from '../logger.js';
+import { enqueue, type OutboxMessageInput, type Tx } from '../outbox/outbox-repository.js';
+import type { Resource } from '../partner/resources.js';
+import { insertReceipts, linkReceipts, receiptKey } from './receipt-repository.js';
+
+/**
+ * Makes accepted webhooks durable: the receipt (the dedupe) and the outbox row in ONE
+ * transaction, the caller's 2xx only after its commit.
+ *
+ * Group commit: webhooks that arrive while a transaction is committing wait and share the next
+ * one, so under load one commit (one WAL flush) acknowledges many webhooks, and with no load a
+ * webhook is written at once (no timer). If a shared transaction fails, each of its webhooks is
+ * retried alone so that one bad webhook cannot fail the others.
+ */
+
+interface ItemBase {
+  /** `partner` or `pms:<source>`: the receipt's namespace of webhook ids. */
+  source: string;
+  webhookId: string;
+  eventType: string;
+}
+
+/** An event published as given (commands, unrouted). */
+export interface MessageItem extends ItemBase {
+  kind: 'message';
+  message: OutboxMessageInput & { eventId: string };
+}
+
+/** A partner record's new version, published only if neither path saw it before. */
+export interface StateChangeItem extends ItemBase {
+  kind: 'state-change';
+  change: {
+    resource: Resource;
+    record: Record<string, unknown>;
+    removed: boolean;
+    source: string;
+    headers: Record<string, string>;
+  };
+}
+
+export type IngestItem = MessageItem | StateChangeItem;
+
+export type IngestResult =
+  /** Written; `eventId` is absent when the record's version was already published. */
+  | { duplicate: false; eventId?: string }
+  /** The webhook-id was seen before: nothing written. */
+  | { duplicate: true };
+
+export interface IngestWriter {
+  write(item: IngestItem): Promise<IngestResult>;
+  /** Waits for the writes in hand. */
+  close(): Promise<void>;
+}
+
+export interface IngestWriterOptions {
+  db: Db;
+  logger: Logger;
+  /** Most webhooks per transaction. Default 200. */
+  maxBatch?: number;
+  /** Transactions in flight at once (each holds a connection). Default 4. */
+  concurrency?: number;
+}
+
+interface Pending {
+  item: IngestItem;
+  resolve(result: IngestResult): void;
+  reject(error: unknown): void;
+}
+
+export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
+  const { db, logger } = options;
+  const maxBatch = options.maxBatch ?? 200;
+  const concurrency = options.concurrency ?? 4;
+  const queue: Pending[] = [];
+  const inFlight = new Set<Promise<void>>();
+
+  function pump(): void {
+    while (queue.length > 0 && inFlight.size < concurrency) {
+      const batch = queue.splice(0, maxBatch);
+      const run = commit(batch).finally(() => {
+        inFlight.delete(run);
+        pump();
+      });
+      inFlight.add(run);
+    }
+  }
+
+  async function commit(batch: Pending[]): Promise<void> {
+    try {
+      const results = await db.$transaction((tx) => writeBatch(tx, batch.map((p) => p.item)));
+      batch.forEach((p, i) => p.resolve(results[i]!));
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]!.reject(error);
+        return;
+      }
+      logger.warn({ err: error, size: batch.length }, 'shared webhook transaction failed: writing each alone');
+      await Promise.all(batch.map((p) => commit([p])));
+    }
+  }
+
+  return {
+    write(item) {
+      return new Promise<IngestResult>((resolve, reject) => {
+        queue.push({ item, resolve, reject });
+        pump();
+      });
+    },
+    async close() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+  };
+}
+
+async function writeBatch(tx: Tx, items: IngestItem[]): Promise<IngestResult[]> {
+  // The same webhook-id twice in one batch: the first is written, the rest are duplicates.
+  const seen = new Set<string>();
+  const firsts: IngestItem[] = [];
+  for (const item of items) {
+    const key = receiptKey(item.source, item.webhookId);
+    if (!seen.has(key)) {
+      seen.add(key);
+      firsts.push(item);
+    }
+  }
+  const fresh = await insertReceipts(tx, firsts);
+  const results = new Map<IngestItem, IngestResult>();
+  const links: { source: string; webhookId: string; outboxId: bigint }[] = [];
+
+  const messages = firsts.filter(
+    (i): i is MessageItem => i.kind === 'message' && fresh.has(receiptKey(i.source, i.webhookId)),
+  );
+  const rows = await enqueue(
+    tx,
+    messages.map((m) => m.message),
+  );
+  const idByEvent = new Map(rows.map((r) => [r.eventId, r.id]));
+  for (const m of messages) {
+    results.set(m, { duplicate: false, eventId: m.message.eventId });
+    const outboxId = idByEvent.get(m.message.eventId);
+    if (outboxId !== undefined) links.push({ source: m.source, webhookId: m.webhookId, outboxId });
+  }
+
+  for (const item of firsts) {
+    if (item.kind !== 'state-change' || !fresh.has(receiptKey(item.source, item.webhookId))) continue;
+    const recorded = await recordStateChange(tx, { ...item.change, via: 'webhook' });
+    results.set(item, recorded.published ? { duplicate: false, eventId: recorded.eventId } : { duplicate: false });
+  }
+  await linkReceipts(tx, links);
+  return items.map((item) => results.get(item) ?? { duplicate: true });
+}

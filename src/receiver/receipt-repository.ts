@@ -1,0 +1,42 @@
+import type { Tx } from '../outbox/outbox-repository.js';
+
+/**
+ * webhook_receipts: one row per accepted webhook, keyed by (source, webhook-id). Inserting the
+ * receipt is the dedupe: a row that already exists makes the webhook a duplicate.
+ */
+export interface ReceiptKey {
+  source: string;
+  webhookId: string;
+  eventType: string;
+}
+
+/** Inserts the receipts; returns the keys (`source \n webhookId`) that were new. */
+export async function insertReceipts(tx: Tx, receipts: ReceiptKey[]): Promise<Set<string>> {
+  if (receipts.length === 0) return new Set();
+  const rows = await tx.$queryRaw<{ source: string; webhook_id: string }[]>`
+    INSERT INTO webhook_receipts (source, webhook_id, event_type)
+    SELECT * FROM unnest(${receipts.map((r) => r.source)}::text[],
+                         ${receipts.map((r) => r.webhookId)}::text[],
+                         ${receipts.map((r) => r.eventType)}::text[])
+    ON CONFLICT DO NOTHING
+    RETURNING source, webhook_id`;
+  return new Set(rows.map((r) => receiptKey(r.source, r.webhook_id)));
+}
+
+/** Links receipts to the outbox rows they produced (for ops: which event came of which webhook). */
+export async function linkReceipts(
+  tx: Tx,
+  links: { source: string; webhookId: string; outboxId: bigint }[],
+): Promise<void> {
+  if (links.length === 0) return;
+  await tx.$executeRaw`
+    UPDATE webhook_receipts r SET outbox_id = l.outbox_id
+    FROM unnest(${links.map((l) => l.source)}::text[],
+                ${links.map((l) => l.webhookId)}::text[],
+                ${links.map((l) => l.outboxId.toString())}::bigint[]) AS l(source, webhook_id, outbox_id)
+    WHERE r.source = l.source AND r.webhook_id = l.webhook_id`;
+}
+
+export function receiptKey(source: string, webhookId: string): string {
+  return `${source}\n${webhookId}`;
+}

@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import { COMMAND_TYPES } from '../events/commands.js';
+import { parsePartnerEventType, partnerWebhookSchema } from '../events/partner-events.js';
+import {
+  PMS_EVENT_TYPES,
+  applicationDecidedEventSchema,
+  rentPaymentReceivedEventSchema,
+  webhookEnvelopeSchema,
+} from '../events/pms-events.js';
+import { UNROUTED_TYPE, type UnroutedEvent } from '../events/unrouted.js';
+import { AppError } from '../errors.js';
+import { TOPICS } from '../kafka/topics.js';
+import type { IngestItem } from './ingest-writer.js';
+
+/**
+ * Turns a verified webhook body into what the ingest writer stores: a command, a state change,
+ * or an unrouted event. Pure: throws a 422 AppError listing every failing field.
+ */
+
+export interface Delivery {
+  /** `partner` or `pms:<source>`. */
+  source: string;
+  /** CloudEvent source: `/webhooks/partner`, `/webhooks/pms/<source>`. */
+  path: string;
+  webhookId: string;
+  requestId: string;
+  body: unknown;
+}
+
+export function validationError(error: z.ZodError): AppError {
+  const errors = error.issues.map((i) => {
+    const path = i.path.map(String).join('.') || '(body)';
+    return `${path}: ${i.message.replace(/^Invalid input: /, '')}`;
+  });
+  return new AppError(422, 'validation_error', 'the webhook body does not match the schema of its type', {
+    extra: { errors },
+  });
+}
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) throw validationError(result.error);
+  return result.data;
+}
+
+function headersOf(d: Delivery): Record<string, string> {
+  return { 'webhook-id': d.webhookId, 'request-id': d.requestId };
+}
+
+function unrouted(d: Delivery, type: string): IngestItem {
+  const data: UnroutedEvent = { source: d.source, webhook_id: d.webhookId, received_type: type, payload: d.body };
+  return {
+    kind: 'message',
+    source: d.source,
+    webhookId: d.webhookId,
+    eventType: type,
+    message: {
+      eventId: randomUUID(),
+      topic: TOPICS.unrouted,
+      key: d.webhookId,
+      type: UNROUTED_TYPE,
+      source: d.path,
+      subject: d.webhookId,
+      data: data as never,
+      headers: headersOf(d),
+    },
+  };
+}
+
+export function routePmsEvent(d: Delivery): IngestItem {
+  const { type } = parse(webhookEnvelopeSchema, d.body);
+  const base = { kind: 'message' as const, source: d.source, webhookId: d.webhookId, eventType: type };
+  if (type === PMS_EVENT_TYPES.rentPaymentReceived) {
+    const { data } = parse(rentPaymentReceivedEventSchema, d.body);
+    return {
+      ...base,
+      message: {
+        eventId: randomUUID(),
+        topic: TOPICS.rentalPayments,
+        key: data.enrollment_id,
+        type: COMMAND_TYPES.rentalPayment,
+        source: d.path,
+        subject: data.payment_id,
+        data,
+        headers: headersOf(d),
+      },
+    };
+  }
+  if (type === PMS_EVENT_TYPES.applicationDecided) {
+    const { data } = parse(applicationDecidedEventSchema, d.body);
+    return {
+      ...base,
+      message: {
+        eventId: randomUUID(),
+        topic: TOPICS.applicationDecisions,
+        key: data.application_id,
+        type: COMMAND_TYPES.applicationDecision,
+        source: d.path,
+        subject: data.decision_id,
+        data,
+        headers: headersOf(d),
+      },
+    };
+  }
+  return unrouted(d, type);
+}
+
+export function routePartnerEvent(d: Delivery): IngestItem {
+  const { type } = parse(webhookEnvelopeSchema, d.body);
+  const kind = parsePartnerEventType(type);
+  if (!kind) return unrouted(d, type);
+  const { data } = parse(partnerWebhookSchema, d.body);
+  return {
+    kind: 'state-change',
+    source: d.source,
+    webhookId: d.webhookId,
+    eventType: type,
+    change: {
+      resource: kind.resource,
+      record: data,
+      removed: kind.removed,
+      source: d.path,
+      headers: headersOf(d),
+    },
+  };
+}

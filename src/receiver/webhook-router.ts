@@ -1,0 +1,120 @@
+import express, { type Request, type Response, type NextFunction, type Router } from 'express';
+import type { Config } from '../config/config.js';
+import { UNROUTED_TYPE } from '../events/unrouted.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import type { IngestItem, IngestWriter } from './ingest-writer.js';
+import { routePartnerEvent, routePmsEvent, type Delivery } from './route-event.js';
+import { createVerifier, type Verifier } from './signature.js';
+
+/**
+ * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
+ * checks: body size (413), signature over the raw bytes (401), JSON (400), shape (422); then the
+ * receipt and the outbox row in one transaction, and the 202 after its commit.
+ */
+export interface WebhookRouterDeps {
+  config: Pick<
+    Config,
+    'PARTNER_WEBHOOK_SECRETS' | 'PMS_WEBHOOK_SECRETS' | 'WEBHOOK_MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS'
+  >;
+  writer: IngestWriter;
+  logger: Logger;
+}
+
+type Route = (d: Delivery) => IngestItem;
+
+export function createWebhookRouter(deps: WebhookRouterDeps): Router {
+  const { config, writer } = deps;
+  const logger = deps.logger.child({ component: 'receiver' });
+  const tolerance = config.WEBHOOK_TOLERANCE_SECONDS;
+  const partnerVerifier = createVerifier(config.PARTNER_WEBHOOK_SECRETS, tolerance);
+  const pmsVerifiers = new Map<string, Verifier>(
+    Object.entries(config.PMS_WEBHOOK_SECRETS).map(([source, secrets]) => [
+      source,
+      createVerifier(secrets, tolerance),
+    ]),
+  );
+
+  const router = express.Router();
+  // Raw bytes whatever the content type: the signature covers them exactly as sent.
+  const raw = express.raw({ type: () => true, limit: config.WEBHOOK_MAX_BODY_BYTES });
+
+  async function handle(
+    req: Request,
+    res: Response,
+    source: string,
+    path: string,
+    verifier: Verifier | undefined,
+    route: Route,
+  ): Promise<void> {
+    const log = logger.child({ source, requestId: req.id });
+    let result = 'invalid';
+    try {
+      if (!verifier) {
+        result = 'unauthorized';
+        throw new AppError(401, 'unauthenticated', 'unknown webhook source');
+      }
+      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      let webhookId: string;
+      try {
+        ({ webhookId } = verifier(body, req.headers));
+      } catch (error) {
+        result = 'unauthorized';
+        throw error;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch {
+        throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
+      }
+      const item = route({ source, path, webhookId, requestId: req.id, body: parsed });
+      const written = await writer.write(item);
+      if (written.duplicate) {
+        result = 'duplicate';
+        log.info({ webhookId }, 'duplicate webhook: nothing written');
+        res.status(200).json({ accepted: true, duplicate: true });
+        return;
+      }
+      result = item.kind === 'message' && item.message.type === UNROUTED_TYPE ? 'unrouted' : 'accepted';
+      log.info({ webhookId, eventId: written.eventId, eventType: item.eventType, result }, 'webhook accepted');
+      res.status(202).json({ accepted: true, ...(written.eventId ? { event_id: written.eventId } : {}) });
+    } catch (error) {
+      if (!(error instanceof AppError)) result = 'error';
+      else log.info({ status: error.status, code: error.code }, 'webhook refused');
+      throw error;
+    } finally {
+      // Unknown sources share one label: a caller must not be able to grow the metric's series.
+      metrics.webhooks.inc({ source: verifier ? source : 'unknown', result });
+    }
+  }
+
+  function tooLarge(source: (req: Request) => string) {
+    return (error: unknown, req: Request, _res: Response, next: NextFunction) => {
+      const type = (error as { type?: string }).type;
+      if (type === 'entity.too.large') metrics.webhooks.inc({ source: source(req), result: 'too_large' });
+      next(error);
+    };
+  }
+
+  router.post(
+    '/partner',
+    raw,
+    (req: Request, res: Response) => handle(req, res, 'partner', '/webhooks/partner', partnerVerifier, routePartnerEvent),
+    tooLarge(() => 'partner'),
+  );
+  router.post(
+    '/pms/:source',
+    raw,
+    (req: Request, res: Response) => {
+      const name = String(req.params.source);
+      return handle(req, res, `pms:${name}`, `/webhooks/pms/${name}`, pmsVerifiers.get(name), routePmsEvent);
+    },
+    tooLarge((req) => {
+      const name = String(req.params.source);
+      return pmsVerifiers.has(name) ? `pms:${name}` : 'unknown';
+    }),
+  );
+  return router;
+}
