@@ -1,0 +1,125 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { Webhook } from 'standardwebhooks';
+import { createHttpApp } from '../../src/http/http-app.js';
+import { createLogger } from '../../src/logger.js';
+import type { Db } from '../../src/db/prisma.js';
+import { createIngestWriter, type IngestWriter } from '../../src/receiver/ingest-writer.js';
+import { createWebhookRouter } from '../../src/receiver/webhook-router.js';
+
+/** Test helpers: secrets, signed deliveries, and the receiver on an ephemeral port. */
+
+export function buildSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+export function buildRentPayment(overrides: Record<string, unknown> = {}) {
+  return {
+    type: 'rent_payment.received',
+    data: {
+      payment_id: `pay-${randomUUID()}`,
+      enrollment_id: 'enr-42',
+      amount_cents: 125_000,
+      paid_on: '2026-11-01',
+      period: '2026-11',
+      ...overrides,
+    },
+  };
+}
+
+export function buildDecision(overrides: Record<string, unknown> = {}) {
+  return {
+    type: 'application.decided',
+    data: { decision_id: `dec-${randomUUID()}`, application_id: 'app-7', decision: 'approve', ...overrides },
+  };
+}
+
+export interface SendOptions {
+  secret?: string;
+  webhookId?: string;
+  /** Unix seconds; default now. */
+  timestamp?: number;
+  /** The raw body instead of JSON.stringify(body). */
+  raw?: string;
+  headers?: Record<string, string>;
+  unsigned?: boolean;
+}
+
+export async function send(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  options: SendOptions = {},
+): Promise<{ status: number; json: Record<string, unknown>; headers: Headers; webhookId: string }> {
+  const payload = options.raw ?? JSON.stringify(body);
+  const webhookId = options.webhookId ?? `msg_${randomUUID()}`;
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+  if (!options.unsigned) {
+    headers['webhook-id'] = webhookId;
+    headers['webhook-timestamp'] = String(timestamp);
+    headers['webhook-signature'] = new Webhook(options.secret ?? '').sign(
+      webhookId,
+      new Date(timestamp * 1000),
+      payload,
+    );
+  }
+  const res = await fetch(`${baseUrl}${path}`, { method: 'POST', body: payload, headers });
+  const text = await res.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, json, headers: res.headers, webhookId };
+}
+
+export interface TestReceiver {
+  url: string;
+  writer: IngestWriter;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(options: {
+  db: Db;
+  partnerSecrets: string[];
+  pmsSecrets: Record<string, string[]>;
+  maxBodyBytes?: number;
+}): Promise<TestReceiver> {
+  const logger = createLogger({ level: 'silent' });
+  const writer = createIngestWriter({ db: options.db, logger });
+  const app = createHttpApp({
+    logger,
+    mounts: [
+      {
+        path: '/webhooks',
+        router: createWebhookRouter({
+          logger,
+          writer,
+          config: {
+            PARTNER_WEBHOOK_SECRETS: options.partnerSecrets,
+            PMS_WEBHOOK_SECRETS: options.pmsSecrets,
+            WEBHOOK_MAX_BODY_BYTES: options.maxBodyBytes ?? 4096,
+            WEBHOOK_TOLERANCE_SECONDS: 300,
+          },
+        }),
+      },
+    ],
+    ready: async () => ({ database: true }),
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    writer,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await writer.close();
+    },
+  };
+}
