@@ -1,0 +1,13 @@
+export * from './assumptions.js';
+export * from './endpoints.js';
+export * from './errors.js';
+export * from './partner-client.js';
+export * from './rate-budget.js';
+export * from './rate-budget-types.js';
+export * from './request-ids.js';
+export * from './resources.js';
+export * from './retry-policy.js';
+export * from './schemas.js';
+export type { CallOptions, PartnerResponse } from './transport.js';
+export { parseRetryAfter, toApiError } from './transport.js';
+export type { TokenManager } from './token-manager.js';

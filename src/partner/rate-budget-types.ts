@@ -1,0 +1,16 @@
+/** Budget lanes, priority high → low: writes, then the guard's read-backs, then the poller. */
+export type Lane = 'write' | 'readback' | 'poll';
+export const LANES: readonly Lane[] = ['write', 'readback', 'poll'];
+export const LANE_RANK: Record<Lane, number> = { write: 0, readback: 1, poll: 2 };
+
+/** The request budget every process on one egress IP shares (spec 8). */
+export interface RateBudget {
+  /** Waits for a slot in the rolling one-minute window, behind every higher lane that waits. */
+  acquire(lane: Lane, signal?: AbortSignal): Promise<void>;
+  /** After a 429: no process takes a slot before `until`. */
+  pauseUntil(until: Date): Promise<void>;
+  /** The API reported `remaining` requests left in its window (another system may share the IP). */
+  learn(remaining: number, resetAt: Date): Promise<void>;
+  snapshot(): Promise<{ used: number; left: number; pausedUntil: Date | null }>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,67 @@
+/**
+ * The one table that decides whether a Partner API error may be retried (spec 7.2, 7.4, 8), and
+ * the back-off between attempts. "Retriable" means a GET may be repeated automatically; writes
+ * are never repeated by the client (only the guarded write decides, after a read-back), except
+ * that a 401 renews the token and repeats once, because a 401 was not applied.
+ */
+
+export type Retry = 'retry' | 'renew_token' | 'no';
+
+/** By code (spec 7.2). A code not listed here is handled by its HTTP status (spec 7.2, last line). */
+export const RETRY_BY_CODE: Readonly<Record<string, Retry>> = {
+  validation_error: 'no',
+  invalid_request_body: 'no',
+  bad_request: 'no',
+  unauthenticated: 'renew_token',
+  processor_card_error: 'no',
+  forbidden: 'no',
+  not_found: 'no',
+  method_not_allowed: 'no',
+  invalid_state_transition: 'no',
+  // The record changed under the request: the caller reads again and decides (spec 7.2).
+  lock_failed: 'no',
+  rate_limited: 'retry',
+  api_error: 'retry',
+  request_timeout: 'retry',
+};
+
+/** By status, for unknown codes: 401 renews, 408/429/5xx retry, any other 4xx does not. */
+export function retryByStatus(status: number): Retry {
+  if (status === 401) return 'renew_token';
+  if (status === 408 || status === 429 || status >= 500) return 'retry';
+  return 'no';
+}
+
+export function retryFor(status: number, code: string): Retry {
+  // A status the code does not belong to (e.g. a 503 saying bad_request) is judged by status.
+  const byCode = RETRY_BY_CODE[code];
+  const byStatus = retryByStatus(status);
+  if (byCode === undefined) return byStatus;
+  if (byStatus === 'retry' && byCode === 'no') return 'retry';
+  return byCode;
+}
+
+/** Five attempts in all (spec 8, "give up after five attempts"). */
+export const MAX_ATTEMPTS = 5;
+/** No wait exceeds a minute (spec 8). */
+export const MAX_WAIT_MS = 60_000;
+
+/**
+ * Wait before the next attempt (attempt = the one that just failed, 1-based).
+ * 429: `Retry-After`, then doubled each time plus up to one second of jitter, capped at 60 s
+ * (spec 8). 5xx / network / time-out: 0.5 s doubled plus jitter, same cap.
+ */
+export function backoffMs(
+  attempt: number,
+  failure: { throttled: boolean; retryAfterSeconds?: number },
+  random: () => number = Math.random,
+): number {
+  const doubling = 2 ** (attempt - 1);
+  const jitter = attempt > 1 || !failure.throttled ? random() * 1000 : 0;
+  if (failure.throttled) {
+    const base = Math.max(1, failure.retryAfterSeconds ?? 1) * 1000;
+    // The first wait is exactly Retry-After; later ones never less than what the API asked for.
+    return Math.min(MAX_WAIT_MS, Math.max(base * doubling + jitter, (failure.retryAfterSeconds ?? 0) * 1000));
+  }
+  return Math.min(MAX_WAIT_MS, 500 * doubling + jitter);
+}
