@@ -1,0 +1,25 @@
+import {
+  COMMAND_TYPES,
+  rentalPaymentCommandSchema,
+  type RentalPaymentCommand,
+} from '../src/events/commands.js';
+import { rentalPaymentReadBack } from '../src/guard/index.js';
+import { TOPICS } from '../src/kafka/topics.js';
+import { createCommandConsumer, type CommandConsumerDeps, type CommandSpec } from './command-consumer.js';
+
+/** Reports rental payments to enrollments from commands.rental-payments. */
+export const rentalPayments: CommandSpec<RentalPaymentCommand> = {
+  name: 'rental-payments',
+  kind: 'rental_payment',
+  topic: TOPICS.rentalPayments,
+  outcomeTopic: TOPICS.rentalPaymentOutcomes,
+  eventType: COMMAND_TYPES.rentalPayment,
+  schema: rentalPaymentCommandSchema,
+  commandId: (c) => c.payment_id,
+  targetId: (c) => c.enrollment_id,
+  readBack: rentalPaymentReadBack,
+};
+
+export function createRentalPaymentsConsumer(deps: CommandConsumerDeps) {
+  return createCommandConsumer(rentalPayments, deps);
+}

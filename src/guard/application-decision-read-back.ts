@@ -1,0 +1,51 @@
+import type { ApplicationDecisionCommand } from '../events/commands.js';
+import type { GuardPartner } from './partner-port.js';
+import { baseSnapshot, findRecord, sameTime, utcDay, type ReadBackStrategy } from './read-back.js';
+
+/** The status an application reaches when the decision is applied. */
+export const DECISION_TARGET_STATUS = { approve: 'approved', decline: 'declined' } as const;
+
+/**
+ * Applications: a decision moves `status` to approved/declined and `updated_at` to now, so the
+ * date-filtered list from the snapshot's day (inclusive, whole UTC days, spec 4.7) holds the
+ * record if it changed after the snapshot. Absent from that list while its snapshot's updated_at
+ * was before that day: it has not changed since, so the write did not land.
+ */
+export function applicationDecisionReadBack(
+  partner: GuardPartner,
+): ReadBackStrategy<ApplicationDecisionCommand> {
+  return {
+    async snapshot(command, ctx) {
+      return baseSnapshot(await findRecord(partner, 'applications', command.application_id, {}, ctx));
+    },
+
+    async verdict(command, snapshot, ctx) {
+      const from = utcDay(snapshot.taken_at);
+      const now = await findRecord(
+        partner,
+        'applications',
+        command.application_id,
+        { last_updated_from_date: from },
+        ctx,
+      );
+      if (now) {
+        if (now.status === DECISION_TARGET_STATUS[command.decision]) return 'applied';
+        if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at))
+          return 'not_applied';
+        return 'unknown';
+      }
+      if (!snapshot.found) return 'not_applied';
+      // Not updated since `from` began: untouched since the snapshot, unless it changed that day.
+      if (snapshot.updated_at != null && utcDay(snapshot.updated_at) < from) return 'not_applied';
+      return 'unknown';
+    },
+
+    write(command, requestId) {
+      const body = command.reason === undefined ? {} : { reason: command.reason };
+      const options = { requestId, lane: 'write' } as const;
+      return command.decision === 'approve'
+        ? partner.approveApplication(command.application_id, body, options)
+        : partner.declineApplication(command.application_id, body, options);
+    },
+  };
+}

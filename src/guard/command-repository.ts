@@ -1,0 +1,195 @@
+import type { Prisma } from '@prisma/client';
+import type { Db } from '../db/prisma.js';
+import type { Snapshot } from './read-back.js';
+
+/**
+ * The guard's rows (tables `commands` and `command_attempts`), one per command id. Only this
+ * file touches Prisma for them; callers get plain objects.
+ *
+ * States: `pending` (known not applied, a write may be made), `in_flight` (committed before
+ * every write: the call may have landed), and the final ones below.
+ */
+export const FINAL_STATES = ['applied', 'already_applied', 'rejected', 'exhausted', 'unverified'] as const;
+export type FinalState = (typeof FINAL_STATES)[number];
+export type GuardState = 'pending' | 'in_flight' | FinalState;
+
+export function isFinal(state: string): state is FinalState {
+  return (FINAL_STATES as readonly string[]).includes(state);
+}
+
+export interface GuardError {
+  code: string | null;
+  status: number | null;
+  message: string;
+  first_failure_at: string;
+  last_failure_at: string;
+}
+
+export interface CommandRecord {
+  commandId: string;
+  commandType: string;
+  targetId: string;
+  state: GuardState;
+  payload: unknown;
+  snapshot: Snapshot | null;
+  /** Writes made so far (attempt n used request id `requestIds[n-1]`). */
+  attempts: number;
+  requestIds: string[];
+  lastError: GuardError | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface AttemptRecord {
+  attempt: number;
+  requestId: string;
+  kind: string;
+  result: string | null;
+  status: number | null;
+  code: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+type Row = Prisma.CommandGetPayload<object>;
+
+function toRecord(row: Row): CommandRecord {
+  return {
+    commandId: row.commandId,
+    commandType: row.commandType,
+    targetId: row.targetId,
+    state: row.state as GuardState,
+    payload: row.payload,
+    snapshot: (row.snapshot as Snapshot | null) ?? null,
+    attempts: row.attempts,
+    requestIds: row.requestIds,
+    lastError: (row.lastError as GuardError | null) ?? null,
+    createdAt: row.createdAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+export interface FailureInput {
+  code: string | null;
+  status: number | null;
+  message: string;
+}
+
+export type CommandRepository = ReturnType<typeof createCommandRepository>;
+
+export function createCommandRepository(db: Db) {
+  async function mergeError(commandId: string, failure: FailureInput | undefined) {
+    if (!failure) return undefined;
+    const row = await db.command.findUnique({ where: { commandId }, select: { lastError: true } });
+    const previous = (row?.lastError as GuardError | null) ?? null;
+    const now = new Date().toISOString();
+    const merged: GuardError = {
+      ...failure,
+      first_failure_at: previous?.first_failure_at ?? now,
+      last_failure_at: now,
+    };
+    return merged as unknown as Prisma.InputJsonValue;
+  }
+
+  return {
+    async find(commandId: string): Promise<CommandRecord | null> {
+      const row = await db.command.findUnique({ where: { commandId } });
+      return row ? toRecord(row) : null;
+    },
+
+    /** The command's row, created as `pending` when this is the first time it is seen. */
+    async ensure(input: {
+      commandId: string;
+      commandType: string;
+      targetId: string;
+      payload: Prisma.InputJsonValue;
+    }): Promise<CommandRecord> {
+      await db.command.createMany({ data: [{ ...input, state: 'pending' }], skipDuplicates: true });
+      const row = await db.command.findUniqueOrThrow({ where: { commandId: input.commandId } });
+      return toRecord(row);
+    },
+
+    /**
+     * Commits `in_flight` with the snapshot and the attempt's request id BEFORE the write is sent:
+     * whatever happens next (crash, time-out), a later run knows a write may have landed.
+     */
+    async beginWrite(commandId: string, input: { attempt: number; requestId: string; snapshot: Snapshot }) {
+      await db.$transaction([
+        db.command.update({
+          where: { commandId },
+          data: {
+            state: 'in_flight',
+            attempts: input.attempt,
+            snapshot: input.snapshot as Prisma.InputJsonValue,
+            requestIds: { push: input.requestId },
+          },
+        }),
+        db.commandAttempt.create({
+          data: { commandId, attempt: input.attempt, requestId: input.requestId, kind: 'write' },
+        }),
+      ]);
+    },
+
+    /** The write's answer: `applied`, `throttled`, `failed:<kind>`… with the HTTP status and code. */
+    async endWrite(
+      commandId: string,
+      attempt: number,
+      input: { result: string; status?: number | null; code?: string | null; message?: string | null },
+    ) {
+      await db.commandAttempt.updateMany({
+        where: { commandId, attempt, kind: 'write', finishedAt: null },
+        data: {
+          finishedAt: new Date(),
+          result: input.result,
+          status: input.status ?? null,
+          code: input.code ?? null,
+          message: input.message?.slice(0, 2000) ?? null,
+        },
+      });
+    },
+
+    /** A read made for the command (snapshot or read-back), with its verdict. */
+    async logRead(
+      commandId: string,
+      input: { attempt: number; requestId: string; kind: string; result: string },
+    ) {
+      await db.commandAttempt.create({
+        data: { commandId, ...input, finishedAt: new Date() },
+      });
+    },
+
+    /** Back to `pending`: the last write is proven not applied. */
+    async markPending(commandId: string, failure?: FailureInput) {
+      await db.command.update({
+        where: { commandId },
+        data: { state: 'pending', ...(failure ? { lastError: await mergeError(commandId, failure) } : {}) },
+      });
+    },
+
+    async finish(commandId: string, state: FinalState, failure?: FailureInput): Promise<CommandRecord> {
+      const row = await db.command.update({
+        where: { commandId },
+        data: {
+          state,
+          finishedAt: new Date(),
+          ...(failure ? { lastError: await mergeError(commandId, failure) } : {}),
+        },
+      });
+      return toRecord(row);
+    },
+
+    async attempts(commandId: string): Promise<AttemptRecord[]> {
+      const rows = await db.commandAttempt.findMany({ where: { commandId }, orderBy: { id: 'asc' } });
+      return rows.map((r) => ({
+        attempt: r.attempt,
+        requestId: r.requestId,
+        kind: r.kind,
+        result: r.result,
+        status: r.status,
+        code: r.code,
+        startedAt: r.startedAt,
+        finishedAt: r.finishedAt,
+      }));
+    },
+  };
+}

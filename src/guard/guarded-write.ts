@@ -1,0 +1,238 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Prisma } from '@prisma/client';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import { classifyFailure, type FailureInfo } from './classify-failure.js';
+import type { CommandRecord, CommandRepository, FinalState } from './command-repository.js';
+import { isFinal } from './command-repository.js';
+import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
+import { readRequestId, writeRequestId } from './request-ids.js';
+import type { ThrottleGate } from './throttle-gate.js';
+
+/**
+ * The guarded write (DESIGN.md, "The guarded write"): the Partner API takes no idempotency key
+ * and a write that failed with a 5xx or timed out may have landed (spec 7.4), so a write is never
+ * retried on a guess. Per command id a row walks:
+ *
+ *   pending ─snapshot─▶ in_flight (committed) ─write─▶ 2xx: applied
+ *                                              ├─ 429: pending, whole consumer waits Retry-After
+ *                                              ├─ 401 (the client already renewed once): rejected
+ *                                              ├─ 409 invalid_state_transition: read → already_applied | rejected
+ *                                              ├─ 409 lock_failed: pending, read again, retry (bounded → exhausted)
+ *                                              ├─ other 4xx: rejected
+ *                                              └─ 5xx / time-out / network / restart in in_flight: READ BACK
+ *                                                   applied → applied; unchanged → pending, retry with
+ *                                                   back-off (bounded → exhausted); else → unverified
+ */
+
+export interface GuardOptions {
+  /** Writes retried after a read-back proved the previous one not applied. Default 5. */
+  maxRetries?: number;
+  /** Retries after `409 lock_failed`. Default 5. */
+  maxLockRetries?: number;
+  /** 429 answers tolerated for one command before it is `exhausted`. Default 50. */
+  maxThrottles?: number;
+  /** Retries of a read (snapshot or read-back) that failed transiently. Default 5. */
+  maxReadRetries?: number;
+  /** First back-off delay, doubled per retry with jitter. Default 500 ms. */
+  backoffMs?: number;
+  /** Back-off cap. Default 30 s. */
+  maxBackoffMs?: number;
+}
+
+export interface GuardDeps<C> {
+  repository: CommandRepository;
+  strategy: ReadBackStrategy<C>;
+  logger: Logger;
+  /** Shared by the consumer: a 429 pauses every write until Retry-After. */
+  throttle?: ThrottleGate;
+  /** Aborts back-off sleeps on shutdown (never a write in flight). */
+  signal?: AbortSignal;
+  options?: GuardOptions;
+}
+
+export interface GuardInput<C> {
+  commandId: string;
+  /** `application_decision` or `rental_payment`. */
+  commandType: string;
+  targetId: string;
+  command: C;
+}
+
+export interface GuardResult {
+  record: CommandRecord;
+  /** The row was already final: nothing was written this time (a redelivery or a redrive). */
+  alreadyFinal: boolean;
+}
+
+/** A read needed to decide could not be made: the row keeps its state; process the command later. */
+export class GuardInterruptedError extends Error {
+  override name = 'GuardInterruptedError';
+  readonly retriable = true;
+}
+
+const DEFAULTS: Required<GuardOptions> = {
+  maxRetries: 5,
+  maxLockRetries: 5,
+  maxThrottles: 50,
+  maxReadRetries: 5,
+  backoffMs: 500,
+  maxBackoffMs: 30_000,
+};
+
+function asFailure(f: FailureInfo) {
+  return { code: f.code, status: f.status, message: f.message };
+}
+
+export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>): Promise<GuardResult> {
+  const options = { ...DEFAULTS, ...deps.options };
+  const { repository: repo, strategy, signal } = deps;
+  const { commandId } = input;
+  const log = deps.logger.child({ commandId });
+
+  let record = await repo.ensure({
+    commandId,
+    commandType: input.commandType,
+    targetId: input.targetId,
+    payload: input.command as Prisma.InputJsonValue,
+  });
+  if (isFinal(record.state)) return { record, alreadyFinal: true };
+
+  let attempt = record.attempts;
+  let reads = 0;
+  const ctx: ReadContext = { nextReadId: () => readRequestId(commandId, attempt, ++reads) };
+  const backoff = (n: number) =>
+    Math.min(options.maxBackoffMs, options.backoffMs * 2 ** Math.max(0, n - 1)) *
+    (0.75 + Math.random() * 0.5);
+
+  const finish = async (state: FinalState, failure?: FailureInfo): Promise<GuardResult> => {
+    record = await repo.finish(commandId, state, failure ? asFailure(failure) : undefined);
+    metrics.commands.inc({ command: input.commandType, status: state });
+    log.info(
+      { state, attempts: record.attempts, partnerRequestId: record.requestIds.at(-1) },
+      'command final',
+    );
+    return { record, alreadyFinal: false };
+  };
+
+  /** A read that must succeed to decide; transient failures are retried, then the guard stops. */
+  const read = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    for (let n = 1; ; n++) {
+      await deps.throttle?.wait(signal);
+      try {
+        return await fn();
+      } catch (error) {
+        const f = classifyFailure(error);
+        if (f.kind === 'throttled') {
+          await deps.throttle?.pause(new Date(Date.now() + (f.retryAfterSeconds ?? 1) * 1000));
+          if (!deps.throttle) await sleep((f.retryAfterSeconds ?? 1) * 1000, undefined, { signal });
+        } else if (n > options.maxReadRetries) {
+          throw new GuardInterruptedError(`${what} failed: ${f.message}`, { cause: error });
+        } else {
+          log.warn({ err: error, what, partnerRequestId: f.requestId }, 'read failed; retrying');
+          await sleep(backoff(n), undefined, { signal });
+        }
+      }
+    }
+  };
+
+  const readBack = async (snapshot: Snapshot): Promise<Verdict> => {
+    const requestId = readRequestId(commandId, attempt, reads + 1);
+    const verdict = await read('read-back', () => strategy.verdict(input.command, snapshot, ctx));
+    metrics.readBacks.inc({ command: input.commandType, verdict });
+    await repo.logRead(commandId, { attempt, requestId, kind: 'read_back', result: verdict });
+    log.info({ verdict, attempt }, 'read back');
+    return verdict;
+  };
+
+  let retries = 0;
+  let lockRetries = 0;
+  let throttles = 0;
+
+  if (record.state === 'in_flight') {
+    // A previous run committed in_flight and never recorded the answer (crash, kill, lost
+    // connection): the write may have landed. Read back; never write again on a guess.
+    log.warn({ attempt }, 'command found in flight: reading back');
+    const lost = {
+      kind: 'uncertain',
+      code: 'interrupted',
+      status: null,
+      message: 'write interrupted before its answer was recorded',
+      requestId: null,
+      retryAfterSeconds: null,
+    } as const;
+    await repo.endWrite(commandId, attempt, { result: 'interrupted' });
+    if (!record.snapshot) return finish('unverified', lost);
+    const verdict = await readBack(record.snapshot);
+    if (verdict === 'applied') return finish('applied');
+    if (verdict === 'unknown') return finish('unverified', lost);
+    retries++;
+    await repo.markPending(commandId, asFailure(lost));
+    if (retries > options.maxRetries) return finish('exhausted', lost);
+  }
+
+  for (;;) {
+    await deps.throttle?.wait(signal);
+    reads = 0;
+    const snapshot = await read('snapshot', () => strategy.snapshot(input.command, ctx));
+    attempt++;
+    reads = 0;
+    const requestId = writeRequestId(commandId, attempt);
+    await repo.beginWrite(commandId, { attempt, requestId, snapshot });
+    const wlog = log.child({ partnerRequestId: requestId, attempt });
+    let failure: FailureInfo;
+    try {
+      const result = await strategy.write(input.command, requestId);
+      await repo.endWrite(commandId, attempt, { result: 'applied', status: result.status });
+      return await finish('applied');
+    } catch (error) {
+      failure = classifyFailure(error);
+      wlog.warn(
+        { kind: failure.kind, status: failure.status, code: failure.code, err: error },
+        'write failed',
+      );
+      await repo.endWrite(commandId, attempt, {
+        result: failure.kind,
+        status: failure.status,
+        code: failure.code,
+        message: failure.message,
+      });
+    }
+
+    switch (failure.kind) {
+      case 'throttled': {
+        // Spec 7.4.2: a throttled request was not applied.
+        await repo.markPending(commandId, asFailure(failure));
+        if (++throttles > options.maxThrottles) return finish('exhausted', failure);
+        const waitMs = (failure.retryAfterSeconds ?? 1) * 1000;
+        await deps.throttle?.pause(new Date(Date.now() + waitMs));
+        if (!deps.throttle) await sleep(waitMs, undefined, { signal });
+        continue;
+      }
+      case 'unauthenticated':
+        // Not applied; the client has already renewed its token and repeated the write once
+        // (DESIGN: "renew the token once"), so a 401 here means the key itself is refused.
+        return finish('rejected', failure);
+      case 'lock_failed':
+        await repo.markPending(commandId, asFailure(failure));
+        if (++lockRetries > options.maxLockRetries) return finish('exhausted', failure);
+        await sleep(backoff(lockRetries), undefined, { signal });
+        continue; // the loop reads the record again before the next write
+      case 'invalid_state':
+        return (await readBack(snapshot)) === 'applied'
+          ? finish('already_applied', failure)
+          : finish('rejected', failure);
+      case 'rejected':
+        return finish('rejected', failure);
+      case 'uncertain': {
+        const verdict = await readBack(snapshot);
+        if (verdict === 'applied') return finish('applied', failure);
+        if (verdict === 'unknown') return finish('unverified', failure);
+        await repo.markPending(commandId, asFailure(failure));
+        if (++retries > options.maxRetries) return finish('exhausted', failure);
+        await sleep(backoff(retries), undefined, { signal });
+        continue;
+      }
+    }
+  }
+}

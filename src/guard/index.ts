@@ -1,0 +1,16 @@
+export { guardedWrite, GuardInterruptedError } from './guarded-write.js';
+export type { GuardDeps, GuardInput, GuardOptions, GuardResult } from './guarded-write.js';
+export { createCommandRepository, FINAL_STATES, isFinal } from './command-repository.js';
+export type {
+  CommandRecord,
+  CommandRepository,
+  FinalState,
+  GuardError,
+  GuardState,
+} from './command-repository.js';
+export type { ReadBackStrategy, Snapshot, Verdict } from './read-back.js';
+export { applicationDecisionReadBack, DECISION_TARGET_STATUS } from './application-decision-read-back.js';
+export { rentalPaymentReadBack } from './rental-payment-read-back.js';
+export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
+export { writeRequestId, readRequestId, requestIdBase } from './request-ids.js';
+export type { GuardPartner } from './partner-port.js';

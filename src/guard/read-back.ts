@@ -1,0 +1,91 @@
+import type { GuardPartner, ListEnvelope, PartnerResult } from './partner-port.js';
+
+/**
+ * Read-back: the spec has no single-record GET and accepts no idempotency key, so the guard
+ * learns whether a write landed by reading the target through the lists and comparing it with
+ * the snapshot taken just before the write. Each command type has its strategy; the guard only
+ * sees this interface.
+ */
+export type Verdict = 'applied' | 'not_applied' | 'unknown';
+
+/** The target as read just before a write (stored on the guard row, so a restart can use it). */
+export interface Snapshot {
+  found: boolean;
+  status: string | null;
+  updated_at: string | null;
+  /** When the snapshot was read (ISO); a write made after it moves updated_at to that day or later. */
+  taken_at: string;
+  /** Strategy-specific facts, e.g. how many matching payments the enrollment already held. */
+  [fact: string]: unknown;
+}
+
+export interface ReadContext {
+  /** The X-Request-Id of the next read (derived from the command id). */
+  nextReadId(): string;
+}
+
+export interface ReadBackStrategy<C> {
+  /** Reads the target's state just before a write. */
+  snapshot(command: C, ctx: ReadContext): Promise<Snapshot>;
+  /**
+   * Did the write land? `applied`: the target reached the command's effect; `not_applied`: the
+   * target is provably unchanged since the snapshot; `unknown`: anything else (never guessed).
+   */
+  verdict(command: C, snapshot: Snapshot, ctx: ReadContext): Promise<Verdict>;
+  /** The write itself, with the attempt's request id. */
+  write(command: C, requestId: string): Promise<PartnerResult>;
+}
+
+type PartnerRecord = Record<string, unknown>;
+
+/** Upper bound on pages read to find one record: 1,000 pages of 1,000 records. */
+const MAX_PAGES = 1000;
+
+/** Pages through a list (newest first, per_page 1000) until the record with `id` is found. */
+export async function findRecord(
+  partner: GuardPartner,
+  resource: 'applications' | 'enrollments',
+  id: string,
+  query: Record<string, string | number>,
+  ctx: ReadContext,
+): Promise<PartnerRecord | null> {
+  for (let page = 1; page <= MAX_PAGES; page++) {
+    const { data } = await partner.listPage(
+      resource,
+      { ...query, page, per_page: 1000 },
+      { lane: 'readback', requestId: ctx.nextReadId() },
+    );
+    const envelope = data as ListEnvelope;
+    const hit = envelope.items.find((r) => String(r.id) === id);
+    if (hit) return hit;
+    const more = envelope.has_more ?? (envelope.page_count != null && page < envelope.page_count);
+    if (!more || envelope.items.length === 0) return null;
+  }
+  return null;
+}
+
+function str(v: unknown): string | null {
+  return v == null ? null : String(v);
+}
+
+/** Same instant, whatever the formatting of the two timestamps. */
+export function sameTime(a: string | null, b: string | null): boolean {
+  if (a == null || b == null) return a === b;
+  const ta = Date.parse(a);
+  const tb = Date.parse(b);
+  return Number.isNaN(ta) || Number.isNaN(tb) ? a === b : ta === tb;
+}
+
+/** The UTC day of an instant, as the list date filters read it (spec 4.7). */
+export function utcDay(iso: string): string {
+  return new Date(iso).toISOString().slice(0, 10);
+}
+
+export function baseSnapshot(record: PartnerRecord | null): Snapshot {
+  return {
+    found: record != null,
+    status: str(record?.status),
+    updated_at: str(record?.updated_at),
+    taken_at: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,54 @@
+import type { RentalPaymentCommand } from '../events/commands.js';
+import type { GuardPartner } from './partner-port.js';
+import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy } from './read-back.js';
+
+function matches(command: RentalPaymentCommand, payment: unknown): boolean {
+  const p = (payment ?? {}) as Record<string, unknown>;
+  return (
+    p.amount_cents === command.amount_cents &&
+    p.paid_on === command.paid_on &&
+    (p.period ?? null) === (command.period ?? null)
+  );
+}
+
+function countMatching(command: RentalPaymentCommand, record: Record<string, unknown> | null): number {
+  const payments = record?.rental_payments;
+  return Array.isArray(payments) ? payments.filter((p) => matches(command, p)).length : 0;
+}
+
+/**
+ * Payments, by the snapshot rule: the enrollment list has no date filter, so the enrollment is
+ * found by paging. One more payment with this amount, date and period than the snapshot held →
+ * applied; `updated_at` unchanged → not applied; anything else (changed, but not by a payment
+ * we can recognise) → unknown.
+ */
+export function rentalPaymentReadBack(partner: GuardPartner): ReadBackStrategy<RentalPaymentCommand> {
+  return {
+    async snapshot(command, ctx) {
+      const record = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx);
+      return { ...baseSnapshot(record), matching_payments: countMatching(command, record) };
+    },
+
+    async verdict(command, snapshot, ctx) {
+      const now = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx);
+      if (!now) return snapshot.found ? 'unknown' : 'not_applied';
+      const before = typeof snapshot.matching_payments === 'number' ? snapshot.matching_payments : 0;
+      if (countMatching(command, now) > before) return 'applied';
+      if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at)) return 'not_applied';
+      return 'unknown';
+    },
+
+    write(command, requestId) {
+      const payment = {
+        amount_cents: command.amount_cents,
+        paid_on: command.paid_on,
+        ...(command.period === undefined ? {} : { period: command.period }),
+      };
+      return partner.reportRentalPayments(
+        command.enrollment_id,
+        { rental_payments: [payment] },
+        { requestId, lane: 'write' },
+      );
+    },
+  };
+}
