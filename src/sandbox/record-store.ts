@@ -1,0 +1,101 @@
+import type { Resource } from '../partner/resources.js';
+import { RESOURCES } from '../partner/resources.js';
+
+/** A stored record: any fields, plus the integer id and the two timestamps every record has. */
+export type SandboxRecord = Record<string, unknown> & { id: number; created_at: string; updated_at: string };
+
+/** How many derived views (sorted/filtered orders) a collection keeps before starting over. */
+const MAX_VIEWS = 64;
+
+/**
+ * One collection in memory. Lists ask for derived views (a sort order, a filter) by key; the
+ * views are cached until the collection changes, so paging through 100,000 records costs one
+ * sort, not one per page.
+ */
+export class Collection {
+  private readonly byId = new Map<number, SandboxRecord>();
+  private nextId = 1;
+  private readonly views = new Map<string, SandboxRecord[]>();
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: number): SandboxRecord | undefined {
+    return this.byId.get(id);
+  }
+
+  values(): IterableIterator<SandboxRecord> {
+    return this.byId.values();
+  }
+
+  /** Stores a record as given; fills in `id`, `created_at`, `updated_at` when absent. */
+  insert(fields: Record<string, unknown>, now = new Date().toISOString()): SandboxRecord {
+    const given = fields.id;
+    const id = typeof given === 'number' && Number.isInteger(given) ? given : this.nextId;
+    if (id >= this.nextId) this.nextId = id + 1;
+    const created = typeof fields.created_at === 'string' ? fields.created_at : now;
+    const record: SandboxRecord = {
+      ...fields,
+      id,
+      created_at: created,
+      updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : created,
+    };
+    this.byId.set(id, record);
+    this.views.clear();
+    return record;
+  }
+
+  /** Merges fields into a record; `updated_at` moves to now unless given. */
+  patch(
+    id: number,
+    fields: Record<string, unknown>,
+    now = new Date().toISOString(),
+  ): SandboxRecord | undefined {
+    const current = this.byId.get(id);
+    if (!current) return undefined;
+    const record: SandboxRecord = {
+      ...current,
+      ...fields,
+      id,
+      created_at: typeof fields.created_at === 'string' ? fields.created_at : current.created_at,
+      updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : now,
+    };
+    this.byId.set(id, record);
+    this.views.clear();
+    return record;
+  }
+
+  delete(id: number): SandboxRecord | undefined {
+    const current = this.byId.get(id);
+    if (!current) return undefined;
+    this.byId.delete(id);
+    this.views.clear();
+    return current;
+  }
+
+  /** A derived view of the records, cached by key until the collection changes. */
+  view(key: string, build: (records: SandboxRecord[]) => SandboxRecord[]): SandboxRecord[] {
+    const cached = this.views.get(key);
+    if (cached) return cached;
+    if (this.views.size >= MAX_VIEWS) this.views.clear();
+    const built = build([...this.byId.values()]);
+    this.views.set(key, built);
+    return built;
+  }
+}
+
+/** Every collection of the spec (2.1), by the snake_case resource names of DESIGN.md. */
+export class RecordStore {
+  private readonly collections = new Map<Resource, Collection>();
+
+  constructor() {
+    for (const resource of RESOURCES) this.collections.set(resource, new Collection());
+  }
+
+  collection(resource: Resource): Collection {
+    const found = this.collections.get(resource);
+    if (!found) throw new Error(`unknown resource ${resource}`);
+    return found;
+  }
+}

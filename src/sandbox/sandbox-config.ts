@@ -1,0 +1,38 @@
+/**
+ * The sandbox's settings, changed through `PUT /__sandbox/config`. The first six are the
+ * DESIGN.md contract; the rest are sandbox-only knobs so tests need not wait real minutes.
+ */
+export interface SandboxConfig {
+  /** Requests per rolling window per source IP on `/partner/v1/*`; null turns the limit off. Default 650 (spec 8). */
+  rate_limit_per_minute: number | null;
+  /** The separate limit of `issue_access_token`; null turns it off. Default 2,500 (spec 8). */
+  issue_token_rate_limit_per_minute: number | null;
+  /** Length of the rolling window. Default 60 (spec 8: "per minute"). */
+  rate_limit_window_seconds: number;
+  /** Lifetime of API tokens. Default 3600. 0 issues tokens that are already expired. */
+  token_ttl_seconds: number;
+  /** Spec 5.5: every request but authenticate must carry `X-Access-Token: <access key>`. Default false. */
+  enhanced_security: boolean;
+  /** Where state-change webhooks are POSTed; null sends none. */
+  webhook_url: string | null;
+  /** Standard Webhooks secret (`whsec_<base64>`) the deliveries are signed with. */
+  webhook_secret: string | null;
+  /** Attempts per delivery before it is marked failed. Default 5. */
+  webhook_max_attempts: number;
+  /** Back-off before the second attempt, doubled each time after. Default 500 ms. */
+  webhook_retry_base_ms: number;
+}
+
+export function defaultConfig(): SandboxConfig {
+  return {
+    rate_limit_per_minute: 650,
+    issue_token_rate_limit_per_minute: 2500,
+    rate_limit_window_seconds: 60,
+    token_ttl_seconds: 3600,
+    enhanced_security: false,
+    webhook_url: null,
+    webhook_secret: null,
+    webhook_max_attempts: 5,
+    webhook_retry_base_ms: 500,
+  };
+}

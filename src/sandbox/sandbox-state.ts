@@ -1,0 +1,42 @@
+import type { Logger } from '../logger.js';
+import { SINGULAR, type Resource } from '../partner/resources.js';
+import { KeyRing } from './api-keys.js';
+import { FaultRegistry } from './faults.js';
+import { RateLimiter } from './rate-limiter.js';
+import { RecordStore, type SandboxRecord } from './record-store.js';
+import { defaultConfig, type SandboxConfig } from './sandbox-config.js';
+import { WebhookDispatcher } from './webhook-dispatcher.js';
+import { WriteLedger } from './write-ledger.js';
+
+/**
+ * Everything a sandbox holds, in memory. `reset()` makes it new again (DESIGN.md: no
+ * records, default keys and config, no faults, rate counters cleared).
+ */
+export class SandboxState {
+  store = new RecordStore();
+  keys = new KeyRing();
+  config: SandboxConfig = defaultConfig();
+  readonly faults = new FaultRegistry();
+  readonly ledger = new WriteLedger();
+  readonly limiter = new RateLimiter();
+  readonly webhooks: WebhookDispatcher;
+
+  constructor(logger: Logger) {
+    this.webhooks = new WebhookDispatcher(() => this.config, logger);
+  }
+
+  reset(): void {
+    this.store = new RecordStore();
+    this.keys = new KeyRing();
+    this.config = defaultConfig();
+    this.faults.clear();
+    this.ledger.clear();
+    this.limiter.clear();
+    this.webhooks.clear();
+  }
+
+  /** Every state change goes through here, so each one emits its webhook (spec 6). */
+  changed(resource: Resource, record: SandboxRecord, kind: 'updated' | 'deleted' = 'updated'): void {
+    this.webhooks.emit(`${SINGULAR[resource]}.${kind}`, record);
+  }
+}
