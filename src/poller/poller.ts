@@ -4,7 +4,7 @@ import { RESOURCES, type Resource } from '../partner/resources.js';
 import { intervalSeconds } from './collections.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
-import { PassStoppedError, runResourcePass, type PollerHooks } from './resource-pass.js';
+import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
 import { createResourceLock, type ResourceLock } from './resource-lock.js';
 
 export interface PollerOptions {
@@ -28,6 +28,8 @@ export interface PollerOptions {
   backfillFrom?: string | null;
   /** A long pass logs its progress every this many pages. Default 10. */
   progressEveryPages?: number;
+  /** Records per page. Default 1000, the API's maximum (spec 4.5): the fewest requests. */
+  perPage?: number;
   /** The clock whose UTC date becomes the cursor (tests move it across midnight). Default: now. */
   now?: () => Date;
   hooks?: PollerHooks;
@@ -87,6 +89,7 @@ export function createPoller(options: PollerOptions): Poller {
         resource,
         backfillFrom: options.backfillFrom ?? null,
         progressEveryPages: options.progressEveryPages ?? 10,
+        perPage: options.perPage ?? PER_PAGE,
         now: options.now ?? (() => new Date()),
         hooks: options.hooks ?? {},
         isStopping: () => stopping,

@@ -3,7 +3,8 @@ import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import type { Resource } from '../partner/resources.js';
 import { COLLECTION_RULES, utcDate } from './collections.js';
-import type { PartnerRecord, PollerPartner, PollPage } from './partner-port.js';
+import type { ListQuery, PagedResource } from '../partner/index.js';
+import type { PartnerRecord, PollerPartner } from './partner-port.js';
 import {
   knownCustomerIds,
   markFailed,
@@ -32,6 +33,8 @@ export interface PassContext {
   /** First pass of a date-filtered collection: read from this date, or everything when null. */
   backfillFrom: string | null;
   progressEveryPages: number;
+  /** Records per page asked for; 1000 (the maximum) unless a test wants short pages. */
+  perPage: number;
   now: () => Date;
   hooks: PollerHooks;
   /** Checked between pages: a stopping poller leaves the pass unfinished and its cursor unmoved. */
@@ -71,8 +74,10 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     logger.info({ resource, ...stats }, message);
   };
   const readPages = async (query: Record<string, string | number>, seen?: Set<string>) => {
-    const iterable: AsyncIterable<PollPage> = ctx.partner.pages(resource, query, { lane: 'poll' });
-    for await (const page of iterable) {
+    // The client's walk is drift-safe (a delete while paging re-reads the boundary; repeats are
+    // left out); every page it yields, re-reads included, is one request.
+    const walk = ctx.partner.pages(resource as PagedResource, query as ListQuery, { lane: 'poll' });
+    for await (const page of walk) {
       requestMade();
       stats.pages += 1;
       if (stats.pageCount === 0) stats.pageCount = page.data.page_count;
@@ -91,10 +96,10 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     if (rule.kind === 'dated') {
       const fromDate = (await readFromDate(db, resource)) ?? ctx.backfillFrom;
       stats.fromDate = fromDate;
-      await readPages({ per_page: PER_PAGE, ...(fromDate ? { [rule.fromKey]: fromDate } : {}) });
+      await readPages({ per_page: ctx.perPage, ...(fromDate ? { [rule.fromKey]: fromDate } : {}) });
     } else if (rule.kind === 'full') {
       const seen = new Set<string>();
-      await readPages({ per_page: PER_PAGE }, seen);
+      await readPages({ per_page: ctx.perPage }, seen);
       stats.removed = await writeRemovals(db, resource, seen, startedAt, source);
     } else if (rule.kind === 'bank_accounts') {
       const response = await ctx.partner.bankAccounts({ lane: 'poll' });
@@ -140,16 +145,16 @@ async function pollCustomerIssues(
   const seen = new Set<string>();
   let batch: Versioned[] = [];
   for (const customerId of customers) {
-    const response = await ctx.partner.customerIssues(customerId, { lane: 'poll' });
+    const issues = await customerIssues(ctx, customerId);
     requestMade();
     stats.pages += 1;
-    for (const issue of response.data.issues) {
+    for (const issue of issues) {
       const keyed = withVersion({ customer_id: customerId, ...issue }, `customer:${customerId}`);
       seen.add(keyed.id);
       batch.push(keyed);
       stats.records += 1;
     }
-    if (batch.length >= PER_PAGE) {
+    if (batch.length >= ctx.perPage) {
       await write(batch);
       batch = [];
     }
@@ -159,4 +164,14 @@ async function pollCustomerIssues(
   }
   await write(batch);
   stats.removed = await writeRemovals(ctx.db, ctx.resource, seen, startedAt, source);
+}
+
+/** A customer deleted since it was last seen answers 404: no issues (the customers pass publishes its removal). */
+async function customerIssues(ctx: PassContext, customerId: string): Promise<PartnerRecord[]> {
+  try {
+    return (await ctx.partner.customerIssues(customerId, { lane: 'poll' })).data.issues;
+  } catch (error) {
+    if ((error as { status?: unknown }).status === 404) return [];
+    throw error;
+  }
 }

@@ -1,4 +1,63 @@
-import { notYet } from './not-yet.js';
+import { createPartnerClient, createRateBudget } from '../../partner/index.js';
+import { createPoller, pollerIntervals, type Poller } from '../../poller/index.js';
+import type { Runtime } from '../../runtime.js';
+import { createRuntime } from '../../runtime.js';
+import { loadConfigOrExit, runUntilSignal, UsageError } from '../process.js';
+
+/**
+ * Builds the poller from the runtime: the Partner API client on the shared rate budget
+ * (PARTNER_RATE_LIMIT_PER_MINUTE, the poller always on the low-priority `poll` lane) and the
+ * intervals of POLL_INTERVALS / POLL_INTERVAL_SECONDS. `close()` releases what it built.
+ */
+export function buildPoller(runtime: Runtime, options: { partnerUrl?: string } = {}): {
+  poller: Poller;
+  close(): Promise<void>;
+} {
+  const { config, logger, db } = runtime;
+  const baseUrl = options.partnerUrl ?? config.PARTNER_API_URL;
+  if (!baseUrl) {
+    throw new UsageError(
+      'PARTNER_API_URL is not set: point it at the Partner API (or use `rentbridge start`, which runs the embedded sandbox)',
+    );
+  }
+  const budget = createRateBudget({ db, limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE, logger });
+  const partner = createPartnerClient({
+    baseUrl,
+    accessKey: config.PARTNER_ACCESS_KEY,
+    secretKey: config.PARTNER_SECRET_KEY,
+    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+    timeoutMs: config.PARTNER_TIMEOUT_MS,
+    budget,
+    logger,
+  });
+  const poller = createPoller({
+    partner,
+    db,
+    databaseUrl: config.DATABASE_URL,
+    logger,
+    intervals: pollerIntervals(config),
+    defaultIntervalSeconds: config.POLL_INTERVAL_SECONDS,
+  });
+  return {
+    poller,
+    async close() {
+      await budget.close?.();
+    },
+  };
+}
+
+/** `rentbridge poller`: polls every resource on its interval until SIGTERM/SIGINT. */
 export async function poller(): Promise<void> {
-  notYet('poller', 6);
+  const runtime = createRuntime(loadConfigOrExit());
+  const built = buildPoller(runtime);
+  await runUntilSignal(runtime.logger, async () => {
+    await built.poller.start();
+    return {
+      async stop() {
+        await built.poller.stop();
+        await built.close();
+        await runtime.close();
+      },
+    };
+  });
 }
