@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deadLetterFiltersSchema, type DeadLetterFiltersInput } from '../../src/dead-letters/dead-letter-filters.js';
+import {
+  deadLetterFiltersSchema,
+  type DeadLetterFiltersInput,
+} from '../../src/dead-letters/dead-letter-filters.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -32,7 +35,8 @@ describe('dead-letter search', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    for (const [name, letter] of Object.entries(letters)) ids[name] = await seedLetter(database.db, prefix, letter);
+    for (const [name, letter] of Object.entries(letters))
+      ids[name] = await seedLetter(database.db, prefix, letter);
     await database.db.deadLetter.update({ where: { id: BigInt(ids.c!) }, data: { state: 'discarded' } });
   });
   afterAll(async () => {
@@ -76,7 +80,11 @@ describe('dead-letter search', () => {
 
   describe('when counting', () => {
     it('counts the matching letters by reason and by error code', async () => {
-      const counts = await countDeadLetters(database.db, deadLetterFiltersSchema.parse({ state: 'all' }), prefix);
+      const counts = await countDeadLetters(
+        database.db,
+        deadLetterFiltersSchema.parse({ state: 'all' }),
+        prefix,
+      );
       expect(counts).toEqual({
         total: 3,
         byReason: { unverified: 1, rejected: 1, exhausted: 1 },

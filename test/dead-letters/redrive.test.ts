@@ -22,7 +22,12 @@ describe('redrive', () => {
     await kafka.createTopics([TOPICS.applicationDecisions, TOPICS.rentalPayments]);
     producer = kafka.kafka.producer();
     await producer.connect();
-    deps = { db: database.db, producer, topicPrefix: kafka.prefix, logger: createLogger({ level: 'silent' }) };
+    deps = {
+      db: database.db,
+      producer,
+      topicPrefix: kafka.prefix,
+      logger: createLogger({ level: 'silent' }),
+    };
   });
   afterAll(async () => {
     await producer.disconnect();
@@ -84,7 +89,9 @@ describe('redrive', () => {
       const outcome = await redriveDeadLetter(deps, id, { actor: 'bob' });
       expect(outcome.action).toBe('close_applied');
       expect((await getDeadLetter(database.db, id))?.state).toBe('closed_applied');
-      expect(await database.db.command.findUnique({ where: { commandId: letter.decisionId } })).not.toBeNull();
+      expect(
+        await database.db.command.findUnique({ where: { commandId: letter.decisionId } }),
+      ).not.toBeNull();
       expect(await sentMessages(before + 1, 4_000)).toHaveLength(before);
       const [audit] = await listAudit(database.db, { target: `dead_letter:${id}` });
       expect(audit).toMatchObject({ actor: 'bob', action: 'close_applied' });
@@ -97,7 +104,11 @@ describe('redrive', () => {
       const id = await seedLetter(database.db, kafka.prefix, letter);
       const outcome = await redriveDeadLetter(deps, id, {
         actor: 'carol',
-        correction: { decision_id: letter.decisionId, application_id: letter.applicationId, decision: 'maybe' },
+        correction: {
+          decision_id: letter.decisionId,
+          application_id: letter.applicationId,
+          decision: 'maybe',
+        },
       });
       expect(outcome.action).toBe('invalid');
       expect(outcome.message).toMatch(/decision/);
@@ -120,7 +131,12 @@ describe('redrive', () => {
         reason: 'invalid_message',
       });
       const id = await seedLetter(database.db, kafka.prefix, letter);
-      const corrected = { decision_id: 'dec-fixme', application_id: 'app-fixme', decision: 'decline', reason: 'dup' };
+      const corrected = {
+        decision_id: 'dec-fixme',
+        application_id: 'app-fixme',
+        decision: 'decline',
+        reason: 'dup',
+      };
       const outcome = await redriveDeadLetter(deps, id, { actor: 'carol', correction: corrected });
       expect(outcome.action).toBe('send');
 
@@ -138,7 +154,9 @@ describe('redrive', () => {
   describe('when discarding', () => {
     it('requires a reason, closes the letter and audits who and why', async () => {
       const id = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
-      await expect(discardDeadLetter(deps, id, { actor: 'dan', reason: '  ' })).rejects.toThrow(/reason is required/);
+      await expect(discardDeadLetter(deps, id, { actor: 'dan', reason: '  ' })).rejects.toThrow(
+        /reason is required/,
+      );
       expect((await getDeadLetter(database.db, id))?.state).toBe('open');
 
       expect(await discardDeadLetter(deps, id, { actor: 'dan', reason: 'test data' })).toMatchObject({
