@@ -71,17 +71,15 @@ function decide(target: 'approved' | 'declined'): Route['handle'] {
     const status = String(application.status);
     if (!DECIDABLE.has(status)) throw invalidTransition(`application is ${status}; it cannot be ${target}`);
     const now = new Date().toISOString();
-    const record = ctx.state.store
-      .collection('applications')
-      .patch(
-        application.id,
-        {
-          status: target,
-          decided_at: now,
-          decision_reason: typeof body.reason === 'string' ? body.reason : null,
-        },
-        now,
-      );
+    const record = ctx.state.store.collection('applications').patch(
+      application.id,
+      {
+        status: target,
+        decided_at: now,
+        decision_reason: typeof body.reason === 'string' ? body.reason : null,
+      },
+      now,
+    );
     if (!record) throw notFoundError('application');
     ctx.state.changed('applications', record);
     return { status: 200, body: record };
