@@ -61,6 +61,8 @@ export interface CommandConsumerDeps {
   groupId?: string;
   /** Partitions processed at once. Default 3. */
   partitionsConsumedConcurrently?: number;
+  /** Kafka session time-out: how soon a dead member's partitions move on. Default kafkajs's 30 s. */
+  sessionTimeoutMs?: number;
   guard?: GuardOptions;
 }
 
@@ -122,7 +124,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const strategy = spec.readBack(deps.partner);
   const stopping = new AbortController();
 
-  const consumer: Consumer = deps.kafka.consumer({ groupId, allowAutoTopicCreation: false });
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId,
+    allowAutoTopicCreation: false,
+    ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
+  });
   const producer: Producer = deps.kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,

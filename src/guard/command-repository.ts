@@ -37,6 +37,8 @@ export interface CommandRecord {
   requestIds: string[];
   lastError: GuardError | null;
   createdAt: Date;
+  /** Last change; for an `in_flight` row, when the write was about to be sent. */
+  updatedAt: Date;
   finishedAt: Date | null;
 }
 
@@ -65,6 +67,7 @@ function toRecord(row: Row): CommandRecord {
     requestIds: row.requestIds,
     lastError: (row.lastError as GuardError | null) ?? null,
     createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
     finishedAt: row.finishedAt,
   };
 }

@@ -38,6 +38,17 @@ export interface GuardOptions {
   backoffMs?: number;
   /** Back-off cap. Default 30 s. */
   maxBackoffMs?: number;
+  /**
+   * Wait before reading back after a 5xx, time-out or network error: a server that is slow,
+   * not dead, may still be applying the write. Default 1000 ms.
+   */
+  readBackDelayMs?: number;
+  /**
+   * A row found `in_flight` (a crashed run) is read back only this long after its write was
+   * sent, so the read cannot race the write still being processed by the partner. Keep it above
+   * the client's time-out. Default 15 s.
+   */
+  inFlightSettleMs?: number;
 }
 
 export interface GuardDeps<C> {
@@ -78,6 +89,8 @@ const DEFAULTS: Required<GuardOptions> = {
   maxReadRetries: 5,
   backoffMs: 500,
   maxBackoffMs: 30_000,
+  readBackDelayMs: 1000,
+  inFlightSettleMs: 15_000,
 };
 
 function asFailure(f: FailureInfo) {
@@ -162,6 +175,8 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
       retryAfterSeconds: null,
     } as const;
     await repo.endWrite(commandId, attempt, { result: 'interrupted' });
+    const settleMs = record.updatedAt.getTime() + options.inFlightSettleMs - Date.now();
+    if (settleMs > 0) await sleep(settleMs, undefined, { signal });
     if (!record.snapshot) return finish('unverified', lost);
     const verdict = await readBack(record.snapshot);
     if (verdict === 'applied') return finish('applied');
@@ -225,6 +240,7 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
       case 'rejected':
         return finish('rejected', failure);
       case 'uncertain': {
+        if (options.readBackDelayMs > 0) await sleep(options.readBackDelayMs, undefined, { signal });
         const verdict = await readBack(snapshot);
         if (verdict === 'applied') return finish('applied', failure);
         if (verdict === 'unknown') return finish('unverified', failure);

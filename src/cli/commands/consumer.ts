@@ -1,5 +1,4 @@
 import { UsageError } from '../process.js';
-import { notYet } from './not-yet.js';
 
 export const CONSUMERS = ['application-decisions', 'rental-payments', 'dead-letters'] as const;
 
@@ -7,7 +6,7 @@ export async function consumer(name: string): Promise<void> {
   switch (name) {
     case 'application-decisions':
     case 'rental-payments':
-      return notYet(`consumer ${name}`, 7);
+      return (await import('../../../consumers/start-command-consumer.js')).runCommandConsumer(name);
     case 'dead-letters':
       return (await import('./dead-letters-consumer.js')).deadLettersConsumer();
     default:

@@ -1,0 +1,75 @@
+import type { GuardOptions } from '../src/guard/index.js';
+import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
+import { loadConfigOrExit, runUntilSignal, UsageError } from '../src/cli/process.js';
+import { createRuntime, type Runtime } from '../src/runtime.js';
+import { createApplicationDecisionsConsumer } from './application-decisions.js';
+import type { CommandConsumer } from './command-consumer.js';
+import { createRentalPaymentsConsumer } from './rental-payments.js';
+
+export const COMMAND_CONSUMERS = {
+  'application-decisions': createApplicationDecisionsConsumer,
+  'rental-payments': createRentalPaymentsConsumer,
+} as const;
+export type CommandConsumerName = keyof typeof COMMAND_CONSUMERS;
+
+/**
+ * Builds and starts one command consumer from the runtime: the Partner API client paced by the
+ * budget shared (through PostgreSQL) with every other process on the egress IP.
+ */
+export async function startCommandConsumer(
+  runtime: Runtime,
+  name: CommandConsumerName,
+  options: { partnerUrl: string; guard?: GuardOptions },
+): Promise<CommandConsumer> {
+  const { config, logger, db } = runtime;
+  await runtime.ensureTopics();
+  const budget = createRateBudget({ db, limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE, logger });
+  const partner = createPartnerClient({
+    baseUrl: options.partnerUrl,
+    accessKey: config.PARTNER_ACCESS_KEY,
+    secretKey: config.PARTNER_SECRET_KEY,
+    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+    timeoutMs: config.PARTNER_TIMEOUT_MS,
+    budget,
+    logger,
+  });
+  const consumer = COMMAND_CONSUMERS[name]({
+    kafka: runtime.kafka,
+    db,
+    partner,
+    budget,
+    logger,
+    topicPrefix: config.KAFKA_TOPIC_PREFIX,
+    partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
+    ...(options.guard && { guard: options.guard }),
+  });
+  await consumer.start();
+  return {
+    groupId: consumer.groupId,
+    start: () => consumer.start(),
+    async stop() {
+      await consumer.stop();
+      await budget.close?.();
+    },
+  };
+}
+
+/** `rentbridge consumer application-decisions|rental-payments`: runs until SIGTERM / SIGINT. */
+export async function runCommandConsumer(name: CommandConsumerName): Promise<void> {
+  const runtime = createRuntime(loadConfigOrExit());
+  const partnerUrl = runtime.config.PARTNER_API_URL;
+  if (!partnerUrl) {
+    throw new UsageError(
+      'PARTNER_API_URL is not set: point it at the Partner API (or use `rentbridge start`, which runs the embedded sandbox)',
+    );
+  }
+  await runUntilSignal(runtime.logger, async () => {
+    const consumer = await startCommandConsumer(runtime, name, { partnerUrl });
+    return {
+      async stop() {
+        await consumer.stop();
+        await runtime.close();
+      },
+    };
+  });
+}
