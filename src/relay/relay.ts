@@ -136,7 +136,6 @@ export function createRelay(options: RelayOptions): Relay {
   async function publishBatch(): Promise<number> {
     const rows = await fetchUnpublished(db, batchSize);
     if (rows.length === 0) return 0;
-    const p = await connectedProducer();
     // Rows keep their id order within each topic; one request holds them all.
     const byTopic = new Map<string, Message[]>();
     for (const row of rows) {
@@ -146,6 +145,7 @@ export function createRelay(options: RelayOptions): Relay {
       byTopic.set(topic, list);
     }
     try {
+      const p = await connectedProducer();
       await p.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
     } catch (error) {
       await markFailed(db, rows.map((r) => r.id), toError(error).message).catch(() => undefined);
@@ -183,23 +183,31 @@ export function createRelay(options: RelayOptions): Relay {
 
   async function run(): Promise<void> {
     while (running) {
+      let leading = false;
       try {
-        if (!(await listener.tryLead())) {
-          await sleep(sweepMs);
-          continue;
-        }
-        const published = await publishBatch();
+        leading = await listener.tryLead();
+      } catch (error) {
+        logger.warn({ err: error }, 'relay cannot reach PostgreSQL: retrying');
+      }
+      if (!leading) {
+        await sleep(sweepMs);
+        continue;
+      }
+      let wait = sweepMs;
+      try {
+        // A full batch: more are waiting, go on at once. Otherwise wait for a NOTIFY or the sweep.
+        if ((await publishBatch()) === batchSize) wait = 0;
         failures = 0;
-        await housekeeping();
-        // A full batch: more are waiting. Otherwise wait for a NOTIFY or the sweep.
-        if (published < batchSize) await sleep(sweepMs);
       } catch (error) {
         failures += 1;
-        const backoff = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
-        logger.warn({ err: error, failures, backoffMs: backoff }, 'relay pass failed: retrying');
+        wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        logger.warn({ err: error, failures, backoffMs: wait }, 'relay pass failed: rows wait, retrying');
+        // A NOTIFY must not cut the back-off short while the broker is down.
         notified = false;
-        await sleep(backoff);
       }
+      // Runs during an outage too: the backlog metrics are what alerts on it.
+      await housekeeping().catch((error: unknown) => logger.warn({ err: error }, 'relay housekeeping failed'));
+      if (wait > 0) await sleep(wait);
     }
   }
 
@@ -211,13 +219,14 @@ export function createRelay(options: RelayOptions): Relay {
       logger.info({ batchSize, sweepMs }, 'relay started');
     },
     async stop() {
-      if (!running) return;
       running = false;
       wake?.();
-      // A pass stuck on an unreachable broker must not hold the shutdown: its rows stay unpublished.
-      const stuck = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-      await Promise.race([loop, stuck]);
-      loop = null;
+      if (loop) {
+        // A pass stuck on an unreachable broker must not hold the shutdown: its rows stay unpublished.
+        const stuck = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
+        await Promise.race([loop, stuck]);
+        loop = null;
+      }
       await listener.close();
       await resetProducer();
       logger.info('relay stopped');

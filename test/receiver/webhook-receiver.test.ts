@@ -11,6 +11,7 @@ import {
   buildDecision,
   buildRentPayment,
   buildSecret,
+  retry,
   send,
   startReceiver,
   type TestReceiver,
@@ -29,7 +30,7 @@ describe('webhook receiver', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     kafka = createTestKafka();
-    await kafka.createTopics();
+    await retry(() => kafka.createTopics());
     receiver = await startReceiver({
       db: database.db,
       partnerSecrets: [partner],

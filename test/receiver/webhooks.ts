@@ -123,3 +123,15 @@ export async function startReceiver(options: {
     },
   };
 }
+
+/** Retries a setup step the shared broker sometimes refuses while another file creates topics. */
+export async function retry<T>(step: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (i >= attempts) throw error;
+      await new Promise((r) => setTimeout(r, 500 * i));
+    }
+  }
+}
