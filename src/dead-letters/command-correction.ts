@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { cloudEventSchema } from '../events/cloudevent.js';
 import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from '../events/commands.js';
 import { logicalTopic, TOPICS } from '../kafka/topics.js';

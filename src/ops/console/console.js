@@ -1,0 +1,365 @@
+/* global document, window, sessionStorage, fetch, URLSearchParams */
+// The ops console: vanilla JS, no build step. Everything it shows comes from /ops/api (bearer
+// OPS_TOKEN kept in sessionStorage). Text from letters is always set with textContent, never HTML.
+'use strict';
+
+const TOKEN_KEY = 'rentbridge.ops.token';
+const ACTOR_KEY = 'rentbridge.ops.actor';
+const $ = (id) => document.getElementById(id);
+let selectedId = null;
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') node.className = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) {
+    if (child == null) continue;
+    node.append(child instanceof window.Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function fmtTime(iso) {
+  if (!iso) return '–';
+  return iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+function pretty(value) {
+  try {
+    return JSON.stringify(JSON.parse(value), null, 2);
+  } catch {
+    return value;
+  }
+}
+
+async function api(path, options = {}) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) || ''}` };
+  const actor = sessionStorage.getItem(ACTOR_KEY);
+  if (actor) headers['X-Ops-Actor'] = actor;
+  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(`api/${path}`, {
+    method: options.method || 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    const error = new Error(body.error ? body.error.message : `HTTP ${res.status}`);
+    error.status = res.status;
+    throw error;
+  }
+  return body;
+}
+
+// ---- session ------------------------------------------------------------------------------
+
+function showApp(signedIn) {
+  $('login').hidden = signedIn;
+  $('letters').hidden = !signedIn;
+  $('tabs').hidden = !signedIn;
+  $('session').hidden = !signedIn;
+  $('audit').hidden = true;
+  if (signedIn) $('whoami').textContent = `signed in as ${sessionStorage.getItem(ACTOR_KEY) || 'ops-api'}`;
+}
+
+async function login(event) {
+  event.preventDefault();
+  $('login-error').textContent = '';
+  sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
+  sessionStorage.setItem(ACTOR_KEY, $('actor').value.trim());
+  try {
+    await api('dead-letters?limit=1');
+    $('token').value = '';
+    showApp(true);
+    await loadLetters();
+  } catch (error) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    $('login-error').textContent =
+      error.status === 403 ? 'That token is not valid.' : `Cannot sign in: ${error.message}`;
+  }
+}
+
+function logout() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  showApp(false);
+}
+
+function switchTab(tab) {
+  for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === tab);
+  $('letters').hidden = tab !== 'letters';
+  $('audit').hidden = tab !== 'audit';
+  if (tab === 'audit') void loadAudit();
+  else void loadLetters();
+}
+
+// ---- list ---------------------------------------------------------------------------------
+
+function filterQuery() {
+  const params = new URLSearchParams();
+  for (const [k, v] of new window.FormData($('filters')).entries()) {
+    if (String(v).trim()) params.set(k, String(v).trim());
+  }
+  params.set('limit', '200');
+  return params.toString();
+}
+
+function renderCounts(counts) {
+  const box = $('counts');
+  box.replaceChildren(
+    el('span', { class: 'chip total', 'data-testid': 'count-total' }, `${counts.total} letters`),
+  );
+  const group = (label, entries, field) => {
+    if (entries.length === 0) return;
+    box.append(el('span', { class: 'label' }, label));
+    for (const [name, n] of entries.sort((a, b) => b[1] - a[1])) {
+      box.append(
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'chip',
+            title: `filter by ${field}`,
+            onclick: () => {
+              const input = $(field === 'reason' ? 'f-reason' : 'f-code');
+              input.value = name === '(none)' ? '' : name;
+              void loadLetters();
+            },
+          },
+          name,
+          el('b', {}, n),
+        ),
+      );
+    }
+  };
+  group('by reason', Object.entries(counts.byReason), 'reason');
+  group('by code', Object.entries(counts.byCode), 'code');
+}
+
+function logicalTopic(letter) {
+  return letter.originalTopic || letter.dlqTopic;
+}
+
+async function loadLetters() {
+  $('list-error').textContent = '';
+  try {
+    const { items, counts } = await api(`dead-letters?${filterQuery()}`);
+    renderCounts(counts);
+    const rows = items.map((l) =>
+      el(
+        'tr',
+        {
+          'data-id': l.id,
+          class: l.id === selectedId ? 'selected' : '',
+          onclick: () => void openLetter(l.id),
+        },
+        el('td', { class: 'mono' }, l.id),
+        el('td', {}, el('span', { class: `badge ${l.state}` }, l.state)),
+        el('td', {}, l.reason || '–'),
+        el('td', { class: 'mono' }, l.errorCode || '–'),
+        el('td', { class: 'mono' }, logicalTopic(l)),
+        el('td', { class: 'mono' }, l.key || '–'),
+        el('td', { class: 'mono' }, l.commandId || '–'),
+        el('td', { class: 'mono' }, fmtTime(l.lastFailureAt)),
+      ),
+    );
+    $('letters-table')
+      .querySelector('tbody')
+      .replaceChildren(...rows);
+    $('empty').hidden = items.length > 0;
+  } catch (error) {
+    if (error.status === 401 || error.status === 403) return logout();
+    $('list-error').textContent = error.message;
+  }
+}
+
+// ---- detail -------------------------------------------------------------------------------
+
+function summaryRow(label, value) {
+  return [el('dt', {}, label), el('dd', { class: 'mono' }, value == null || value === '' ? '–' : value)];
+}
+
+function renderGuard(guard) {
+  const box = $('guard');
+  if (!guard) {
+    box.replaceChildren(
+      el('p', { class: 'muted' }, 'No guard row for this command (never tried, or reset by a redrive).'),
+    );
+    return;
+  }
+  const rows = guard.history.map((a) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, `#${a.attempt}`),
+      el('td', {}, a.kind),
+      el('td', { class: 'mono' }, fmtTime(a.startedAt)),
+      el('td', {}, [a.result, a.status, a.code].filter(Boolean).join(' ') || '–'),
+      el('td', { class: 'mono' }, a.requestId),
+    ),
+  );
+  box.replaceChildren(
+    el(
+      'p',
+      {},
+      el('span', { class: 'badge', 'data-testid': 'guard-state' }, guard.state),
+      ` ${guard.attempts} attempt(s), updated ${fmtTime(guard.updatedAt)}`,
+    ),
+    rows.length
+      ? el(
+          'table',
+          { class: 'kv' },
+          el(
+            'thead',
+            {},
+            el('tr', {}, ...['#', 'kind', 'started', 'result', 'request id'].map((h) => el('th', {}, h))),
+          ),
+          el('tbody', {}, ...rows),
+        )
+      : el('p', { class: 'muted' }, 'No attempts recorded.'),
+  );
+}
+
+async function openLetter(id) {
+  selectedId = id;
+  for (const tr of $('letters-table').querySelectorAll('tbody tr')) {
+    tr.classList.toggle('selected', Number(tr.dataset.id) === id);
+  }
+  const { letter, guard, audit } = await api(`dead-letters/${id}`);
+  $('detail').hidden = false;
+  $('detail-title').textContent = `Dead letter #${letter.id}`;
+  const state = $('detail-state');
+  state.textContent = letter.state;
+  state.className = `badge ${letter.state}`;
+  $('detail-summary').replaceChildren(
+    ...summaryRow(
+      'Reason',
+      [letter.reason, letter.errorCode, letter.errorStatus].filter(Boolean).join(' · '),
+    ),
+    ...summaryRow('Error', letter.errorMessage),
+    ...summaryRow(
+      'Original',
+      `${letter.originalTopic || '–'} [${letter.originalPartition ?? '–'}] @ ${letter.originalOffset ?? '–'}`,
+    ),
+    ...summaryRow('Key', letter.key),
+    ...summaryRow('Command', letter.commandId),
+    ...summaryRow('Attempts', letter.attempts),
+    ...summaryRow('Failures', `${fmtTime(letter.firstFailureAt)} → ${fmtTime(letter.lastFailureAt)}`),
+    ...summaryRow('Request ids', letter.partnerRequestIds.join(', ')),
+    ...summaryRow('Consumer', letter.consumerGroup),
+    ...summaryRow('Resolved', letter.resolvedBy ? `${letter.resolvedBy}: ${letter.resolution || ''}` : null),
+  );
+  renderGuard(guard);
+  $('detail-value').textContent = pretty(letter.value);
+  $('corrected-block').hidden = !letter.correctedValue;
+  $('detail-corrected').textContent = letter.correctedValue ? pretty(letter.correctedValue) : '';
+  $('detail-headers')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...Object.entries(letter.headers).map(([k, v]) =>
+        el('tr', {}, el('td', {}, k), el('td', { class: 'mono' }, v)),
+      ),
+    );
+  $('detail-audit').replaceChildren(
+    ...(audit.length
+      ? audit.map((a) =>
+          el('li', {}, `${fmtTime(a.at)} · ${a.actor} · ${a.action}${a.reason ? ` — ${a.reason}` : ''}`),
+        )
+      : [el('li', { class: 'muted' }, 'No actions yet.')]),
+  );
+  $('actions').hidden = letter.state !== 'open';
+  $('correct-toggle').checked = false;
+  $('correction').hidden = true;
+  try {
+    $('correction').value = JSON.stringify(JSON.parse(letter.value).data, null, 2);
+  } catch {
+    $('correction').value = letter.value;
+  }
+}
+
+function showResult(text, ok) {
+  const box = $('action-result');
+  box.textContent = text;
+  box.className = `notice ${ok ? 'ok' : 'bad'}`;
+}
+
+async function redrive() {
+  const body = { reason: $('redrive-reason').value.trim() || undefined };
+  if ($('correct-toggle').checked) body.corrected_value = $('correction').value;
+  try {
+    const { outcome } = await api(`dead-letters/${selectedId}/redrive`, { method: 'POST', body });
+    showResult(
+      outcome.action === 'close_applied' ? `Closed: ${outcome.message}` : `Redriven: ${outcome.message}`,
+      true,
+    );
+  } catch (error) {
+    showResult(`Not redriven: ${error.message}`, false);
+  }
+  await Promise.all([openLetter(selectedId), loadLetters()]);
+}
+
+async function discard() {
+  const reason = $('discard-reason').value.trim();
+  if (!reason) {
+    showResult('A reason is required to discard.', false);
+    return;
+  }
+  try {
+    await api(`dead-letters/${selectedId}/discard`, { method: 'POST', body: { reason } });
+    showResult('Discarded.', true);
+  } catch (error) {
+    showResult(`Not discarded: ${error.message}`, false);
+  }
+  await Promise.all([openLetter(selectedId), loadLetters()]);
+}
+
+// ---- audit --------------------------------------------------------------------------------
+
+async function loadAudit() {
+  const { items } = await api('audit?limit=200');
+  $('audit-table')
+    .querySelector('tbody')
+    .replaceChildren(
+      ...items.map((a) =>
+        el(
+          'tr',
+          {},
+          el('td', { class: 'mono' }, fmtTime(a.at)),
+          el('td', {}, a.actor),
+          el('td', {}, a.action),
+          el('td', { class: 'mono' }, a.target),
+          el('td', {}, a.reason || '–'),
+          el('td', { class: 'mono' }, JSON.stringify(a.details).slice(0, 160)),
+        ),
+      ),
+    );
+}
+
+// ---- wiring -------------------------------------------------------------------------------
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('login-form').addEventListener('submit', (e) => void login(e));
+  $('logout').addEventListener('click', logout);
+  $('filters').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void loadLetters();
+  });
+  $('reset-filters').addEventListener('click', () => {
+    $('filters').reset();
+    void loadLetters();
+  });
+  for (const b of document.querySelectorAll('.tab'))
+    b.addEventListener('click', () => switchTab(b.dataset.tab));
+  $('correct-toggle').addEventListener(
+    'change',
+    () => ($('correction').hidden = !$('correct-toggle').checked),
+  );
+  $('redrive').addEventListener('click', () => void redrive());
+  $('discard').addEventListener('click', () => void discard());
+  $('actor').value = sessionStorage.getItem(ACTOR_KEY) || '';
+  const signedIn = Boolean(sessionStorage.getItem(TOKEN_KEY));
+  showApp(signedIn);
+  if (signedIn) void loadLetters();
+});

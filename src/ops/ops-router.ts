@@ -1,0 +1,250 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Request, type Router } from 'express';
+import type { Kafka, Producer } from 'kafkajs';
+import { z } from 'zod';
+import type { Db } from '../db/prisma.js';
+import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
+import { deadLetterFiltersSchema, describeIssues } from '../dead-letters/dead-letter-filters.js';
+import {
+  countDeadLetters,
+  getDeadLetter,
+  searchDeadLetters,
+} from '../dead-letters/dead-letter-repository.js';
+import { getGuardState } from '../dead-letters/guard-state-repository.js';
+import { discardDeadLetter, redriveDeadLetter, type RedriveOutcome } from '../dead-letters/redrive.js';
+import { AppError } from '../errors.js';
+import { errorHandler, notFound } from '../http/error-envelope.js';
+import { requestId } from '../http/request-id.js';
+import type { Logger } from '../logger.js';
+import { requireOpsToken } from './ops-auth.js';
+
+export interface OpsRouterOptions {
+  db: Db;
+  /** A connected producer to redrive with; or `kafka`, from which one is made on first use. */
+  producer?: Producer;
+  kafka?: Kafka;
+  logger: Logger;
+  /** OPS_TOKEN; unset: every API call answers 401. */
+  opsToken: string | undefined;
+  /** KAFKA_TOPIC_PREFIX. */
+  topicPrefix: string;
+}
+
+export type OpsRouter = Router & {
+  /** Disconnects the producer the router made itself (none when one was given). */
+  close(): Promise<void>;
+};
+
+/** The console's static files: beside this module in src/, or src/ops/console from dist/. */
+function consoleDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [join(here, 'console'), join(here, '..', '..', '..', 'src', 'ops', 'console')];
+  return candidates.find((dir) => existsSync(join(dir, 'index.html'))) ?? candidates[0]!;
+}
+
+const idParam = z.coerce.number().int().positive();
+
+function parseId(req: Request): number {
+  const parsed = idParam.safeParse(req.params.id);
+  if (!parsed.success)
+    throw new AppError(400, 'invalid_request', 'the dead-letter id must be a positive integer');
+  return parsed.data;
+}
+
+function actorOf(req: Request): string {
+  const actor = req.header('x-ops-actor')?.trim();
+  return actor ? actor.slice(0, 200) : 'ops-api';
+}
+
+/** The console sends the correction as text from a textarea; API clients may send JSON. */
+function parseCorrection(raw: unknown): unknown {
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new AppError(422, 'invalid_correction', 'corrected_value is not valid JSON');
+  }
+}
+
+const redriveBody = z.object({
+  corrected_value: z.unknown().optional(),
+  reason: z.string().max(2000).optional(),
+  dry_run: z.boolean().optional(),
+  force: z.boolean().optional(),
+});
+const bulkRedriveBody = z.object({
+  ids: z.array(z.coerce.number().int().positive()).min(1).max(1000),
+  reason: z.string().max(2000).optional(),
+  dry_run: z.boolean().optional(),
+});
+const discardBody = z.object({ reason: z.string().max(2000).optional() });
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
+  return parsed.data;
+}
+
+function statusOf(outcome: RedriveOutcome): number {
+  switch (outcome.action) {
+    case 'not_found':
+      return 404;
+    case 'invalid':
+      return 422;
+    case 'skip':
+      return 409;
+    default:
+      return 200;
+  }
+}
+
+/**
+ * `/ops`: the ops API under `/api` (bearer OPS_TOKEN, JSON, errors in the Partner API's envelope)
+ * and the web console (static files, no build step) at the root.
+ */
+export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
+  const { db, topicPrefix } = options;
+  const logger = options.logger.child({ component: 'ops-api' });
+  let ownProducer: Producer | undefined;
+  let connecting: Promise<Producer> | undefined;
+
+  async function producer(): Promise<Producer> {
+    if (options.producer) return options.producer;
+    if (!options.kafka) throw new AppError(503, 'unavailable', 'no Kafka producer configured for redrive');
+    connecting ??= (async () => {
+      ownProducer = options.kafka!.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await ownProducer.connect();
+      return ownProducer;
+    })();
+    return connecting;
+  }
+
+  const api = express.Router();
+  api.use((req, res, next) => (req.id ? next() : requestId()(req, res, next)));
+  api.use(requireOpsToken(options.opsToken));
+  api.use(express.json({ limit: '1mb' }));
+
+  api.get('/dead-letters', async (req, res) => {
+    const q = req.query as Record<string, string | undefined>;
+    const parsed = deadLetterFiltersSchema.safeParse({
+      topic: q.topic || undefined,
+      reason: q.reason || undefined,
+      code: q.code || undefined,
+      key: q.key || undefined,
+      commandId: q.command_id || undefined,
+      requestId: q.request_id || undefined,
+      state: q.state || undefined,
+      since: q.since || undefined,
+      until: q.until || undefined,
+      timeField: q.time_field || undefined,
+      search: q.search || undefined,
+      limit: q.limit || undefined,
+    });
+    if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
+    const [items, counts] = await Promise.all([
+      searchDeadLetters(db, parsed.data, topicPrefix),
+      countDeadLetters(db, parsed.data, topicPrefix),
+    ]);
+    res.json({ items, counts });
+  });
+
+  api.get('/dead-letters/:id', async (req, res) => {
+    const id = parseId(req);
+    const letter = await getDeadLetter(db, id);
+    if (!letter) throw new AppError(404, 'not_found', `no dead letter ${id}`);
+    const guard = letter.commandId ? await getGuardState(db, letter.commandId) : null;
+    const audit = await listAudit(db, { target: deadLetterTarget(id) });
+    res.json({ letter, guard, audit });
+  });
+
+  // Before `/:id/redrive` so that "redrive" is never read as an id.
+  api.post('/dead-letters/redrive', async (req, res) => {
+    const body = parseBody(bulkRedriveBody, req.body);
+    const deps = { db, producer: await producer(), topicPrefix, logger };
+    const outcomes: RedriveOutcome[] = [];
+    for (const id of body.ids) {
+      outcomes.push(
+        await redriveDeadLetter(deps, id, {
+          actor: actorOf(req),
+          reason: body.reason ?? null,
+          dryRun: body.dry_run,
+        }),
+      );
+    }
+    res.json({ outcomes });
+  });
+
+  api.post('/dead-letters/:id/redrive', async (req, res) => {
+    const id = parseId(req);
+    const body = parseBody(redriveBody, req.body);
+    const correction = parseCorrection(body.corrected_value);
+    const outcome = await redriveDeadLetter({ db, producer: await producer(), topicPrefix, logger }, id, {
+      actor: actorOf(req),
+      reason: body.reason ?? null,
+      dryRun: body.dry_run,
+      force: body.force,
+      ...(correction !== undefined ? { correction } : {}),
+    });
+    const status = statusOf(outcome);
+    if (status !== 200) {
+      const code = { 404: 'not_found', 422: 'invalid_correction', 409: 'conflict' }[status] ?? 'api_error';
+      throw new AppError(status, code, outcome.message, { extra: { outcome } });
+    }
+    res.json({ outcome, letter: await getDeadLetter(db, id) });
+  });
+
+  api.post('/dead-letters/:id/discard', async (req, res) => {
+    const id = parseId(req);
+    const body = parseBody(discardBody, req.body);
+    const outcome = await discardDeadLetter({ db }, id, { actor: actorOf(req), reason: body.reason ?? '' });
+    if (outcome.action === 'not_found') throw new AppError(404, 'not_found', outcome.message);
+    if (outcome.action === 'skip') throw new AppError(409, 'conflict', outcome.message);
+    res.json({ outcome, letter: await getDeadLetter(db, id) });
+  });
+
+  api.get('/audit', async (req, res) => {
+    const q = req.query as Record<string, string | undefined>;
+    const limit = Number(q.limit ?? 100);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new AppError(400, 'validation_error', 'limit: must be an integer from 1 to 1000');
+    }
+    const items = await listAudit(db, {
+      target: q.target || undefined,
+      actor: q.actor || undefined,
+      action: q.action || undefined,
+      limit,
+    });
+    res.json({ items });
+  });
+
+  api.use(notFound());
+  api.use(errorHandler(logger));
+
+  const router = express.Router() as OpsRouter;
+  router.use('/api', api);
+  // Relative asset and API URLs in the console need the trailing slash: /ops → /ops/.
+  router.get('/', (req, res, next) => {
+    const [path, query] = req.originalUrl.split('?');
+    if (path && !path.endsWith('/')) {
+      res.redirect(301, `${path}/${query ? `?${query}` : ''}`);
+      return;
+    }
+    next();
+  });
+  router.use((_req, res, next) => {
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    );
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
+  router.use(express.static(consoleDir(), { index: 'index.html', fallthrough: true }));
+  router.close = async () => {
+    await ownProducer?.disconnect();
+  };
+  return router;
+}
