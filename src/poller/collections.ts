@@ -49,7 +49,9 @@ export function intervalSeconds(
   resource: Resource,
   config: { POLL_INTERVAL_SECONDS: number; POLL_INTERVALS: Record<string, number> },
 ): number {
-  return config.POLL_INTERVALS[resource] ?? DEFAULT_INTERVAL_SECONDS[resource] ?? config.POLL_INTERVAL_SECONDS;
+  return (
+    config.POLL_INTERVALS[resource] ?? DEFAULT_INTERVAL_SECONDS[resource] ?? config.POLL_INTERVAL_SECONDS
+  );
 }
 
 /** The UTC calendar date of an instant, as the date filters take it (YYYY-MM-DD). */

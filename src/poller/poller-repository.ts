@@ -2,6 +2,7 @@ import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import { recordStateChange } from '../events/state-change.js';
 import type { Resource } from '../partner/resources.js';
+import { recordPolledChanges } from './batch-state-changes.js';
 
 /** The poller's reads and writes of PostgreSQL: cursors, changes (through the shared dedupe), removals. */
 
@@ -64,9 +65,8 @@ export async function markFailed(
 }
 
 /**
- * Publishes the page's new versions in one transaction, through the dedupe the receiver shares.
- * Versions already published are filtered out with one query first, so an unchanged page costs
- * one round trip instead of one per record. Answers how many changes were enqueued.
+ * Publishes the page's new versions in one transaction, through the dedupe the receiver shares
+ * (batched: see batch-state-changes.ts). Answers how many changes were enqueued.
  */
 export async function writePage(
   db: Db,
@@ -75,20 +75,7 @@ export async function writePage(
   source: string,
 ): Promise<number> {
   if (records.length === 0) return 0;
-  return db.$transaction(async (tx) => {
-    const ids = records.map((r) => r.id);
-    const published = await tx.$queryRaw<{ record_id: string; updated_at: string }[]>`
-      SELECT record_id, updated_at FROM published_versions
-      WHERE resource = ${resource} AND record_id = ANY(${ids}::text[])`;
-    const seen = new Set(published.map((p) => `${p.record_id}\u0000${p.updated_at}`));
-    let changes = 0;
-    for (const record of records) {
-      if (seen.has(`${record.id}\u0000${record.updated_at}`)) continue;
-      const result = await recordStateChange(tx, { resource, record, via: 'poll', source });
-      if (result.published) changes += 1;
-    }
-    return changes;
-  }, TX_OPTIONS);
+  return db.$transaction((tx) => recordPolledChanges(tx, resource, records, source), TX_OPTIONS);
 }
 
 /** Ids of the customers rentbridge knows and has not seen removed: whose issues are polled. */

@@ -61,7 +61,10 @@ export function pollerIntervals(config: {
   POLL_INTERVAL_SECONDS: number;
   POLL_INTERVALS: Record<string, number>;
 }): Record<Resource, number> {
-  return Object.fromEntries(RESOURCES.map((r) => [r, intervalSeconds(r, config)])) as Record<Resource, number>;
+  return Object.fromEntries(RESOURCES.map((r) => [r, intervalSeconds(r, config)])) as Record<
+    Resource,
+    number
+  >;
 }
 
 export function createPoller(options: PollerOptions): Poller {
@@ -101,7 +104,9 @@ export function createPoller(options: PollerOptions): Poller {
       else logger.error({ resource, err: error }, 'poller pass failed: cursor unchanged');
       return { resource, outcome: 'failed', error: message };
     } finally {
-      await lock.release(resource).catch((e: unknown) => logger.warn({ resource, err: e }, 'lock release failed'));
+      await lock
+        .release(resource)
+        .catch((e: unknown) => logger.warn({ resource, err: e }, 'lock release failed'));
     }
   }
 

@@ -59,7 +59,15 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
   const clock = Date.now();
   const rule = COLLECTION_RULES[resource];
   const source = `/poller/${resource}`;
-  const stats: PassStats = { pages: 0, pageCount: 0, records: 0, changes: 0, removed: 0, requests: 0, elapsedMs: 0 };
+  const stats: PassStats = {
+    pages: 0,
+    pageCount: 0,
+    records: 0,
+    changes: 0,
+    removed: 0,
+    requests: 0,
+    elapsedMs: 0,
+  };
   const requestMade = () => {
     stats.requests += 1;
     metrics.pollerRequests.inc({ resource });
@@ -158,7 +166,8 @@ async function pollCustomerIssues(
       await write(batch);
       batch = [];
     }
-    if (stats.pages % ctx.progressEveryPages === 0) ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');
+    if (stats.pages % ctx.progressEveryPages === 0)
+      ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');
     await ctx.hooks.afterPage?.({ resource: ctx.resource, page: stats.pages });
     if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
   }

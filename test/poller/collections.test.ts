@@ -50,7 +50,9 @@ describe('poller collections', () => {
 
     it('reads bank accounts with one call and the issues of every known customer', () => {
       expect(h.listQueries('/partner/v1/bank_accounts')).toHaveLength(1);
-      const issuePaths = h.requests.filter((u) => /\/customers\/[^/]+\/issues$/.test(u.pathname)).map((u) => u.pathname);
+      const issuePaths = h.requests
+        .filter((u) => /\/customers\/[^/]+\/issues$/.test(u.pathname))
+        .map((u) => u.pathname);
       expect(issuePaths.sort()).toEqual(customerIds.map((id) => `/partner/v1/customers/${id}/issues`).sort());
     });
   });
@@ -67,7 +69,8 @@ describe('poller collections', () => {
         for (const q of queries) expect(q[rule.fromKey], resource).toBe(today());
       }
       for (const resource of full) {
-        for (const q of h.listQueries(LIST_PATHS[resource])) expect(Object.keys(q).sort(), resource).toEqual(['page', 'per_page']);
+        for (const q of h.listQueries(LIST_PATHS[resource]))
+          expect(Object.keys(q).sort(), resource).toEqual(['page', 'per_page']);
       }
     });
 
@@ -96,7 +99,9 @@ describe('poller collections', () => {
       await h.poller().runOnce('customer_issues');
       const events = await h.events('customer_issues');
       expect(events).toHaveLength(1);
-      expect(events[0]?.data).toMatchObject({ record: { customer_id: customerId, kind: 'missing_document' } });
+      expect(events[0]?.data).toMatchObject({
+        record: { customer_id: customerId, kind: 'missing_document' },
+      });
     });
   });
 });

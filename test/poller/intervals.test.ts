@@ -13,7 +13,10 @@ describe('pollerIntervals', () => {
 
   describe('when POLL_INTERVALS names a resource', () => {
     it('uses it over the defaults, and POLL_INTERVAL_SECONDS for the others', () => {
-      const intervals = pollerIntervals({ POLL_INTERVAL_SECONDS: 120, POLL_INTERVALS: { applications: 15, roles: 30 } });
+      const intervals = pollerIntervals({
+        POLL_INTERVAL_SECONDS: 120,
+        POLL_INTERVALS: { applications: 15, roles: 30 },
+      });
       expect(intervals.applications).toBe(15);
       expect(intervals.roles).toBe(30);
       expect(intervals.enrollments).toBe(120);

@@ -34,7 +34,9 @@ describe('rentbridge poll --once', () => {
 
   describe('when the resource is unknown', () => {
     it('exits 2 naming the valid resources', async () => {
-      const result = await rentbridge(['poll', '--once', '--resource', 'apps'], { DATABASE_URL: database.url });
+      const result = await rentbridge(['poll', '--once', '--resource', 'apps'], {
+        DATABASE_URL: database.url,
+      });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('unknown resource "apps"');
       expect(result.stderr).toContain('applications, application_activity_logs');
@@ -43,7 +45,10 @@ describe('rentbridge poll --once', () => {
 
   describe('when one resource is asked for', () => {
     it('polls it once, prints a summary and exits 0', async () => {
-      await createSandboxControl(sandbox.url).addRecords('applications', [{ status: 'open' }, { status: 'open' }]);
+      await createSandboxControl(sandbox.url).addRecords('applications', [
+        { status: 'open' },
+        { status: 'open' },
+      ]);
       const result = await rentbridge(['poll', '--once', '--resource', 'applications'], {
         DATABASE_URL: database.url,
         PARTNER_API_URL: sandbox.url,

@@ -7,7 +7,11 @@ import { createPollerHarness, type PollerHarness } from './poller-harness.js';
 const perPage = 10;
 
 function seed(count: number, extra: (i: number) => Record<string, unknown> = () => ({})) {
-  return Array.from({ length: count }, (_, i) => ({ status: 'open', name: `r${String(i).padStart(3, '0')}`, ...extra(i) }));
+  return Array.from({ length: count }, (_, i) => ({
+    status: 'open',
+    name: `r${String(i).padStart(3, '0')}`,
+    ...extra(i),
+  }));
 }
 
 describe('poller sync', () => {
@@ -25,7 +29,12 @@ describe('poller sync', () => {
       const items = await h.control.addRecords('applications', seed(3));
       const first = items[0] as Record<string, unknown>;
       await h.database.db.$transaction((tx) =>
-        recordStateChange(tx, { resource: 'applications', record: first, via: 'webhook', source: '/webhooks/partner' }),
+        recordStateChange(tx, {
+          resource: 'applications',
+          record: first,
+          via: 'webhook',
+          source: '/webhooks/partner',
+        }),
       );
       await h.poller({ perPage }).runOnce('applications');
       const events = await h.events('applications');
@@ -63,7 +72,10 @@ describe('poller sync', () => {
 
   describe('when changes happen at 23:59:59 and 00:00:00 UTC around a pass', () => {
     it('publishes both: the next pass reads from the day the previous one started', async () => {
-      await h.control.addRecords('leads', seed(2, () => ({ updated_at: '2026-03-10T12:00:00.000Z' })));
+      await h.control.addRecords(
+        'leads',
+        seed(2, () => ({ updated_at: '2026-03-10T12:00:00.000Z' })),
+      );
       const at = (iso: string) => () => new Date(iso);
       await h.poller({ perPage, now: at('2026-03-10T23:59:59.500Z') }).runOnce('leads');
       expect((await h.database.db.pollerCursor.findUnique({ where: { resource: 'leads' } }))?.fromDate).toBe(
@@ -79,7 +91,9 @@ describe('poller sync', () => {
       expect(await keys('leads')).toEqual(expect.arrayContaining(idsOf(edge)));
       expect(await keys('leads')).toHaveLength(4);
 
-      const late = await h.control.addRecords('leads', [{ status: 'open', updated_at: '2026-03-11T00:00:00.000Z' }]);
+      const late = await h.control.addRecords('leads', [
+        { status: 'open', updated_at: '2026-03-11T00:00:00.000Z' },
+      ]);
       await h.poller({ perPage, now: at('2026-03-11T00:10:00.000Z') }).runOnce('leads');
       expect(await keys('leads')).toEqual(expect.arrayContaining(idsOf(late)));
       expect(await keys('leads')).toHaveLength(5);
@@ -147,7 +161,9 @@ describe('poller sync', () => {
         })
         .runOnce('billing_statements');
       expect(crashed[0]).toMatchObject({ outcome: 'failed', error: 'simulated crash' });
-      const cursor = await h.database.db.pollerCursor.findUnique({ where: { resource: 'billing_statements' } });
+      const cursor = await h.database.db.pollerCursor.findUnique({
+        where: { resource: 'billing_statements' },
+      });
       expect(cursor?.fromDate ?? null).toBeNull();
       expect(cursor?.lastError).toBe('simulated crash');
       expect(await keys('billing_statements')).toHaveLength(perPage);
@@ -155,7 +171,9 @@ describe('poller sync', () => {
       const resumed = await h.poller({ perPage }).runOnce('billing_statements');
       expect(resumed[0]?.outcome).toBe('completed');
       expect((await keys('billing_statements')).sort()).toEqual(idsOf(items).sort());
-      const after = await h.database.db.pollerCursor.findUnique({ where: { resource: 'billing_statements' } });
+      const after = await h.database.db.pollerCursor.findUnique({
+        where: { resource: 'billing_statements' },
+      });
       expect(after?.fromDate).toBe(new Date().toISOString().slice(0, 10));
     });
   });

@@ -39,7 +39,11 @@ export function formatSummary(summaries: PassSummary[]): string {
     s.stats ? (s.stats.elapsedMs / 1000).toFixed(1) : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   const errors = summaries.filter((s) => s.error).map((s) => `${s.resource}: ${s.error}`);
   return [line(header), ...rows.map(line), ...errors].join('\n') + '\n';
 }

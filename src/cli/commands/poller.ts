@@ -9,7 +9,10 @@ import { loadConfigOrExit, runUntilSignal, UsageError } from '../process.js';
  * (PARTNER_RATE_LIMIT_PER_MINUTE, the poller always on the low-priority `poll` lane) and the
  * intervals of POLL_INTERVALS / POLL_INTERVAL_SECONDS. `close()` releases what it built.
  */
-export function buildPoller(runtime: Runtime, options: { partnerUrl?: string } = {}): {
+export function buildPoller(
+  runtime: Runtime,
+  options: { partnerUrl?: string } = {},
+): {
   poller: Poller;
   close(): Promise<void>;
 } {
