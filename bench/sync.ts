@@ -16,7 +16,7 @@ import { createDb } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import type { Resource } from '../src/partner/resources.js';
-import { COLLECTION_RULES, createPoller, type PassSummary } from '../src/poller/index.js';
+import { COLLECTION_RULES, createPoller } from '../src/poller/index.js';
 import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
 import pg from 'pg';
 import type { BenchResult } from './types.js';
