@@ -28,8 +28,18 @@ export function createOutboxListener(options: {
   let leader = false;
   let closed = false;
 
-  async function connect(): Promise<pg.Client> {
-    if (client) return client;
+  let connecting: Promise<pg.Client> | null = null;
+
+  /** One session at a time: concurrent callers share the connection attempt. */
+  function connect(): Promise<pg.Client> {
+    if (client) return Promise.resolve(client);
+    connecting ??= open().finally(() => {
+      connecting = null;
+    });
+    return connecting;
+  }
+
+  async function open(): Promise<pg.Client> {
     const c = new pg.Client({
       connectionString,
       options: `-c search_path=${schema}`,
@@ -48,6 +58,10 @@ export function createOutboxListener(options: {
     } catch (error) {
       await c.end().catch(() => undefined);
       throw error;
+    }
+    if (closed) {
+      await c.end().catch(() => undefined);
+      throw new Error('relay session closed');
     }
     client = c;
     return c;

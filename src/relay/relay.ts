@@ -46,6 +46,8 @@ export interface Relay {
   stop(): Promise<void>;
   /** Publishes until no unpublished row is left (or throws if this relay is not the publisher). */
   drain(): Promise<void>;
+  /** True while this relay holds the publisher lock (the others stand by). */
+  isPublisher(): boolean;
 }
 
 const PRUNE_EVERY_MS = 60_000;
@@ -231,6 +233,7 @@ export function createRelay(options: RelayOptions): Relay {
       await resetProducer();
       logger.info('relay stopped');
     },
+    isPublisher: () => listener.isLeader(),
     async drain() {
       if (!(await listener.tryLead())) throw new Error('another relay is the publisher');
       while ((await publishBatch()) > 0) {

@@ -144,11 +144,13 @@ describe('relay', () => {
       const first = relay();
       const second = relay();
       await first.start();
-      await eventually(async () => (await unpublished()) === 0);
+      await eventually(async () => first.isPublisher());
       await second.start();
       await expect(second.drain()).rejects.toThrow(/another relay/);
 
+      expect(second.isPublisher()).toBe(false);
       await first.stop();
+      await eventually(async () => second.isPublisher());
       const ids = await ingest(2, 'enr-takeover');
       await eventually(async () => (await unpublished()) === 0);
       expect(await readIds('enr-takeover', 2)).toEqual(ids);
