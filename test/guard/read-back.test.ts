@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
+import type { ReadContext } from '../../src/guard/read-back.js';
+import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
+import { createLogger } from '../../src/logger.js';
+import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/sandbox/control-client.js';
+
+const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe('read-back strategies', () => {
+  let sandbox: Sandbox;
+  let control: SandboxControl;
+  let partner: PartnerClient;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0 });
+    control = createSandboxControl(sandbox.url);
+    partner = createPartnerClient({
+      baseUrl: sandbox.url,
+      accessKey: 'sandbox-access-key',
+      secretKey: 'sandbox-secret-key',
+      logger: createLogger({ level: 'silent' }),
+    });
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+  });
+
+  describe('applications', () => {
+    const strategy = () => applicationDecisionReadBack(partner);
+    const approve = (id: number) => ({
+      decision_id: 'd',
+      application_id: String(id),
+      decision: 'approve' as const,
+    });
+
+    it('says applied once the application reached the decision', async () => {
+      const [app] = await control.addRecords('applications', [{ status: 'submitted' }]);
+      const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
+      await tick();
+      await control.patchRecord('applications', Number(app!.id), { status: 'approved' });
+      expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('applied');
+    });
+
+    it('says not_applied while the application is unchanged, even when updated today', async () => {
+      const [app] = await control.addRecords('applications', [{ status: 'submitted' }]);
+      const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
+      expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('says not_applied for an application last updated before the snapshot day (absent from the filtered list)', async () => {
+      const [app] = await control.addRecords('applications', [
+        { status: 'in_review', updated_at: '2024-01-05T10:00:00.000Z' },
+      ]);
+      const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
+      expect(snapshot).toMatchObject({ found: true, status: 'in_review' });
+      expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('says unknown when the application changed some other way', async () => {
+      const [app] = await control.addRecords('applications', [{ status: 'submitted' }]);
+      const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
+      await tick();
+      await control.patchRecord('applications', Number(app!.id), { status: 'in_review' });
+      expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('unknown');
+    });
+  });
+
+  describe('enrollments', () => {
+    const strategy = () => rentalPaymentReadBack(partner);
+    const pay = (id: number) => ({
+      payment_id: 'p',
+      enrollment_id: String(id),
+      amount_cents: 5000,
+      paid_on: '2026-10-01',
+      period: '2026-10',
+    });
+
+    it('says applied only for a matching payment the snapshot did not hold', async () => {
+      const [e] = await control.addRecords('enrollments', [
+        {
+          status: 'active',
+          rental_payments: [{ amount_cents: 5000, paid_on: '2026-10-01', period: '2026-10' }],
+        },
+      ]);
+      const id = Number(e!.id);
+      const snapshot = await strategy().snapshot(pay(id), ctx);
+      expect(snapshot.matching_payments).toBe(1);
+      expect(await strategy().verdict(pay(id), snapshot, ctx)).toBe('not_applied');
+      await tick();
+      await control.patchRecord('enrollments', id, {
+        rental_payments: [
+          { amount_cents: 5000, paid_on: '2026-10-01', period: '2026-10' },
+          { amount_cents: 5000, paid_on: '2026-10-01', period: '2026-10' },
+        ],
+      });
+      expect(await strategy().verdict(pay(id), snapshot, ctx)).toBe('applied');
+    });
+
+    it('says unknown when the enrollment changed without the payment', async () => {
+      const [e] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const id = Number(e!.id);
+      const snapshot = await strategy().snapshot(pay(id), ctx);
+      await tick();
+      await control.patchRecord('enrollments', id, {
+        rental_payments: [{ amount_cents: 5000, paid_on: '2026-10-02', period: '2026-10' }],
+      });
+      expect(await strategy().verdict(pay(id), snapshot, ctx)).toBe('unknown');
+    });
+  });
+});
