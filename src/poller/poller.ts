@@ -80,7 +80,14 @@ export function createPoller(options: PollerOptions): Poller {
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
 
   async function pass(resource: Resource): Promise<PassSummary> {
-    if (!(await lock.tryAcquire(resource))) {
+    let locked: boolean;
+    try {
+      locked = await lock.tryAcquire(resource);
+    } catch (error) {
+      logger.error({ resource, err: error }, 'poller lock unavailable: pass not run');
+      return { resource, outcome: 'failed', error: error instanceof Error ? error.message : String(error) };
+    }
+    if (!locked) {
       logger.debug({ resource }, 'resource polled elsewhere: skipped');
       return { resource, outcome: 'skipped' };
     }

@@ -210,4 +210,28 @@ describe('poller sync', () => {
       expect(roles).toHaveLength(25);
     });
   });
+  describe('when started continuously', () => {
+    it('polls each resource on its own, and stop() ends the passes and releases the locks', async () => {
+      await h.control.addRecords('magic_links', seed(3));
+      const continuous = h.poller({
+        perPage,
+        resources: ['magic_links', 'users'],
+        intervals: { magic_links: 1, users: 1 },
+      });
+      await continuous.start();
+      await expect
+        .poll(
+          async () =>
+            (await h.database.db.pollerCursor.findUnique({ where: { resource: 'magic_links' } }))
+              ?.lastSucceededAt,
+          {
+            timeout: 20_000,
+          },
+        )
+        .toBeTruthy();
+      await continuous.stop();
+      expect(await keys('magic_links')).toHaveLength(3);
+      expect((await h.poller({ perPage }).runOnce('magic_links'))[0]?.outcome).toBe('completed');
+    });
+  });
 });
