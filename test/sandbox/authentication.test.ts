@@ -165,7 +165,9 @@ describe('sandbox authentication', () => {
     });
 
     it('5.9: a write on a record outside its scope is 404 not_found', async () => {
-      const [application] = await h.control.addRecords('applications', [{ status: 'submitted', owner_id: 2 }]);
+      const [application] = await h.control.addRecords('applications', [
+        { status: 'submitted', owner_id: 2 },
+      ]);
       await h.control.createKey({ access_key: 'owner1', secret_key: 's', owner_ids: [1] });
       const token = await h.token('owner1', 's');
       const response = await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, {

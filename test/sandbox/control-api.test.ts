@@ -19,7 +19,9 @@ describe('sandbox control API', () => {
     });
 
     it('keeps given ids and timestamps, and continues the ids after them', async () => {
-      const [given] = await h.control.addRecords('leads', [{ id: 50, updated_at: '2025-01-01T00:00:00.000Z' }]);
+      const [given] = await h.control.addRecords('leads', [
+        { id: 50, updated_at: '2025-01-01T00:00:00.000Z' },
+      ]);
       const [next] = await h.control.addRecords('leads', [{}]);
       expect(given).toMatchObject({ id: 50, updated_at: '2025-01-01T00:00:00.000Z' });
       expect(next?.id).toBe(51);
@@ -32,7 +34,9 @@ describe('sandbox control API', () => {
 
   describe('when a record is patched', () => {
     it('merges the fields and moves updated_at to now', async () => {
-      const [lead] = await h.control.addRecords('leads', [{ name: 'a', source: 'web', updated_at: '2020-01-01T00:00:00.000Z' }]);
+      const [lead] = await h.control.addRecords('leads', [
+        { name: 'a', source: 'web', updated_at: '2020-01-01T00:00:00.000Z' },
+      ]);
       const patched = await h.control.patchRecord('leads', lead?.id as number, { name: 'b' });
       expect(patched).toMatchObject({ name: 'b', source: 'web' });
       expect(patched.updated_at > '2020-01-01T00:00:00.000Z').toBe(true);
@@ -89,7 +93,11 @@ describe('sandbox control API', () => {
   describe('when the configuration is changed', () => {
     it('answers the whole configuration', async () => {
       const config = await h.control.setConfig({ token_ttl_seconds: 60 });
-      expect(config).toMatchObject({ token_ttl_seconds: 60, rate_limit_per_minute: 650, enhanced_security: false });
+      expect(config).toMatchObject({
+        token_ttl_seconds: 60,
+        rate_limit_per_minute: 650,
+        enhanced_security: false,
+      });
     });
 
     it('rejects an unknown setting or a bad value with 400 validation_error', async () => {
@@ -105,7 +113,9 @@ describe('sandbox control API', () => {
 
   describe('when a fault is added', () => {
     it('rejects an unknown kind with 400 validation_error', async () => {
-      expect((await control('POST', '/faults', { method: 'GET', path: '/x', kind: 'explode' })).status).toBe(400);
+      expect((await control('POST', '/faults', { method: 'GET', path: '/x', kind: 'explode' })).status).toBe(
+        400,
+      );
     });
   });
 

@@ -17,7 +17,9 @@ describe('sandbox errors', () => {
     });
 
     it('7.3.2: an X-Request-Id of 129 characters is replaced by a UUID', async () => {
-      const response = await h.api('GET', '/partner/v1/roles', { headers: { 'x-request-id': 'a'.repeat(129) } });
+      const response = await h.api('GET', '/partner/v1/roles', {
+        headers: { 'x-request-id': 'a'.repeat(129) },
+      });
       expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     });
 
@@ -27,7 +29,10 @@ describe('sandbox errors', () => {
     });
 
     it('7.1: the envelope request_id equals the X-Request-Id header', async () => {
-      const response = await h.api('GET', '/partner/v1/roles', { token: null, headers: { 'x-request-id': 'req-7' } });
+      const response = await h.api('GET', '/partner/v1/roles', {
+        token: null,
+        headers: { 'x-request-id': 'req-7' },
+      });
       expect(response.body.error).toEqual({
         message: expect.any(String),
         status: 401,
@@ -83,10 +88,16 @@ describe('sandbox errors', () => {
     });
 
     it('7.1: processor_card_error (402) carries processor_code and processor_decline_code', async () => {
-      const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
-      const response = await h.api('POST', `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`, {
-        body: { rental_payments: [{ amount_cents: 402, paid_on: '2026-03-01' }] },
-      });
+      const [enrollment] = await h.control.addRecords('enrollments', [
+        { status: 'active', rental_payments: [] },
+      ]);
+      const response = await h.api(
+        'POST',
+        `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`,
+        {
+          body: { rental_payments: [{ amount_cents: 402, paid_on: '2026-03-01' }] },
+        },
+      );
       expect(response.status).toBe(402);
       expect(response.body.error).toMatchObject({
         code: 'processor_card_error',
@@ -122,7 +133,13 @@ describe('sandbox errors', () => {
     });
 
     it('7.1: a fault with code null answers a legacy error without code', async () => {
-      await h.control.addFault({ method: 'GET', path: '/partner/v1/leads', kind: 'error', code: null, status: 422 });
+      await h.control.addFault({
+        method: 'GET',
+        path: '/partner/v1/leads',
+        kind: 'error',
+        code: null,
+        status: 422,
+      });
       const response = await h.api('GET', '/partner/v1/leads');
       expect(response.status).toBe(422);
       expect(response.body.error).not.toHaveProperty('code');

@@ -18,12 +18,20 @@ describe('sandbox faults and ledger', () => {
   describe('when an error fault matches', () => {
     it('answers its status and code without applying the write', async () => {
       const id = await submitted();
-      await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'error', status: 503, code: 'request_timeout' });
+      await h.control.addFault({
+        method: 'POST',
+        path: APPROVE,
+        kind: 'error',
+        status: 503,
+        code: 'request_timeout',
+      });
       const response = await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} });
       expect(response.status).toBe(503);
       expect(response.body.error.code).toBe('request_timeout');
       expect(await statusOf(id)).toBe('submitted');
-      expect((await h.control.ledger()).writes).toEqual([expect.objectContaining({ applied: false, status: 503 })]);
+      expect((await h.control.ledger()).writes).toEqual([
+        expect.objectContaining({ applied: false, status: 503 }),
+      ]);
     });
 
     it('is used once by default, then requests pass', async () => {
@@ -69,7 +77,9 @@ describe('sandbox faults and ledger', () => {
       expect(response.status).toBe(500);
       expect(response.body.error).toMatchObject({ code: 'api_error', error_id: expect.any(String) });
       expect(await statusOf(id)).toBe('approved');
-      expect((await h.control.ledger()).writes).toEqual([expect.objectContaining({ applied: true, status: 500 })]);
+      expect((await h.control.ledger()).writes).toEqual([
+        expect.objectContaining({ applied: true, status: 500 }),
+      ]);
     });
   });
 
@@ -89,7 +99,9 @@ describe('sandbox faults and ledger', () => {
       );
       expect(outcome).toBe('TimeoutError');
       expect(await statusOf(id)).toBe('approved');
-      expect((await h.control.ledger()).writes).toEqual([expect.objectContaining({ applied: true, status: null })]);
+      expect((await h.control.ledger()).writes).toEqual([
+        expect.objectContaining({ applied: true, status: null }),
+      ]);
     });
 
     it('close() ends the hanging connection', async () => {

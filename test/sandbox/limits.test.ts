@@ -8,7 +8,8 @@ describe('sandbox rate limits', () => {
     it('8: allows 650 requests per minute per source IP and throttles the 651st', async () => {
       const token = await h.token(); // the authenticate call counts too: 649 reads remain
       const statuses: number[] = [];
-      for (let i = 0; i < 650; i++) statuses.push((await h.api('GET', '/partner/v1/roles', { token })).status);
+      for (let i = 0; i < 650; i++)
+        statuses.push((await h.api('GET', '/partner/v1/roles', { token })).status);
       expect(statuses.slice(0, 649).every((s) => s === 200)).toBe(true);
       expect(statuses[649]).toBe(429);
     });
@@ -22,7 +23,11 @@ describe('sandbox rate limits', () => {
       await h.api('GET', '/partner/v1/roles', { token });
       const response = await h.api('GET', '/partner/v1/roles', { token });
       expect(response.status).toBe(429);
-      expect(response.body.error).toMatchObject({ status: 429, code: 'rate_limited', message: expect.any(String) });
+      expect(response.body.error).toMatchObject({
+        status: 429,
+        code: 'rate_limited',
+        message: expect.any(String),
+      });
       expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(response.headers.get('x-ratelimit-limit')).toBe('2');
       expect(response.headers.get('x-ratelimit-remaining')).toBe('0');
@@ -36,10 +41,10 @@ describe('sandbox rate limits', () => {
       const second = await h.api('GET', '/partner/v1/roles', { token });
       expect(second.headers.get('x-ratelimit-limit')).toBe('5');
       // The authenticate call counted too: 5 - 2 and 5 - 3.
-      expect([first.headers.get('x-ratelimit-remaining'), second.headers.get('x-ratelimit-remaining')]).toEqual([
-        '3',
-        '2',
-      ]);
+      expect([
+        first.headers.get('x-ratelimit-remaining'),
+        second.headers.get('x-ratelimit-remaining'),
+      ]).toEqual(['3', '2']);
       expect(second.headers.get('x-ratelimit-reset')).toMatch(/^\d+$/);
     });
 
@@ -98,7 +103,9 @@ describe('sandbox rate limits', () => {
     it('8: issue_access_token defaults to 2,500 per minute', async () => {
       const token = await h.token();
       const [customer] = await h.control.addRecords('customers', [{}]);
-      const response = await h.api('POST', `/partner/v1/customers/${customer?.id}/issue_access_token`, { token });
+      const response = await h.api('POST', `/partner/v1/customers/${customer?.id}/issue_access_token`, {
+        token,
+      });
       expect(response.headers.get('x-ratelimit-limit')).toBe('2500');
     });
   });

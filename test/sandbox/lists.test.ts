@@ -8,7 +8,10 @@ describe('sandbox lists', () => {
 
   describe('when a collection is paginated', () => {
     it('2.3: answers the list envelope', async () => {
-      await h.control.addRecords('properties', build(3, () => ({})));
+      await h.control.addRecords(
+        'properties',
+        build(3, () => ({})),
+      );
       const response = await h.api('GET', '/partner/v1/properties');
       expect(response.status).toBe(200);
       expect(response.body).toEqual({
@@ -22,21 +25,35 @@ describe('sandbox lists', () => {
     });
 
     it('4.5: defaults to page 1 of 20', async () => {
-      await h.control.addRecords('leads', build(45, () => ({})));
+      await h.control.addRecords(
+        'leads',
+        build(45, () => ({})),
+      );
       const response = await h.api('GET', '/partner/v1/leads');
       expect(response.body.items).toHaveLength(20);
-      expect(response.body).toMatchObject({ current_page: 1, page_count: 3, total_count: 45, has_more: true });
+      expect(response.body).toMatchObject({
+        current_page: 1,
+        page_count: 3,
+        total_count: 45,
+        has_more: true,
+      });
     });
 
     it('2.3: has_more is false on the last page', async () => {
-      await h.control.addRecords('leads', build(45, () => ({})));
+      await h.control.addRecords(
+        'leads',
+        build(45, () => ({})),
+      );
       const response = await h.api('GET', '/partner/v1/leads?page=3');
       expect(response.body.items).toHaveLength(5);
       expect(response.body.has_more).toBe(false);
     });
 
     it('4.5: clamps per_page above 1000 to 1000', async () => {
-      await h.control.addRecords('enrollments', build(1001, () => ({ status: 'ended' })));
+      await h.control.addRecords(
+        'enrollments',
+        build(1001, () => ({ status: 'ended' })),
+      );
       const response = await h.api('GET', '/partner/v1/enrollments?per_page=5000');
       expect(response.status).toBe(200);
       expect(response.body.items).toHaveLength(1000);
@@ -64,13 +81,19 @@ describe('sandbox lists', () => {
     });
 
     it('4.5: a page past the end is empty', async () => {
-      await h.control.addRecords('roles', build(2, (i) => ({ name: `r${i}` })));
+      await h.control.addRecords(
+        'roles',
+        build(2, (i) => ({ name: `r${i}` })),
+      );
       const response = await h.api('GET', '/partner/v1/roles?page=9');
       expect(response.body).toMatchObject({ items: [], current_page: 9, page_count: 1, has_more: false });
     });
 
     it('2.3/9.3: the application list carries the deprecated last_page, the inverse of has_more', async () => {
-      await h.control.addRecords('applications', build(3, () => ({ status: 'submitted' })));
+      await h.control.addRecords(
+        'applications',
+        build(3, () => ({ status: 'submitted' })),
+      );
       const first = await h.api('GET', '/partner/v1/applications?per_page=2');
       const last = await h.api('GET', '/partner/v1/applications?per_page=2&page=2');
       expect([first.body.has_more, first.body.last_page]).toEqual([true, false]);
@@ -85,12 +108,18 @@ describe('sandbox lists', () => {
 
   describe('when records are ordered', () => {
     it('4.6.2: the default order is newest first (descending id)', async () => {
-      await h.control.addRecords('properties', build(3, () => ({})));
+      await h.control.addRecords(
+        'properties',
+        build(3, () => ({})),
+      );
       expect(ids((await h.api('GET', '/partner/v1/properties')).body.items)).toEqual([3, 2, 1]);
     });
 
     it('4.6.3: listings are ascending id', async () => {
-      await h.control.addRecords('listings', build(3, () => ({})));
+      await h.control.addRecords(
+        'listings',
+        build(3, () => ({})),
+      );
       expect(ids((await h.api('GET', '/partner/v1/listings')).body.items)).toEqual([1, 2, 3]);
     });
 
@@ -130,7 +159,10 @@ describe('sandbox lists', () => {
     });
 
     it('4.6.1: consecutive pages neither overlap nor skip a record', async () => {
-      await h.control.addRecords('units', build(55, (i) => ({ title: `T${i % 7}` })));
+      await h.control.addRecords(
+        'units',
+        build(55, (i) => ({ title: `T${i % 7}` })),
+      );
       const seen: number[] = [];
       for (let page = 1; page <= 3; page++) {
         seen.push(...ids((await h.api('GET', `/partner/v1/units?per_page=20&page=${page}`)).body.items));
@@ -140,14 +172,20 @@ describe('sandbox lists', () => {
     });
 
     it('4.6.1: the same request returns the same page while data is unchanged', async () => {
-      await h.control.addRecords('roles', build(30, (i) => ({ name: `role ${i % 4}` })));
+      await h.control.addRecords(
+        'roles',
+        build(30, (i) => ({ name: `role ${i % 4}` })),
+      );
       const first = await h.api('GET', '/partner/v1/roles?page=2&per_page=7');
       const again = await h.api('GET', '/partner/v1/roles?page=2&per_page=7');
       expect(again.body).toEqual(first.body);
     });
 
     it('4.6.4: a record deleted while paging shifts later pages by one', async () => {
-      await h.control.addRecords('listings', build(6, () => ({})));
+      await h.control.addRecords(
+        'listings',
+        build(6, () => ({})),
+      );
       const first = await h.api('GET', '/partner/v1/listings?per_page=3&page=1');
       expect(ids(first.body.items)).toEqual([1, 2, 3]);
       await h.control.deleteRecord('listings', 2);
@@ -156,7 +194,10 @@ describe('sandbox lists', () => {
     });
 
     it('4.6.4: a record created while paging appears at the start', async () => {
-      await h.control.addRecords('properties', build(4, () => ({})));
+      await h.control.addRecords(
+        'properties',
+        build(4, () => ({})),
+      );
       await h.api('GET', '/partner/v1/properties?per_page=2');
       await h.control.addRecords('properties', [{}]);
       expect(ids((await h.api('GET', '/partner/v1/properties?per_page=2')).body.items)).toEqual([5, 4]);
@@ -202,7 +243,10 @@ describe('sandbox lists', () => {
         day('01', '10:00:00.000'),
         day('05', '10:00:00.000'),
       ]);
-      const response = await h.api('GET', '/partner/v1/applications/activity_logs?from_date=2026-03-05&to_date=2026-03-05');
+      const response = await h.api(
+        'GET',
+        '/partner/v1/applications/activity_logs?from_date=2026-03-05&to_date=2026-03-05',
+      );
       expect(ids(response.body.items)).toEqual([2]);
     });
 
@@ -225,20 +269,28 @@ describe('sandbox lists', () => {
       const today = new Date().toISOString().slice(0, 10);
       await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, { body: {} });
       const response = await h.api('GET', `/partner/v1/applications?last_updated_from_date=${today}`);
-      expect(response.body.items).toEqual([expect.objectContaining({ id: application?.id, status: 'approved' })]);
+      expect(response.body.items).toEqual([
+        expect.objectContaining({ id: application?.id, status: 'approved' }),
+      ]);
     });
   });
 
   describe('when a collection has its own shape', () => {
     it('4.4: bank accounts are a bare array without the envelope', async () => {
-      await h.control.addRecords('bank_accounts', build(2, () => ({ bank_name: 'Demo' })));
+      await h.control.addRecords(
+        'bank_accounts',
+        build(2, () => ({ bank_name: 'Demo' })),
+      );
       const response = await h.api('GET', '/partner/v1/bank_accounts');
       expect(Array.isArray(response.body)).toBe(true);
       expect(ids(response.body)).toEqual([2, 1]);
     });
 
     it('4.2: customer issues are { issues: [...] } of that customer only', async () => {
-      const [a, b] = await h.control.addRecords('customers', build(2, () => ({})));
+      const [a, b] = await h.control.addRecords(
+        'customers',
+        build(2, () => ({})),
+      );
       await h.control.addRecords('customer_issues', [
         { customer_id: a?.id, kind: 'x' },
         { customer_id: b?.id, kind: 'y' },

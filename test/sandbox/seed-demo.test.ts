@@ -26,9 +26,9 @@ describe('sandbox demo seed', () => {
       const statuses = new Set((await h.control.records('applications')).map((a) => a.status));
       expect(statuses).toEqual(new Set(['submitted', 'in_review', 'approved', 'declined']));
       const enrollments = await h.control.records('enrollments');
-      expect(enrollments.some((e) => e.status === 'active' && (e.rental_payments as unknown[]).length > 0)).toBe(
-        true,
-      );
+      expect(
+        enrollments.some((e) => e.status === 'active' && (e.rental_payments as unknown[]).length > 0),
+      ).toBe(true);
       expect(enrollments.some((e) => e.status === 'ended')).toBe(true);
     });
 

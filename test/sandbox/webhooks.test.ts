@@ -62,7 +62,9 @@ describe('sandbox webhooks', () => {
     });
 
     it('6: a payment report POSTs enrollment.updated with the payments', async () => {
-      const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const [enrollment] = await h.control.addRecords('enrollments', [
+        { status: 'active', rental_payments: [] },
+      ]);
       await h.api('POST', `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`, {
         body: { rental_payments: [{ amount_cents: 1000, paid_on: '2026-03-01' }] },
       });
@@ -90,7 +92,9 @@ describe('sandbox webhooks', () => {
       const [delivery] = received;
       const headers = delivery?.headers as Record<string, string>;
       expect(headers['webhook-id']).toMatch(/^msg_/);
-      expect(new Webhook(SECRET).verify(delivery?.body ?? '', headers)).toMatchObject({ type: 'role.updated' });
+      expect(new Webhook(SECRET).verify(delivery?.body ?? '', headers)).toMatchObject({
+        type: 'role.updated',
+      });
     });
 
     it('6: nothing is sent when no webhook URL is configured', async () => {

@@ -33,7 +33,9 @@ describe('sandbox writes', () => {
     });
 
     it('7.2: a missing field is 400 validation_error naming it', async () => {
-      const response = await h.api('POST', '/v1/partners/customers', { body: customerInput({ phone: undefined }) });
+      const response = await h.api('POST', '/v1/partners/customers', {
+        body: customerInput({ phone: undefined }),
+      });
       expect(response.status).toBe(400);
       expect(response.body.error.errors).toEqual(['phone is required']);
     });
@@ -42,7 +44,9 @@ describe('sandbox writes', () => {
   describe('when a customer is checked', () => {
     it('4.2: a customer that passes answers 200', async () => {
       const [customer] = await h.control.addRecords('customers', [customerInput()]);
-      const response = await h.api('POST', '/partner/v1/customers/check', { body: { customer_id: customer?.id } });
+      const response = await h.api('POST', '/partner/v1/customers/check', {
+        body: { customer_id: customer?.id },
+      });
       expect(response.status).toBe(200);
       expect(response.body.eligible).toBe(true);
     });
@@ -80,15 +84,23 @@ describe('sandbox writes', () => {
   describe('when an enrollment is created', () => {
     it('3: a customer gets an active enrollment', async () => {
       const [customer] = await h.control.addRecords('customers', [customerInput()]);
-      const response = await h.api('POST', '/partner/v1/enrollments', { body: { customer_id: customer?.id } });
+      const response = await h.api('POST', '/partner/v1/enrollments', {
+        body: { customer_id: customer?.id },
+      });
       expect(response.status).toBe(201);
-      expect(response.body).toMatchObject({ customer_id: customer?.id, status: 'active', rental_payments: [] });
+      expect(response.body).toMatchObject({
+        customer_id: customer?.id,
+        status: 'active',
+        rental_payments: [],
+      });
     });
 
     it('3/7.1: a second active enrollment is 400 with message and status and no code', async () => {
       const [customer] = await h.control.addRecords('customers', [customerInput()]);
       await h.api('POST', '/partner/v1/enrollments', { body: { customer_id: customer?.id } });
-      const response = await h.api('POST', '/partner/v1/enrollments', { body: { customer_id: customer?.id } });
+      const response = await h.api('POST', '/partner/v1/enrollments', {
+        body: { customer_id: customer?.id },
+      });
       expect(response.status).toBe(400);
       expect(response.body.error).toEqual({
         message: expect.any(String),
@@ -100,7 +112,9 @@ describe('sandbox writes', () => {
     it('3: a customer whose enrollment ended can enroll again', async () => {
       const [customer] = await h.control.addRecords('customers', [customerInput()]);
       await h.control.addRecords('enrollments', [{ customer_id: customer?.id, status: 'ended' }]);
-      const response = await h.api('POST', '/partner/v1/enrollments', { body: { customer_id: customer?.id } });
+      const response = await h.api('POST', '/partner/v1/enrollments', {
+        body: { customer_id: customer?.id },
+      });
       expect(response.status).toBe(201);
     });
   });
@@ -112,11 +126,17 @@ describe('sandbox writes', () => {
       const [enrollment] = await h.control.addRecords('enrollments', [
         { status: 'active', updated_at: '2020-01-01T00:00:00.000Z' },
       ]);
-      const response = await h.api('POST', `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`, {
-        body: { rental_payments: [payment] },
-      });
+      const response = await h.api(
+        'POST',
+        `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`,
+        {
+          body: { rental_payments: [payment] },
+        },
+      );
       expect(response.status).toBe(201);
-      expect(response.body.rental_payments).toEqual([expect.objectContaining({ ...payment, reported_at: expect.any(String) })]);
+      expect(response.body.rental_payments).toEqual([
+        expect.objectContaining({ ...payment, reported_at: expect.any(String) }),
+      ]);
       const [stored] = (await h.api('GET', '/partner/v1/enrollments')).body.items;
       expect(stored.rental_payments).toEqual(response.body.rental_payments);
       expect(stored.updated_at > '2020-01-01T00:00:00.000Z').toBe(true);
@@ -124,9 +144,13 @@ describe('sandbox writes', () => {
 
     it('7.2: a malformed payment is 422 validation_error with errors[]', async () => {
       const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'active' }]);
-      const response = await h.api('POST', `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`, {
-        body: { rental_payments: [{ amount_cents: -1, paid_on: 'yesterday' }] },
-      });
+      const response = await h.api(
+        'POST',
+        `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`,
+        {
+          body: { rental_payments: [{ amount_cents: -1, paid_on: 'yesterday' }] },
+        },
+      );
       expect(response.status).toBe(422);
       expect(response.body.error.code).toBe('validation_error');
       expect(response.body.error.errors).toHaveLength(2);
@@ -134,9 +158,13 @@ describe('sandbox writes', () => {
 
     it('3: an enrollment that is not active is 409 invalid_state_transition', async () => {
       const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'ended' }]);
-      const response = await h.api('POST', `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`, {
-        body: { rental_payments: [payment] },
-      });
+      const response = await h.api(
+        'POST',
+        `/partner/v1/enrollments/${enrollment?.id}/report_rental_payments`,
+        {
+          body: { rental_payments: [payment] },
+        },
+      );
       expect(response.status).toBe(409);
       expect(response.body.error.code).toBe('invalid_state_transition');
     });
@@ -154,7 +182,9 @@ describe('sandbox writes', () => {
       const [application] = await h.control.addRecords('applications', [
         { status: 'submitted', updated_at: '2020-01-01T00:00:00.000Z' },
       ]);
-      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, { body: {} });
+      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, {
+        body: {},
+      });
       expect(response.status).toBe(200);
       expect(response.body.status).toBe('approved');
       expect(response.body.updated_at > '2020-01-01T00:00:00.000Z').toBe(true);
@@ -170,14 +200,18 @@ describe('sandbox writes', () => {
 
     it('3: approving an approved application is 409 invalid_state_transition', async () => {
       const [application] = await h.control.addRecords('applications', [{ status: 'approved' }]);
-      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, { body: {} });
+      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, {
+        body: {},
+      });
       expect(response.status).toBe(409);
       expect(response.body.error.code).toBe('invalid_state_transition');
     });
 
     it('3: declining an approved application is 409 invalid_state_transition', async () => {
       const [application] = await h.control.addRecords('applications', [{ status: 'approved' }]);
-      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/decline`, { body: {} });
+      const response = await h.api('POST', `/partner/v1/applications/${application?.id}/decline`, {
+        body: {},
+      });
       expect(response.status).toBe(409);
     });
 
