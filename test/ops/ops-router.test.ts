@@ -11,6 +11,10 @@ import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/b
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field
+type Json = any;
+const json = (res: Response): Promise<Json> => res.json();
+
 const TOKEN = 'ops-token-0123456789abcdef';
 
 async function listen(app: express.Express): Promise<{ server: Server; base: string }> {
@@ -76,16 +80,16 @@ describe('ops router', () => {
     it('answers 401 without a token, 403 with a wrong one, 200 with the right one', async () => {
       const missing = await call('/ops/api/dead-letters', { token: null });
       expect(missing.status).toBe(401);
-      expect((await missing.json()).error).toMatchObject({ status: 401, code: 'unauthenticated' });
+      expect((await json(missing)).error).toMatchObject({ status: 401, code: 'unauthenticated' });
       expect(missing.headers.get('x-request-id')).toBeTruthy();
 
       const wrong = await call('/ops/api/dead-letters', { token: 'not-the-token-at-all' });
       expect(wrong.status).toBe(403);
-      expect((await wrong.json()).error.code).toBe('forbidden');
+      expect((await json(wrong)).error.code).toBe('forbidden');
 
       const ok = await call('/ops/api/dead-letters');
       expect(ok.status).toBe(200);
-      expect(await ok.json()).toMatchObject({
+      expect(await json(ok)).toMatchObject({
         items: expect.any(Array),
         counts: { total: expect.any(Number) },
       });
@@ -116,12 +120,12 @@ describe('ops router', () => {
       const other = buildDecisionLetter(kafka.prefix, { reason: 'rejected', errorCode: 'validation_error' });
       const otherId = await seedLetter(database.db, kafka.prefix, other);
 
-      const list = await (await call('/ops/api/dead-letters?reason=rejected')).json();
+      const list = await json(await call('/ops/api/dead-letters?reason=rejected'));
       expect(list.items.map((i: { id: number }) => i.id)).toEqual([otherId]);
       expect(list.counts.byCode).toEqual({ validation_error: 1 });
       expect((await call('/ops/api/dead-letters?since=not-a-date')).status).toBe(400);
 
-      const detail = await (await call(`/ops/api/dead-letters/${appliedId}`)).json();
+      const detail = await json(await call(`/ops/api/dead-letters/${appliedId}`));
       expect(detail.letter.headers['dlq-command-id']).toBe(applied.decisionId);
       expect(detail.guard.state).toBe('applied');
       expect((await call('/ops/api/dead-letters/999999')).status).toBe(404);
@@ -132,7 +136,7 @@ describe('ops router', () => {
         headers: { 'x-ops-actor': 'frank' },
       });
       expect(closed.status).toBe(200);
-      expect((await closed.json()).letter.state).toBe('closed_applied');
+      expect((await json(closed)).letter.state).toBe('closed_applied');
 
       const invalid = await call(`/ops/api/dead-letters/${otherId}/redrive`, {
         method: 'POST',
@@ -144,7 +148,7 @@ describe('ops router', () => {
         body: JSON.stringify({ corrected_value: { decision_id: other.decisionId, decision: 'approve' } }),
       });
       expect(invalidSchema.status).toBe(422);
-      expect((await invalidSchema.json()).error.message).toMatch(/application_id/);
+      expect((await json(invalidSchema)).error.message).toMatch(/application_id/);
 
       const noReason = await call(`/ops/api/dead-letters/${otherId}/discard`, { method: 'POST', body: '{}' });
       expect(noReason.status).toBe(400);
@@ -162,17 +166,17 @@ describe('ops router', () => {
 
       const fresh = buildDecisionLetter(kafka.prefix);
       const freshId = await seedLetter(database.db, kafka.prefix, fresh);
-      const bulk = await (
+      const bulk = await json(
         await call('/ops/api/dead-letters/redrive', {
           method: 'POST',
           body: JSON.stringify({ ids: [freshId, otherId] }),
-        })
-      ).json();
+        }),
+      );
       expect(bulk.outcomes.map((o: { action: string }) => o.action)).toEqual(['send', 'skip']);
       const [message] = await kafka.readMessages(TOPICS.applicationDecisions, 1);
       expect(message?.headers?.['redrive-by']?.toString()).toBe('ops-api');
 
-      const audit = await (await call('/ops/api/audit')).json();
+      const audit = await json(await call('/ops/api/audit'));
       const rows = audit.items.map(
         (a: { actor: string; action: string; target: string; reason: string | null }) => [
           a.actor,

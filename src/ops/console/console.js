@@ -27,6 +27,16 @@ function fmtTime(iso) {
   return iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
+function shortTime(iso) {
+  return iso ? iso.slice(0, 16).replace('T', ' ') : '–';
+}
+
+/** A cell that keeps one line: long ids are cut with an ellipsis, the full text is in the tooltip. */
+function cut(text, cls = 'mono') {
+  const value = text == null || text === '' ? '–' : String(text);
+  return el('td', { class: `${cls} cut`, title: value }, value);
+}
+
 function pretty(value) {
   try {
     return JSON.stringify(JSON.parse(value), null, 2);
@@ -158,11 +168,11 @@ async function loadLetters() {
         el('td', { class: 'mono' }, l.id),
         el('td', {}, el('span', { class: `badge ${l.state}` }, l.state)),
         el('td', {}, l.reason || '–'),
-        el('td', { class: 'mono' }, l.errorCode || '–'),
-        el('td', { class: 'mono' }, logicalTopic(l)),
-        el('td', { class: 'mono' }, l.key || '–'),
-        el('td', { class: 'mono' }, l.commandId || '–'),
-        el('td', { class: 'mono' }, fmtTime(l.lastFailureAt)),
+        cut(l.errorCode),
+        cut(logicalTopic(l), 'mono topic'),
+        cut(l.key),
+        cut(l.commandId),
+        el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),
       ),
     );
     $('letters-table')
@@ -258,9 +268,9 @@ async function openLetter(id) {
   $('detail-headers')
     .querySelector('tbody')
     .replaceChildren(
-      ...Object.entries(letter.headers).map(([k, v]) =>
-        el('tr', {}, el('td', {}, k), el('td', { class: 'mono' }, v)),
-      ),
+      ...Object.entries(letter.headers)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => el('tr', {}, el('td', {}, k), el('td', { class: 'mono' }, v))),
     );
   $('detail-audit').replaceChildren(
     ...(audit.length

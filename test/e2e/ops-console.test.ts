@@ -1,0 +1,168 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Producer } from 'kafkajs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
+import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
+import { requestId } from '../../src/http/request-id.js';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { createLogger } from '../../src/logger.js';
+import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
+import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const TOKEN = 'e2e-ops-token-0123456789';
+const SCREENSHOT = 'test-artifacts/ops-console.png';
+const available = existsSync(CHROMIUM);
+const inCi = process.env.CI === 'true' || process.env.CI === '1';
+
+// Locally, a machine without Chromium skips this file; in CI its absence is a failure.
+describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
+  let database: TestDatabase;
+  let kafka: TestKafka;
+  let producer: Producer;
+  let router: OpsRouter;
+  let server: Server;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  const specs = {
+    unverified: { reason: 'unverified', errorCode: 'api_error' },
+    rejected: {
+      reason: 'rejected',
+      errorCode: 'invalid_state_transition',
+      errorMessage: 'Application cannot be approved from state withdrawn',
+    },
+    exhausted: { reason: 'exhausted', errorCode: 'lock_failed' },
+  } as const;
+  const letters = {} as Record<keyof typeof specs, ReturnType<typeof buildDecisionLetter>>;
+  const ids: Record<keyof typeof specs, number> = { unverified: 0, rejected: 0, exhausted: 0 };
+
+  beforeAll(async () => {
+    if (!available) {
+      throw new Error(
+        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
+      );
+    }
+    database = await createTestDatabase();
+    kafka = createTestKafka();
+    await kafka.createTopics([TOPICS.applicationDecisions]);
+    producer = kafka.kafka.producer();
+    await producer.connect();
+    for (const name of Object.keys(specs) as (keyof typeof specs)[]) {
+      letters[name] = buildDecisionLetter(kafka.prefix, specs[name]);
+      ids[name] = await seedLetter(database.db, kafka.prefix, letters[name]);
+    }
+    await seedGuardRow(
+      database.db,
+      letters.unverified.decisionId,
+      'unverified',
+      letters.unverified.applicationId,
+    );
+
+    const app = express();
+    app.use(requestId());
+    router = createOpsRouter({
+      db: database.db,
+      producer,
+      logger: createLogger({ level: 'silent' }),
+      opsToken: TOKEN,
+      topicPrefix: kafka.prefix,
+    });
+    app.use('/ops', router);
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await router?.close();
+    await producer?.disconnect();
+    await kafka?.close();
+    await database?.drop();
+  });
+
+  const rows = () => page.locator('#letters-table tbody tr');
+
+  describe('when an operator signs in, filters, inspects and redrives a letter', () => {
+    it('republishes the letter with redrive headers and shows it redriven and audited', async () => {
+      await page.goto(`${base}/ops`);
+      await page.fill('#token', 'a-wrong-token-of-some-length');
+      await page.click('#login-submit');
+      await expect.poll(() => page.textContent('#login-error')).toContain('not valid');
+
+      await page.fill('#token', TOKEN);
+      await page.fill('#actor', 'e2e-operator');
+      await page.click('#login-submit');
+      await page.waitForSelector('#letters-table tbody tr');
+      await expect.poll(() => rows().count()).toBe(3);
+      expect(await page.textContent('[data-testid=count-total]')).toBe('3 letters');
+
+      await page.selectOption('#f-reason', 'rejected');
+      await page.click('#apply-filters');
+      await expect.poll(() => rows().count()).toBe(1);
+      expect(await rows().first().getAttribute('data-id')).toBe(String(ids.rejected));
+
+      await page.click('#reset-filters');
+      await page.fill('#f-search', 'WITHDRAWN');
+      await page.click('#apply-filters');
+      await expect.poll(() => rows().count()).toBe(1);
+      await page.click('#reset-filters');
+      await expect.poll(() => rows().count()).toBe(3);
+
+      await page.click(`#letters-table tbody tr[data-id="${ids.unverified}"]`);
+      await expect.poll(() => page.textContent('#detail-title')).toBe(`Dead letter #${ids.unverified}`);
+      expect(await page.textContent('[data-testid=guard-state]')).toBe('unverified');
+      expect(await page.textContent('#detail-value')).toContain(
+        `"decision_id": "${letters.unverified.decisionId}"`,
+      );
+      expect(await page.textContent('#detail-headers')).toContain('dlq-partner-request-ids');
+
+      await page.fill('#redrive-reason', 'partner outage over');
+      await page.click('#redrive');
+      await expect.poll(() => page.textContent('#action-result')).toContain('Redriven');
+      await expect.poll(() => page.textContent('#detail-state')).toBe('redriven');
+      await expect.poll(() => page.textContent('#detail-audit')).toContain('e2e-operator · redrive');
+
+      await mkdir('test-artifacts', { recursive: true });
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+      const [message] = await kafka.readMessages(TOPICS.applicationDecisions, 1);
+      expect(message?.value?.toString()).toBe(letters.unverified.value);
+      expect(message?.headers?.[REDRIVE_HEADER.redrivenFrom]?.toString()).toBe(String(ids.unverified));
+      expect(message?.headers?.[REDRIVE_HEADER.redrivenBy]?.toString()).toBe('e2e-operator');
+      expect((await getDeadLetter(database.db, ids.unverified))?.state).toBe('redriven');
+
+      await page.click('#tab-audit');
+      await page.waitForSelector('#audit-table tbody tr');
+      const audit = await page.textContent('#audit-table tbody');
+      expect(audit).toContain(`dead_letter:${ids.unverified}`);
+      expect(audit).toContain('partner outage over');
+      await page.screenshot({ path: 'test-artifacts/ops-console-audit.png', fullPage: true });
+    });
+  });
+});
