@@ -1,9 +1,12 @@
+import pg from 'pg';
+import { parseDatabaseUrl } from '../db/database-url.js';
 import type { Db } from '../db/prisma.js';
 import { recordStateChange } from '../events/state-change.js';
 import type { Logger } from '../logger.js';
-import { enqueue, type OutboxMessageInput, type Tx } from '../outbox/outbox-repository.js';
+import type { OutboxMessageInput, Tx } from '../outbox/outbox-repository.js';
 import type { Resource } from '../partner/resources.js';
-import { insertReceipts, linkReceipts, receiptKey } from './receipt-repository.js';
+import { writeMessages } from './message-writer.js';
+import { insertReceipts, receiptKey } from './receipt-repository.js';
 
 /**
  * Makes accepted webhooks durable: the receipt (the dedupe) and the outbox row in ONE
@@ -56,6 +59,8 @@ export interface IngestWriter {
 
 export interface IngestWriterOptions {
   db: Db;
+  /** DATABASE_URL: commands and unrouted events are written through a pool of their own. */
+  databaseUrl: string;
   logger: Logger;
   /** Most webhooks per transaction. Default 200. */
   maxBatch?: number;
@@ -75,6 +80,14 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   const concurrency = options.concurrency ?? 4;
   const queue: Pending[] = [];
   const inFlight = new Set<Promise<void>>();
+  const { connectionString, schema } = parseDatabaseUrl(options.databaseUrl);
+  const pool = new pg.Pool({
+    connectionString,
+    max: concurrency,
+    options: `-c search_path=${schema}`,
+    application_name: 'rentbridge-receiver',
+  });
+  pool.on('error', (error) => logger.warn({ err: error }, 'idle receiver connection failed'));
 
   function pump(): void {
     while (queue.length > 0 && inFlight.size < concurrency) {
@@ -89,7 +102,7 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
 
   async function commit(batch: Pending[]): Promise<void> {
     try {
-      const results = await db.$transaction((tx) => writeBatch(tx, batch.map((p) => p.item)));
+      const results = await writeBatch(batch.map((p) => p.item));
       batch.forEach((p, i) => p.resolve(results[i]!));
     } catch (error) {
       if (batch.length === 1) {
@@ -101,6 +114,35 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     }
   }
 
+  async function writeBatch(items: IngestItem[]): Promise<IngestResult[]> {
+    // The same webhook-id twice in one batch: the first is written, the rest are duplicates.
+    const seen = new Set<string>();
+    const messages: MessageItem[] = [];
+    const changes: StateChangeItem[] = [];
+    for (const item of items) {
+      const key = receiptKey(item.source, item.webhookId);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (item.kind === 'message') messages.push(item);
+      else changes.push(item);
+    }
+    const results = new Map<IngestItem, IngestResult>();
+    // Two transactions at most, each atomic for its webhooks; the answers wait for both.
+    await Promise.all([
+      writeMessages(pool, messages).then((fresh) => {
+        for (const m of messages) {
+          if (fresh.has(receiptKey(m.source, m.webhookId))) {
+            results.set(m, { duplicate: false, eventId: m.message.eventId });
+          }
+        }
+      }),
+      changes.length === 0
+        ? undefined
+        : db.$transaction((tx) => writeStateChanges(tx, changes, results)),
+    ]);
+    return items.map((item) => results.get(item) ?? { duplicate: true });
+  }
+
   return {
     write(item) {
       return new Promise<IngestResult>((resolve, reject) => {
@@ -110,44 +152,21 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     },
     async close() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);
+      await pool.end();
     },
   };
 }
 
-async function writeBatch(tx: Tx, items: IngestItem[]): Promise<IngestResult[]> {
-  // The same webhook-id twice in one batch: the first is written, the rest are duplicates.
-  const seen = new Set<string>();
-  const firsts: IngestItem[] = [];
-  for (const item of items) {
-    const key = receiptKey(item.source, item.webhookId);
-    if (!seen.has(key)) {
-      seen.add(key);
-      firsts.push(item);
-    }
-  }
-  const fresh = await insertReceipts(tx, firsts);
-  const results = new Map<IngestItem, IngestResult>();
-  const links: { source: string; webhookId: string; outboxId: bigint }[] = [];
-
-  const messages = firsts.filter(
-    (i): i is MessageItem => i.kind === 'message' && fresh.has(receiptKey(i.source, i.webhookId)),
-  );
-  const rows = await enqueue(
-    tx,
-    messages.map((m) => m.message),
-  );
-  const idByEvent = new Map(rows.map((r) => [r.eventId, r.id]));
-  for (const m of messages) {
-    results.set(m, { duplicate: false, eventId: m.message.eventId });
-    const outboxId = idByEvent.get(m.message.eventId);
-    if (outboxId !== undefined) links.push({ source: m.source, webhookId: m.webhookId, outboxId });
-  }
-
-  for (const item of firsts) {
-    if (item.kind !== 'state-change' || !fresh.has(receiptKey(item.source, item.webhookId))) continue;
+/** Partner changes go through the dedupe the poller shares (a Prisma transaction). */
+async function writeStateChanges(
+  tx: Tx,
+  changes: StateChangeItem[],
+  results: Map<IngestItem, IngestResult>,
+): Promise<void> {
+  const fresh = await insertReceipts(tx, changes);
+  for (const item of changes) {
+    if (!fresh.has(receiptKey(item.source, item.webhookId))) continue;
     const recorded = await recordStateChange(tx, { ...item.change, via: 'webhook' });
     results.set(item, recorded.published ? { duplicate: false, eventId: recorded.eventId } : { duplicate: false });
   }
-  await linkReceipts(tx, links);
-  return items.map((item) => results.get(item) ?? { duplicate: true });
 }

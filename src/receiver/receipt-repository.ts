@@ -23,20 +23,6 @@ export async function insertReceipts(tx: Tx, receipts: ReceiptKey[]): Promise<Se
   return new Set(rows.map((r) => receiptKey(r.source, r.webhook_id)));
 }
 
-/** Links receipts to the outbox rows they produced (for ops: which event came of which webhook). */
-export async function linkReceipts(
-  tx: Tx,
-  links: { source: string; webhookId: string; outboxId: bigint }[],
-): Promise<void> {
-  if (links.length === 0) return;
-  await tx.$executeRaw`
-    UPDATE webhook_receipts r SET outbox_id = l.outbox_id
-    FROM unnest(${links.map((l) => l.source)}::text[],
-                ${links.map((l) => l.webhookId)}::text[],
-                ${links.map((l) => l.outboxId.toString())}::bigint[]) AS l(source, webhook_id, outbox_id)
-    WHERE r.source = l.source AND r.webhook_id = l.webhook_id`;
-}
-
 export function receiptKey(source: string, webhookId: string): string {
   return `${source}\n${webhookId}`;
 }

@@ -33,6 +33,7 @@ describe('webhook receiver', () => {
     await retry(() => kafka.createTopics());
     receiver = await startReceiver({
       db: database.db,
+      databaseUrl: database.url,
       partnerSecrets: [partner],
       pmsSecrets: { acme: [acme, acmeNext] },
     });

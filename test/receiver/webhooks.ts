@@ -84,12 +84,13 @@ export interface TestReceiver {
 
 export async function startReceiver(options: {
   db: Db;
+  databaseUrl: string;
   partnerSecrets: string[];
   pmsSecrets: Record<string, string[]>;
   maxBodyBytes?: number;
 }): Promise<TestReceiver> {
   const logger = createLogger({ level: 'silent' });
-  const writer = createIngestWriter({ db: options.db, logger });
+  const writer = createIngestWriter({ db: options.db, databaseUrl: options.databaseUrl, logger });
   const app = createHttpApp({
     logger,
     mounts: [

@@ -20,7 +20,7 @@ describe('relay', () => {
     database = await createTestDatabase();
     kafka = createTestKafka();
     await retry(() => kafka.createTopics([TOPIC]));
-    receiver = await startReceiver({ db: database.db, partnerSecrets: [], pmsSecrets: { acme: [acme] } });
+    receiver = await startReceiver({ db: database.db, databaseUrl: database.url, partnerSecrets: [], pmsSecrets: { acme: [acme] } });
   });
   afterEach(async () => {
     await Promise.all(relays.splice(0).map((r) => r.stop()));

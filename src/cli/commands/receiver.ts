@@ -10,7 +10,7 @@ export async function receiver(): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
   const { config, logger, db } = runtime;
   await runUntilSignal(logger, async () => {
-    const writer = createIngestWriter({ db, logger });
+    const writer = createIngestWriter({ db, databaseUrl: config.DATABASE_URL, logger });
     const app = createHttpApp({
       logger,
       mounts: [{ path: '/webhooks', router: createWebhookRouter({ config, writer, logger }) }],

@@ -1,0 +1,231 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import autocannon from 'autocannon';
+import express from 'express';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
+import { migrate } from '../src/db/migrate.js';
+import { createDb } from '../src/db/prisma.js';
+import { createHttpApp } from '../src/http/http-app.js';
+import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
+import { createLogger } from '../src/logger.js';
+import { createIngestWriter } from '../src/receiver/ingest-writer.js';
+import { createWebhookRouter } from '../src/receiver/webhook-router.js';
+
+/**
+ * `npm run bench -- ingest`: signed PMS webhooks against the real receiver (PostgreSQL, group
+ * commit) at increasing concurrency; durable acknowledgements per second and p50/p99. In the same
+ * run, two baselines: express answering 200 storing nothing, and a handler that awaits
+ * `producer.send` (acks=all) per request. Figures, not a test.
+ */
+export interface BenchResult {
+  name: string;
+  figures: Record<string, number | string>;
+  notes?: string[];
+}
+
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32,64').split(',').map(Number);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+
+function listen(app: express.Express): Promise<{ server: Server; url: string }> {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => {
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    });
+  });
+}
+
+function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+interface Load {
+  acksPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** Signed rent payments, each with its own webhook-id and payment id. */
+async function load(url: string, connections: number, secret: string): Promise<Load> {
+  const signer = new Webhook(secret);
+  const result = await autocannon({
+    url,
+    connections,
+    duration: SECONDS,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => {
+          const id = `msg_${randomUUID()}`;
+          const body = JSON.stringify({
+            type: 'rent_payment.received',
+            data: {
+              payment_id: `pay-${randomUUID()}`,
+              enrollment_id: `enr-${Math.floor(Math.random() * 1000)}`,
+              amount_cents: 125_000,
+              paid_on: '2026-11-01',
+            },
+          });
+          const now = new Date();
+          return {
+            ...req,
+            body,
+            headers: {
+              'content-type': 'application/json',
+              'webhook-id': id,
+              'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+              'webhook-signature': signer.sign(id, now, body),
+            },
+          };
+        },
+      },
+    ],
+  });
+  return {
+    acksPerSecond: Math.round(result['2xx'] / SECONDS),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export async function run(): Promise<BenchResult> {
+  const logger = createLogger({ level: 'warn' });
+  const baseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const databaseUrl = withSchema(baseUrl, schema);
+  const prefix = `bench${randomBytes(3).toString('hex')}.`;
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const figures: Record<string, number | string> = {};
+  const notes: string[] = [];
+
+  await migrate(databaseUrl);
+  const db = createDb(databaseUrl, { max: 10 });
+  const kafka = new Kafka({ clientId: 'bench', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, { prefix, partitions: 3, topics: [TOPICS.rentalPayments] });
+  await admin.disconnect();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const writer = createIngestWriter({ db, databaseUrl, logger });
+
+  const scenarios: Array<{ name: string; app: express.Express }> = [
+    {
+      name: 'baseline_noop',
+      app: (() => {
+        const app = express();
+        app.post('/webhooks/pms/acme', express.raw({ type: () => true }), (_req, res) => {
+          res.status(200).json({ accepted: true });
+        });
+        return app;
+      })(),
+    },
+    {
+      name: 'baseline_send',
+      app: (() => {
+        const app = express();
+        const topic = topicName(prefix, TOPICS.rentalPayments);
+        app.post('/webhooks/pms/acme', express.raw({ type: () => true }), async (req, res) => {
+          await producer.send({ topic, acks: -1, messages: [{ key: randomUUID(), value: req.body as Buffer }] });
+          res.status(202).json({ accepted: true });
+        });
+        return app;
+      })(),
+    },
+    {
+      name: 'receiver',
+      app: createHttpApp({
+        logger,
+        mounts: [
+          {
+            path: '/webhooks',
+            router: createWebhookRouter({
+              logger,
+              writer,
+              config: {
+                PARTNER_WEBHOOK_SECRETS: [],
+                PMS_WEBHOOK_SECRETS: { acme: [secret] },
+                WEBHOOK_MAX_BODY_BYTES: 256 * 1024,
+                WEBHOOK_TOLERANCE_SECONDS: 300,
+              },
+            }),
+          },
+        ],
+      }),
+    },
+  ];
+
+  try {
+    for (const scenario of scenarios) {
+      const { server, url } = await listen(scenario.app);
+      try {
+        await load(`${url}/webhooks/pms/acme`, 8, secret); // warm-up
+        for (const c of CONCURRENCY) {
+          const r = await load(`${url}/webhooks/pms/acme`, c, secret);
+          console.log(`${scenario.name} c=${c}: ${r.acksPerSecond} acks/s p50=${r.p50}ms p99=${r.p99}ms non2xx=${r.non2xx}`);
+          figures[`${scenario.name}_c${c}_acks_per_s`] = r.acksPerSecond;
+          figures[`${scenario.name}_c${c}_p50_ms`] = r.p50;
+          figures[`${scenario.name}_c${c}_p99_ms`] = r.p99;
+          if (r.non2xx + r.errors > 0) notes.push(`${scenario.name} c=${c}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+        }
+      } finally {
+        await close(server);
+      }
+    }
+    const best = (name: string) => Math.max(...CONCURRENCY.map((c) => Number(figures[`${name}_c${c}_acks_per_s`])));
+    // The knee: the most acks/s among the levels whose p99 stays under 50 ms.
+    const knee = CONCURRENCY.filter((c) => Number(figures[`receiver_c${c}_p99_ms`]) < 50).sort(
+      (a, b) => Number(figures[`receiver_c${b}_acks_per_s`]) - Number(figures[`receiver_c${a}_acks_per_s`]),
+    )[0];
+    figures.receiver_best_acks_per_s = best('receiver');
+    figures.baseline_send_best_acks_per_s = best('baseline_send');
+    figures.receiver_vs_send_ratio = Number((best('receiver') / best('baseline_send')).toFixed(2));
+    figures.receiver_knee_concurrency = knee ?? 'none under 50 ms';
+    const count = new pg.Client({
+      connectionString: parseDatabaseUrl(databaseUrl).connectionString,
+      options: `-c search_path=${schema}`,
+    });
+    await count.connect();
+    const { rows } = await count.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+    await count.end();
+    figures.receiver_outbox_rows = Number(rows[0]?.n);
+    notes.push(
+      'receiver acks are durable (receipt + outbox row committed, group commit); the relay is not running',
+      `${SECONDS} s per level, load generator (autocannon, signing each request) in the same process`,
+    );
+    return { name: 'ingest', figures, notes };
+  } finally {
+    await writer.close();
+    await producer.disconnect();
+    await db.$disconnect();
+    const sql = new pg.Client({ connectionString: parseDatabaseUrl(baseUrl).connectionString });
+    await sql.connect();
+    await sql.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+    await sql.end();
+    const cleanup = kafka.admin();
+    await cleanup.connect();
+    await cleanup.deleteTopics({ topics: [topicName(prefix, TOPICS.rentalPayments)] }).catch(() => undefined);
+    await cleanup.disconnect();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  run()
+    .then((r) => {
+      console.log(JSON.stringify(r, null, 2));
+      process.exit(0);
+    })
+    .catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+}
