@@ -6,7 +6,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export interface Fault {
   id: string;
   method: string;
-  /** Exact path, or `*` standing for one segment: `/partner/v1/applications/* /approve`. */
+  /** Exact path, or a pattern where a `*` segment stands for any one segment. */
   path: string;
   kind: FaultKind;
   status: number | null;
@@ -27,6 +27,23 @@ export type FaultInput = {
   code?: string | null;
   delay_ms?: number;
   times?: number | null;
+};
+
+/**
+ * The code a fault answers when it names only a status. 409 is `lock_failed` (a fault is
+ * transient: "fetch again and retry"); other 5xx are `api_error`.
+ */
+const CODE_OF_STATUS: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthenticated',
+  402: 'processor_card_error',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'lock_failed',
+  422: 'validation_error',
+  429: 'rate_limited',
+  503: 'request_timeout',
 };
 
 function matches(pattern: string, path: string): boolean {
@@ -52,8 +69,11 @@ export class FaultRegistry {
       times: input.times === undefined ? 1 : input.times,
       signature: '',
     };
-    // Omitting `code` must not read as "legacy error without code": default it by kind below.
-    if (input.code === undefined) fault.code = input.kind === 'delay' ? null : 'api_error';
+    // Omitting `code` must not read as "legacy error without code": it follows from the
+    // status (a 503 is `request_timeout`), else it is the 500 `api_error`.
+    if (input.code === undefined) {
+      fault.code = input.kind === 'delay' ? null : (CODE_OF_STATUS[input.status ?? 500] ?? 'api_error');
+    }
     fault.signature = `sig_${createHash('sha256')
       .update(`${fault.method} ${fault.path} ${fault.kind} ${fault.code} ${fault.id}`)
       .digest('hex')

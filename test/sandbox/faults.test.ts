@@ -34,6 +34,12 @@ describe('sandbox faults and ledger', () => {
       ]);
     });
 
+    it('takes its code from the status when only a status is given', async () => {
+      await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'error', status: 503 });
+      const response = await h.api('GET', '/partner/v1/roles');
+      expect([response.status, response.body.error.code]).toEqual([503, 'request_timeout']);
+    });
+
     it('is used once by default, then requests pass', async () => {
       const id = await submitted();
       await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'error' });
