@@ -16,6 +16,15 @@ interface Match {
   params: Record<string, string>;
 }
 
+/** A path segment decoded; a malformed escape stays as sent (it then names no record: 404). */
+function decodeSegment(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
 class RouteTable {
   private readonly entries: Array<{ route: Route; segments: string[] }>;
 
@@ -35,7 +44,7 @@ class RouteTable {
         let literals = 0;
         for (const [i, segment] of segments.entries()) {
           const value = got[i] ?? '';
-          if (segment.startsWith('{')) params[segment.slice(1, -1)] = decodeURIComponent(value);
+          if (segment.startsWith('{')) params[segment.slice(1, -1)] = decodeSegment(value);
           else if (segment === value) literals++;
           else return undefined;
         }
