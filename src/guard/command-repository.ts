@@ -72,6 +72,39 @@ function toRecord(row: Row): CommandRecord {
   };
 }
 
+/** A row as `$queryRaw` returns it (column names as in the table). */
+interface RawRow {
+  command_id: string;
+  command_type: string;
+  target_id: string;
+  state: string;
+  payload: unknown;
+  snapshot: unknown;
+  attempts: number;
+  request_ids: string[] | null;
+  last_error: unknown;
+  created_at: Date | string;
+  updated_at: Date | string;
+  finished_at: Date | string | null;
+}
+
+function fromRaw(row: RawRow): CommandRecord {
+  return {
+    commandId: row.command_id,
+    commandType: row.command_type,
+    targetId: row.target_id,
+    state: row.state as GuardState,
+    payload: row.payload,
+    snapshot: (row.snapshot as Snapshot | null) ?? null,
+    attempts: Number(row.attempts),
+    requestIds: row.request_ids ?? [],
+    lastError: (row.last_error as GuardError | null) ?? null,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    finishedAt: row.finished_at == null ? null : new Date(row.finished_at),
+  };
+}
+
 export interface FailureInput {
   code: string | null;
   status: number | null;
@@ -100,16 +133,29 @@ export function createCommandRepository(db: Db) {
       return row ? toRecord(row) : null;
     },
 
-    /** The command's row, created as `pending` when this is the first time it is seen. */
+    /**
+     * The command's row, created as `pending` when this is the first time it is seen. One round
+     * trip: this is on every command's path.
+     */
     async ensure(input: {
       commandId: string;
       commandType: string;
       targetId: string;
       payload: Prisma.InputJsonValue;
     }): Promise<CommandRecord> {
-      await db.command.createMany({ data: [{ ...input, state: 'pending' }], skipDuplicates: true });
-      const row = await db.command.findUniqueOrThrow({ where: { commandId: input.commandId } });
-      return toRecord(row);
+      const rows = await db.$queryRaw<RawRow[]>`
+        WITH ins AS (
+          INSERT INTO commands (command_id, command_type, target_id, state, payload, request_ids)
+          VALUES (${input.commandId}, ${input.commandType}, ${input.targetId}, 'pending',
+                  ${JSON.stringify(input.payload)}::jsonb, '{}')
+          ON CONFLICT (command_id) DO NOTHING
+          RETURNING *)
+        SELECT * FROM ins
+        UNION ALL
+        SELECT * FROM commands WHERE command_id = ${input.commandId} AND NOT EXISTS (SELECT 1 FROM ins)`;
+      const row = rows[0];
+      if (!row) throw new Error(`command ${input.commandId} neither inserted nor found`);
+      return fromRaw(row);
     },
 
     /**
@@ -117,20 +163,31 @@ export function createCommandRepository(db: Db) {
      * whatever happens next (crash, time-out), a later run knows a write may have landed.
      */
     async beginWrite(commandId: string, input: { attempt: number; requestId: string; snapshot: Snapshot }) {
-      await db.$transaction([
-        db.command.update({
-          where: { commandId },
-          data: {
-            state: 'in_flight',
-            attempts: input.attempt,
-            snapshot: input.snapshot as Prisma.InputJsonValue,
-            requestIds: { push: input.requestId },
-          },
-        }),
-        db.commandAttempt.create({
-          data: { commandId, attempt: input.attempt, requestId: input.requestId, kind: 'write' },
-        }),
-      ]);
+      // One statement, so atomic: the row and its attempt commit together.
+      await db.$executeRaw`
+        WITH u AS (
+          UPDATE commands
+             SET state = 'in_flight', attempts = ${input.attempt}, snapshot = ${JSON.stringify(input.snapshot)}::jsonb,
+                 request_ids = array_append(coalesce(request_ids, '{}'), ${input.requestId}::text),
+                 updated_at = now()
+           WHERE command_id = ${commandId}
+          RETURNING command_id)
+        INSERT INTO command_attempts (command_id, attempt, request_id, kind)
+        SELECT command_id, ${input.attempt}, ${input.requestId}, 'write' FROM u`;
+    },
+
+    /** The write succeeded: its attempt and the command are finished together (one round trip). */
+    async applied(commandId: string, attempt: number, status: number): Promise<CommandRecord> {
+      const rows = await db.$queryRaw<RawRow[]>`
+        WITH a AS (
+          UPDATE command_attempts SET finished_at = now(), result = 'applied', status = ${status}
+           WHERE command_id = ${commandId} AND attempt = ${attempt} AND kind = 'write' AND finished_at IS NULL)
+        UPDATE commands SET state = 'applied', finished_at = now(), updated_at = now()
+         WHERE command_id = ${commandId}
+        RETURNING *`;
+      const row = rows[0];
+      if (!row) throw new Error(`command ${commandId} not found`);
+      return fromRaw(row);
     },
 
     /** The write's answer: `applied`, `throttled`, `failed:<kind>`… with the HTTP status and code. */

@@ -103,29 +103,24 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   const { commandId } = input;
   const log = deps.logger.child({ commandId });
 
-  let record = await repo.ensure({
-    commandId,
-    commandType: input.commandType,
-    targetId: input.targetId,
-    payload: input.command as Prisma.InputJsonValue,
-  });
-  if (isFinal(record.state)) return { record, alreadyFinal: true };
-
-  let attempt = record.attempts;
+  let attempt = 0;
   let reads = 0;
   const ctx: ReadContext = { nextReadId: () => readRequestId(commandId, attempt, ++reads) };
   const backoff = (n: number) =>
     Math.min(options.maxBackoffMs, options.backoffMs * 2 ** Math.max(0, n - 1)) *
     (0.75 + Math.random() * 0.5);
 
-  const finish = async (state: FinalState, failure?: FailureInfo): Promise<GuardResult> => {
-    record = await repo.finish(commandId, state, failure ? asFailure(failure) : undefined);
-    metrics.commands.inc({ command: input.commandType, status: state });
+  const counted = (): GuardResult => {
+    metrics.commands.inc({ command: input.commandType, status: record.state });
     log.info(
-      { state, attempts: record.attempts, partnerRequestId: record.requestIds.at(-1) },
+      { state: record.state, attempts: record.attempts, partnerRequestId: record.requestIds.at(-1) },
       'command final',
     );
     return { record, alreadyFinal: false };
+  };
+  const finish = async (state: FinalState, failure?: FailureInfo): Promise<GuardResult> => {
+    record = await repo.finish(commandId, state, failure ? asFailure(failure) : undefined);
+    return counted();
   };
 
   /** A read that must succeed to decide; transient failures are retried, then the guard stops. */
@@ -158,6 +153,19 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     return verdict;
   };
 
+  // The snapshot is read while the row is looked up: both are on every command's path. It is
+  // thrown away when the row says the command is final or was left in flight.
+  let early: Promise<Snapshot> | undefined = read('snapshot', () => strategy.snapshot(input.command, ctx));
+  early.catch(() => undefined);
+  let record = await repo.ensure({
+    commandId,
+    commandType: input.commandType,
+    targetId: input.targetId,
+    payload: input.command as Prisma.InputJsonValue,
+  });
+  if (isFinal(record.state)) return { record, alreadyFinal: true };
+  attempt = record.attempts;
+
   let retries = 0;
   let lockRetries = 0;
   let throttles = 0;
@@ -165,6 +173,7 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   if (record.state === 'in_flight') {
     // A previous run committed in_flight and never recorded the answer (crash, kill, lost
     // connection): the write may have landed. Read back; never write again on a guess.
+    early = undefined;
     log.warn({ attempt }, 'command found in flight: reading back');
     const lost = {
       kind: 'uncertain',
@@ -188,8 +197,8 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
 
   for (;;) {
     await deps.throttle?.wait(signal);
-    reads = 0;
-    const snapshot = await read('snapshot', () => strategy.snapshot(input.command, ctx));
+    const snapshot = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
+    early = undefined;
     attempt++;
     reads = 0;
     const requestId = writeRequestId(commandId, attempt);
@@ -198,8 +207,8 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     let failure: FailureInfo;
     try {
       const result = await strategy.write(input.command, requestId);
-      await repo.endWrite(commandId, attempt, { result: 'applied', status: result.status });
-      return await finish('applied');
+      record = await repo.applied(commandId, attempt, result.status);
+      return counted();
     } catch (error) {
       failure = classifyFailure(error);
       wlog.warn(
