@@ -1,11 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import express from 'express';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { Webhook } from 'standardwebhooks';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
@@ -53,7 +52,11 @@ interface Load {
 
 /** Signed rent payments, each with its own webhook-id and payment id. */
 async function load(url: string, connections: number, secret: string): Promise<Load> {
-  const signer = new Webhook(secret);
+  // node:crypto signs the same Standard Webhooks signature as the library, 7x cheaper: the load
+  // generator shares the machine's two cores with the receiver.
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const sign = (id: string, seconds: number, body: string) =>
+    `v1,${createHmac('sha256', key).update(`${id}.${seconds}.${body}`).digest('base64')}`;
   const result = await autocannon({
     url,
     connections,
@@ -72,15 +75,15 @@ async function load(url: string, connections: number, secret: string): Promise<L
               paid_on: '2026-11-01',
             },
           });
-          const now = new Date();
+          const seconds = Math.floor(Date.now() / 1000);
           return {
             ...req,
             body,
             headers: {
               'content-type': 'application/json',
               'webhook-id': id,
-              'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-              'webhook-signature': signer.sign(id, now, body),
+              'webhook-timestamp': String(seconds),
+              'webhook-signature': sign(id, seconds, body),
             },
           };
         },
@@ -116,7 +119,7 @@ export async function run(): Promise<BenchResult> {
   await admin.disconnect();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  const writer = createIngestWriter({ db, databaseUrl, logger });
+  const writer = createIngestWriter({ db, databaseUrl, logger, concurrency: Number(process.env.BENCH_WRITERS ?? 2) });
 
   const scenarios: Array<{ name: string; app: express.Express }> = [
     {

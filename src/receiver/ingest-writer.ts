@@ -64,7 +64,7 @@ export interface IngestWriterOptions {
   logger: Logger;
   /** Most webhooks per transaction. Default 200. */
   maxBatch?: number;
-  /** Transactions in flight at once (each holds a connection). Default 4. */
+  /** Transactions in flight at once (each holds a connection); fewer means larger groups. Default 2. */
   concurrency?: number;
 }
 
@@ -77,7 +77,7 @@ interface Pending {
 export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   const { db, logger } = options;
   const maxBatch = options.maxBatch ?? 200;
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = options.concurrency ?? 2;
   const queue: Pending[] = [];
   const inFlight = new Set<Promise<void>>();
   const { connectionString, schema } = parseDatabaseUrl(options.databaseUrl);
