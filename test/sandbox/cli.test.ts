@@ -4,7 +4,7 @@ import { ROOT, runCli } from '../support/cli.js';
 
 describe('rentbridge sandbox', () => {
   describe('when started with --port 0 --seed demo', () => {
-    it('needs no configuration, logs its URL and keys, serves the API and stops on SIGTERM', async () => {
+    it('DESIGN sandbox: needs no configuration, logs its URL and keys, serves the API and stops on SIGTERM', async () => {
       // No DATABASE_URL or KAFKA_BROKERS: the sandbox stands alone.
       const env = { ...process.env, LOG_LEVEL: 'info', DATABASE_URL: '', KAFKA_BROKERS: '' };
       const child = spawn(
@@ -48,7 +48,7 @@ describe('rentbridge sandbox', () => {
   });
 
   describe('when given an unknown data set', () => {
-    it('exits 2 naming it', async () => {
+    it('DESIGN sandbox: exits 2 naming it', async () => {
       const result = await runCli(['sandbox', '--port', '0', '--seed', 'huge']);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('huge');

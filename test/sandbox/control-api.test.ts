@@ -11,14 +11,14 @@ describe('sandbox control API', () => {
     });
 
   describe('when records are added', () => {
-    it('fills in ascending ids and ISO-8601 UTC timestamps with milliseconds', async () => {
+    it('DESIGN sandbox: fills in ascending ids and ISO-8601 UTC timestamps with milliseconds', async () => {
       const items = await h.control.addRecords('leads', [{ name: 'a' }, { name: 'b' }]);
       expect(items.map((r) => r.id)).toEqual([1, 2]);
       expect(items[0]?.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(items[0]?.updated_at).toBe(items[0]?.created_at);
     });
 
-    it('keeps given ids and timestamps, and continues the ids after them', async () => {
+    it('DESIGN sandbox: keeps given ids and timestamps, and continues the ids after them', async () => {
       const [given] = await h.control.addRecords('leads', [
         { id: 50, updated_at: '2025-01-01T00:00:00.000Z' },
       ]);
@@ -27,13 +27,13 @@ describe('sandbox control API', () => {
       expect(next?.id).toBe(51);
     });
 
-    it('answers 404 for an unknown resource', async () => {
+    it('DESIGN sandbox: answers 404 for an unknown resource', async () => {
       expect((await control('POST', '/records/widgets', [{}])).status).toBe(404);
     });
   });
 
   describe('when a record is patched', () => {
-    it('merges the fields and moves updated_at to now', async () => {
+    it('DESIGN sandbox: merges the fields and moves updated_at to now', async () => {
       const [lead] = await h.control.addRecords('leads', [
         { name: 'a', source: 'web', updated_at: '2020-01-01T00:00:00.000Z' },
       ]);
@@ -42,7 +42,7 @@ describe('sandbox control API', () => {
       expect(patched.updated_at > '2020-01-01T00:00:00.000Z').toBe(true);
     });
 
-    it('keeps an updated_at given in the patch', async () => {
+    it('DESIGN sandbox: keeps an updated_at given in the patch', async () => {
       const [lead] = await h.control.addRecords('leads', [{}]);
       const patched = await h.control.patchRecord('leads', lead?.id as number, {
         updated_at: '2021-05-05T00:00:00.000Z',
@@ -50,13 +50,13 @@ describe('sandbox control API', () => {
       expect(patched.updated_at).toBe('2021-05-05T00:00:00.000Z');
     });
 
-    it('answers 404 for an unknown record', async () => {
+    it('DESIGN sandbox: answers 404 for an unknown record', async () => {
       expect((await control('PATCH', '/records/leads/99', { name: 'x' })).status).toBe(404);
     });
   });
 
   describe('when a record is deleted', () => {
-    it('is gone from the lists', async () => {
+    it('DESIGN sandbox: is gone from the lists', async () => {
       await h.control.addRecords('leads', [{}, {}]);
       await h.control.deleteRecord('leads', 1);
       const response = await h.api('GET', '/partner/v1/leads');
@@ -65,7 +65,7 @@ describe('sandbox control API', () => {
   });
 
   describe('when the sandbox is reset', () => {
-    it('has no records, default keys and config, no faults and clear counters', async () => {
+    it('DESIGN sandbox: has no records, default keys and config, no faults and clear counters', async () => {
       await h.control.addRecords('leads', [{}]);
       await h.control.createKey({ access_key: 'k', secret_key: 's' });
       await h.control.setConfig({ rate_limit_per_minute: 1, token_ttl_seconds: 5 });
@@ -83,7 +83,7 @@ describe('sandbox control API', () => {
       expect(other.status).toBe(401);
     });
 
-    it('invalidates the tokens issued before', async () => {
+    it('DESIGN sandbox: invalidates the tokens issued before', async () => {
       const token = await h.token();
       await h.control.reset();
       expect((await h.api('GET', '/partner/v1/leads', { token })).status).toBe(401);
@@ -91,7 +91,7 @@ describe('sandbox control API', () => {
   });
 
   describe('when the configuration is changed', () => {
-    it('answers the whole configuration', async () => {
+    it('DESIGN sandbox: answers the whole configuration', async () => {
       const config = await h.control.setConfig({ token_ttl_seconds: 60 });
       expect(config).toMatchObject({
         token_ttl_seconds: 60,
@@ -100,19 +100,19 @@ describe('sandbox control API', () => {
       });
     });
 
-    it('rejects an unknown setting or a bad value with 400 validation_error', async () => {
+    it('DESIGN sandbox: rejects an unknown setting or a bad value with 400 validation_error', async () => {
       const response = await control('PUT', '/config', { token_ttl_seconds: -1, color: 'red' });
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_error');
     });
 
-    it('rejects a webhook secret that is not whsec_<base64>', async () => {
+    it('DESIGN sandbox: rejects a webhook secret that is not whsec_<base64>', async () => {
       expect((await control('PUT', '/config', { webhook_secret: 'whsec_***' })).status).toBe(400);
     });
   });
 
   describe('when a fault is added', () => {
-    it('rejects an unknown kind with 400 validation_error', async () => {
+    it('DESIGN sandbox: rejects an unknown kind with 400 validation_error', async () => {
       expect((await control('POST', '/faults', { method: 'GET', path: '/x', kind: 'explode' })).status).toBe(
         400,
       );

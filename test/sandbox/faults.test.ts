@@ -16,7 +16,7 @@ describe('sandbox faults and ledger', () => {
     (await h.control.records('applications')).find((a) => a.id === id)?.status;
 
   describe('when an error fault matches', () => {
-    it('answers its status and code without applying the write', async () => {
+    it('DESIGN sandbox: answers its status and code without applying the write', async () => {
       const id = await submitted();
       await h.control.addFault({
         method: 'POST',
@@ -34,27 +34,27 @@ describe('sandbox faults and ledger', () => {
       ]);
     });
 
-    it('takes its code from the status when only a status is given', async () => {
+    it('DESIGN sandbox: takes its code from the status when only a status is given', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'error', status: 503 });
       const response = await h.api('GET', '/partner/v1/roles');
       expect([response.status, response.body.error.code]).toEqual([503, 'request_timeout']);
     });
 
-    it('is used once by default, then requests pass', async () => {
+    it('DESIGN sandbox: is used once by default, then requests pass', async () => {
       const id = await submitted();
       await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'error' });
       expect((await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} })).status).toBe(500);
       expect((await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} })).status).toBe(200);
     });
 
-    it('is used `times` times', async () => {
+    it('DESIGN sandbox: is used `times` times', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'error', times: 2 });
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await h.api('GET', '/partner/v1/roles')).status);
       expect(statuses).toEqual([500, 500, 200]);
     });
 
-    it('with times null it matches forever, until the faults are cleared', async () => {
+    it('DESIGN sandbox: with times null it matches forever, until the faults are cleared', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'error', times: null });
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await h.api('GET', '/partner/v1/roles')).status);
@@ -63,12 +63,12 @@ describe('sandbox faults and ledger', () => {
       expect(statuses).toEqual([500, 500, 500, 200]);
     });
 
-    it('matches by method: a fault on POST leaves GET alone', async () => {
+    it('DESIGN sandbox: matches by method: a fault on POST leaves GET alone', async () => {
       await h.control.addFault({ method: 'POST', path: '/partner/v1/roles', kind: 'error' });
       expect((await h.api('GET', '/partner/v1/roles')).status).toBe(200);
     });
 
-    it('a `*` stands for exactly one path segment', async () => {
+    it('DESIGN sandbox: a `*` stands for exactly one path segment', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/*', kind: 'error', times: null });
       expect((await h.api('GET', '/partner/v1/roles')).status).toBe(500);
       expect((await h.api('GET', '/partner/v1/applications/activity_logs')).status).toBe(200);
@@ -76,7 +76,7 @@ describe('sandbox faults and ledger', () => {
   });
 
   describe('when an apply_then_error fault matches', () => {
-    it('applies the write, then answers 500 api_error; the ledger says applied', async () => {
+    it('DESIGN sandbox: applies the write, then answers 500 api_error; the ledger says applied', async () => {
       const id = await submitted();
       await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'apply_then_error' });
       const response = await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} });
@@ -90,7 +90,7 @@ describe('sandbox faults and ledger', () => {
   });
 
   describe('when an apply_then_timeout fault matches', () => {
-    it('applies the write and never answers; the ledger says applied with no status', async () => {
+    it('DESIGN sandbox: applies the write and never answers; the ledger says applied with no status', async () => {
       const id = await submitted();
       await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'apply_then_timeout' });
       const token = await h.token();
@@ -110,7 +110,7 @@ describe('sandbox faults and ledger', () => {
       ]);
     });
 
-    it('close() ends the hanging connection', async () => {
+    it('DESIGN sandbox: close() ends the hanging connection', async () => {
       const own = await startSandbox({ port: 0 });
       const control = createSandboxControl(own.url);
       const [application] = await control.addRecords('applications', [{ status: 'submitted' }]);
@@ -135,7 +135,7 @@ describe('sandbox faults and ledger', () => {
   });
 
   describe('when a delay fault matches', () => {
-    it('proceeds after the delay: a client that gave up first may still see its write applied', async () => {
+    it('DESIGN sandbox: proceeds after the delay: a client that gave up first may still see its write applied', async () => {
       const id = await submitted();
       await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'delay', delay_ms: 400 });
       const token = await h.token();
@@ -156,14 +156,14 @@ describe('sandbox faults and ledger', () => {
       expect(await statusOf(id)).toBe('approved');
     });
 
-    it('answers normally after the delay', async () => {
+    it('DESIGN sandbox: answers normally after the delay', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'delay', delay_ms: 20 });
       expect((await h.api('GET', '/partner/v1/roles')).status).toBe(200);
     });
   });
 
   describe('when writes reach the sandbox', () => {
-    it('the ledger records method, path, request_id, body, applied, status and time of each', async () => {
+    it('DESIGN sandbox: the ledger records method, path, request_id, body, applied, status and time of each', async () => {
       const id = await submitted();
       const response = await h.api('POST', `/partner/v1/applications/${id}/decline`, {
         body: { reason: 'x' },
@@ -183,7 +183,7 @@ describe('sandbox faults and ledger', () => {
       ]);
     });
 
-    it('rejected writes are in the ledger as not applied', async () => {
+    it('DESIGN sandbox: rejected writes are in the ledger as not applied', async () => {
       const [application] = await h.control.addRecords('applications', [{ status: 'approved' }]);
       await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, { body: {} });
       await h.api('POST', `/partner/v1/applications/${application?.id}/approve`, { token: 'bad', body: {} });
@@ -193,7 +193,7 @@ describe('sandbox faults and ledger', () => {
       ]);
     });
 
-    it('reads and authentication are not in the ledger', async () => {
+    it('DESIGN sandbox: reads and authentication are not in the ledger', async () => {
       await h.api('GET', '/partner/v1/roles');
       expect((await h.control.ledger()).writes).toEqual([]);
     });

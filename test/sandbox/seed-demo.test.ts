@@ -12,7 +12,7 @@ describe('sandbox demo seed', () => {
   const h = useSandbox({ seed: 'demo', reset: false });
 
   describe('when the sandbox starts with --seed demo', () => {
-    it('holds a few thousand records across every collection', async () => {
+    it('DESIGN sandbox: holds a few thousand records across every collection', async () => {
       let total = 0;
       for (const resource of RESOURCES) {
         const count = (await h.control.records(resource)).length;
@@ -22,7 +22,7 @@ describe('sandbox demo seed', () => {
       expect(total).toBeGreaterThan(2000);
     });
 
-    it('has applications in several states and active enrollments with payments', async () => {
+    it('DESIGN sandbox: has applications in several states and active enrollments with payments', async () => {
       const statuses = new Set((await h.control.records('applications')).map((a) => a.status));
       expect(statuses).toEqual(new Set(['submitted', 'in_review', 'approved', 'declined']));
       const enrollments = await h.control.records('enrollments');
@@ -32,19 +32,19 @@ describe('sandbox demo seed', () => {
       expect(enrollments.some((e) => e.status === 'ended')).toBe(true);
     });
 
-    it('gives at most one active enrollment per customer', async () => {
+    it('DESIGN sandbox: gives at most one active enrollment per customer', async () => {
       const active = (await h.control.records('enrollments')).filter((e) => e.status === 'active');
       expect(new Set(active.map((e) => e.customer_id)).size).toBe(active.length);
     });
 
-    it('is served through the Partner API', async () => {
+    it('DESIGN sandbox: is served through the Partner API', async () => {
       const response = await h.api('GET', '/partner/v1/units?per_page=1000');
       expect(response.body.total_count).toBe(600);
     });
   });
 
   describe('when the demo data set is loaded twice', () => {
-    it('is the same both times (deterministic)', () => {
+    it('DESIGN sandbox: is the same both times (deterministic)', () => {
       const a = new RecordStore();
       const b = new RecordStore();
       seedDemo(a);
