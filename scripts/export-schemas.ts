@@ -1,0 +1,14 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { toJsonSchemas } from '../src/events/json-schemas.js';
+
+/**
+ * Writes docs/schemas/<name>.json from the zod schemas of every event and command
+ * (`npx tsx scripts/export-schemas.ts`); docs/asyncapi.yaml references them.
+ */
+const dir = fileURLToPath(new URL('../docs/schemas/', import.meta.url));
+await mkdir(dir, { recursive: true });
+for (const [name, schema] of Object.entries(toJsonSchemas())) {
+  await writeFile(`${dir}${name}.json`, `${JSON.stringify(schema, null, 2)}\n`);
+  console.log(`docs/schemas/${name}.json`);
+}
