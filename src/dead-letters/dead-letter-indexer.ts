@@ -34,6 +34,9 @@ export function dlqTopicPattern(topicPrefix: string): RegExp {
  * is committed only after the row is written, and a row is unique per (topic, partition, offset),
  * so a crash or a rebalance re-reads at most a few letters, harmlessly.
  *
+ * It counts in `deadLettersIndexed`, not `deadLetters`: the consumers count the dead-lettering
+ * itself, and both may run in one process (`rentbridge start`).
+ *
  * kafkajs resolves a regex subscription when the consumer starts: DLQ topics created later are
  * read after the next restart (the known ones exist from `ensureTopics()`).
  */
@@ -61,7 +64,7 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
             info: parsed,
           });
           if (created) {
-            metrics.deadLetters.inc({
+            metrics.deadLettersIndexed.inc({
               topic: parsed.originalTopic ?? topic,
               reason: parsed.reason ?? 'unknown',
             });

@@ -3,8 +3,8 @@ import type { Db } from '../db/prisma.js';
 
 /**
  * What ops read of the guard's `commands` / `command_attempts` tables (the guard writes them), and
- * the one write a redrive makes there: removing a final, not-applied row so the consumer tries
- * again (docs/decisions/008-redrive-resets-the-guard-row.md).
+ * the one write a redrive makes there: putting a final, not-applied row back into a state the
+ * guard retries from (docs/decisions/008-redrive-resets-the-guard-row.md).
  */
 
 type Tx = Prisma.TransactionClient;
@@ -34,6 +34,8 @@ export interface GuardState {
   attempts: number;
   requestIds: string[];
   lastError: unknown;
+  /** Whether the guard kept a snapshot of the target record (taken before its last write). */
+  hasSnapshot: boolean;
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
@@ -54,6 +56,7 @@ export async function getGuardState(db: Db | Tx, commandId: string): Promise<Gua
     attempts: row.attempts,
     requestIds: row.requestIds,
     lastError: row.lastError,
+    hasSnapshot: row.snapshot != null,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     finishedAt: row.finishedAt,
@@ -72,10 +75,33 @@ export async function getGuardState(db: Db | Tx, commandId: string): Promise<Gua
 }
 
 /**
- * Deletes the guard row (its attempts go with it, by cascade) only while it is still in the state
- * the caller saw; returns whether it did. The caller keeps the row in the audit details first.
+ * The state a redrive puts a final, not-applied guard row back into, so that the consumer tries
+ * again through the guard's own rules (docs/decisions/008-redrive-resets-the-guard-row.md):
+ * - `rejected`, `exhausted`: the write is known not to have landed → `pending` (write again);
+ * - `unverified`: it may have landed → `in_flight`, which makes the guard read back first (against
+ *   the snapshot it kept) and write only if the record is unchanged; never a write on a guess.
  */
-export async function deleteGuardRow(tx: Tx, commandId: string, expectedState: string): Promise<boolean> {
-  const { count } = await tx.command.deleteMany({ where: { commandId, state: expectedState } });
-  return count === 1;
+export function resetStateFor(state: string, hasSnapshot: boolean): 'pending' | 'in_flight' {
+  return state === 'unverified' && hasSnapshot ? 'in_flight' : 'pending';
+}
+
+/**
+ * Moves a final, not-applied row back to `pending`/`in_flight` only while it is still in the
+ * state the caller saw; returns the new state, or null when the row changed meanwhile. The row's
+ * attempts and request ids stay, so the history in `command_attempts` is kept and new attempts
+ * get new request ids.
+ */
+export async function resetGuardRow(
+  tx: Tx,
+  commandId: string,
+  expectedState: string,
+): Promise<string | null> {
+  const row = await tx.command.findUnique({ where: { commandId }, select: { state: true, snapshot: true } });
+  if (!row || row.state !== expectedState) return null;
+  const next = resetStateFor(row.state, row.snapshot != null);
+  const { count } = await tx.command.updateMany({
+    where: { commandId, state: expectedState },
+    data: { state: next, finishedAt: null },
+  });
+  return count === 1 ? next : null;
 }

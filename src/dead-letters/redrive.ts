@@ -10,7 +10,8 @@ import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
 import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
 import {
   APPLIED_STATES,
-  deleteGuardRow,
+  resetGuardRow,
+  resetStateFor,
   getGuardState,
   RESETTABLE_STATES,
 } from './guard-state-repository.js';
@@ -24,9 +25,9 @@ import {
  *    `closed_applied` and nothing is sent;
  * 3. a correction is validated (CloudEvent + the command's schema, same command id) and kept in
  *    `corrected_value` beside the original;
- * 4. a guard row in a final not-applied state (rejected/unverified/exhausted) is deleted, after
- *    copying it and its attempts into the audit details, so the consumer tries again
- *    (docs/decisions/008-redrive-resets-the-guard-row.md);
+ * 4. a guard row in a final not-applied state is put back so the consumer tries again: rejected
+ *    and exhausted → `pending`, unverified → `in_flight` (the guard reads back before any write);
+ *    the row as it was goes into the audit details (docs/decisions/008-redrive-resets-the-guard-row.md);
  * 5. the value is republished to the original topic with the original key and headers, plus the
  *    redrive headers; then the letter becomes `redriven` and the audit rows are written.
  * The send happens before the commit: if the commit failed after a send, the letter stays open
@@ -153,10 +154,11 @@ export async function redriveDeadLetter(
 
       const guardReset = guard != null && (RESETTABLE_STATES as readonly string[]).includes(guard.state);
       const what = `${correctedValue ? 'corrected value' : 'original value'} to ${topic}`;
-      const message = guardReset ? `send ${what} (guard row ${guard.state} reset)` : `send ${what}`;
+      const resetTo = guardReset ? resetStateFor(guard.state, guard.hasSnapshot) : null;
+      const message = guardReset ? `send ${what} (guard row ${guard.state} → ${resetTo})` : `send ${what}`;
       if (dryRun) return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
 
-      if (guardReset && commandId && !(await deleteGuardRow(tx, commandId, guard.state))) {
+      if (guardReset && commandId && !(await resetGuardRow(tx, commandId, guard.state))) {
         // The consumer moved the row meanwhile: let the operator look again rather than guess.
         return {
           ...base,
@@ -200,8 +202,8 @@ export async function redriveDeadLetter(
           topic,
           commandId,
           corrected: correctedValue != null,
-          // The guard row as it was before the reset: its history survives here.
-          ...(guardReset ? { guardRowReset: guard } : { guardState: guard?.state ?? null }),
+          // The guard row as it was before the reset (its attempts stay in command_attempts too).
+          ...(guardReset ? { guardRowReset: { ...guard, resetTo } } : { guardState: guard?.state ?? null }),
         },
       });
       log.info({ topic, commandId, guardReset }, 'dead letter redriven');

@@ -86,6 +86,8 @@ export async function seedGuardRow(db: Db, commandId: string, state: string, tar
       attempts: 2,
       requestIds: ['req-a', 'req-b'],
       lastError: { code: 'api_error', status: 503 },
+      snapshot: { status: 'pending', updated_at: '2026-11-20T09:59:00Z' },
+      finishedAt: new Date(),
       attemptLog: {
         create: [
           { attempt: 1, requestId: 'req-a', kind: 'write', result: 'error', status: 503, code: 'api_error' },

@@ -60,18 +60,44 @@ describe('redrive', () => {
       expect(message!.headers!['content-type']!.toString()).toContain('cloudevents');
       expect(Object.keys(message!.headers!).some((h) => h.startsWith('dlq-'))).toBe(false);
 
-      expect(await database.db.command.findUnique({ where: { commandId: letter.decisionId } })).toBeNull();
+      // unverified → in_flight: the guard reads back before any write; the history stays.
+      const row = await database.db.command.findUnique({
+        where: { commandId: letter.decisionId },
+        include: { attemptLog: true },
+      });
+      expect(row).toMatchObject({ state: 'in_flight', finishedAt: null, attempts: 2 });
+      expect(row?.attemptLog).toHaveLength(2);
       expect((await getDeadLetter(database.db, id))?.state).toBe('redriven');
 
       const [audit] = await listAudit(database.db, { target: `dead_letter:${id}` });
       expect(audit).toMatchObject({ actor: 'alice', action: 'redrive', reason: 'partner fixed' });
-      const reset = audit!.details.guardRowReset as { state: string; history: unknown[] };
-      expect(reset.state).toBe('unverified');
+      const reset = audit!.details.guardRowReset as { state: string; resetTo: string; history: unknown[] };
+      expect(reset).toMatchObject({ state: 'unverified', resetTo: 'in_flight' });
       expect(reset.history).toHaveLength(2);
 
       // A redriven letter is not redriven again: nothing more is sent.
       expect((await redriveDeadLetter(deps, id, { actor: 'alice' })).action).toBe('skip');
-      expect(await sentMessages(2, 4_000)).toHaveLength(1);
+      const mine = (await sentMessages(100, 4_000)).filter((m) => m.key?.toString() === letter.applicationId);
+      expect(mine).toHaveLength(1);
+    });
+  });
+
+  describe('when the guard rejected the command', () => {
+    it('puts the guard row back to pending so the consumer writes again', async () => {
+      const letter = buildDecisionLetter(kafka.prefix, { reason: 'rejected' });
+      const id = await seedLetter(database.db, kafka.prefix, letter);
+      await seedGuardRow(database.db, letter.decisionId, 'rejected');
+      const outcome = await redriveDeadLetter(deps, id, { actor: 'alice', dryRun: true });
+      expect(outcome).toMatchObject({ action: 'send', guardReset: true, dryRun: true });
+      expect(outcome.message).toContain('rejected → pending');
+      expect((await database.db.command.findUnique({ where: { commandId: letter.decisionId } }))?.state).toBe(
+        'rejected',
+      );
+
+      await redriveDeadLetter(deps, id, { actor: 'alice' });
+      expect((await database.db.command.findUnique({ where: { commandId: letter.decisionId } }))?.state).toBe(
+        'pending',
+      );
     });
   });
 
@@ -80,7 +106,6 @@ describe('redrive', () => {
       const letter = buildDecisionLetter(kafka.prefix);
       const id = await seedLetter(database.db, kafka.prefix, letter);
       await seedGuardRow(database.db, letter.decisionId, 'applied');
-      const before = (await sentMessages(1)).length;
 
       const dry = await redriveDeadLetter(deps, id, { actor: 'bob', dryRun: true });
       expect(dry).toMatchObject({ action: 'close_applied', dryRun: true });
@@ -92,7 +117,8 @@ describe('redrive', () => {
       expect(
         await database.db.command.findUnique({ where: { commandId: letter.decisionId } }),
       ).not.toBeNull();
-      expect(await sentMessages(before + 1, 4_000)).toHaveLength(before);
+      const sent = (await sentMessages(100, 4_000)).filter((m) => m.key?.toString() === letter.applicationId);
+      expect(sent).toEqual([]);
       const [audit] = await listAudit(database.db, { target: `dead_letter:${id}` });
       expect(audit).toMatchObject({ actor: 'bob', action: 'close_applied' });
     });
