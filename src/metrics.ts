@@ -68,6 +68,12 @@ export const metrics = {
     labelNames: ['topic', 'reason'] as const,
     registers: r,
   }),
+  deadLettersIndexed: new Counter({
+    name: 'rentbridge_dead_letters_indexed_total',
+    help: 'Dead letters stored by the dead-letter indexer (new rows only), by original topic and reason',
+    labelNames: ['topic', 'reason'] as const,
+    registers: r,
+  }),
   budgetUsed: new Gauge({
     name: 'rentbridge_rate_budget_used',
     help: 'Partner API requests taken from the shared budget in the last minute, by lane',
