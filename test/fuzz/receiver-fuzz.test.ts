@@ -308,7 +308,7 @@ describe('webhook receiver fuzzing', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     const logger = createLogger({ level: 'silent' });
-    writer = createIngestWriter({ db: database.db, logger });
+    writer = createIngestWriter({ db: database.db, databaseUrl: database.url, logger });
     const app = createHttpApp({
       logger,
       mounts: [

@@ -1,0 +1,205 @@
+import type { PlannedFault, StormKind } from './fault-schedule.js';
+import type { KafkaBroker } from './kafka-broker.js';
+import type { PostgresCluster } from './postgres-cluster.js';
+import type { Supervisor } from './process-supervisor.js';
+import type { FaultInput, SandboxControl } from '../../src/sandbox/control-client.js';
+
+/**
+ * Carries out the planned faults and measures how long the system takes to do useful work
+ * again after each one (the next acknowledged webhook, the next publish, the next finished
+ * command).
+ */
+export interface FaultRecord {
+  kind: string;
+  detail: string;
+  startAt: number;
+  endAt: number | null;
+  recoveries: Array<{ what: string; ms: number | null }>;
+  error?: string;
+}
+
+export interface Probes {
+  /** Ms from `after` to the next acknowledged webhook, or null after `timeoutMs`. */
+  nextAck(after: number, timeoutMs: number): Promise<number | null>;
+  nextPublish(after: number, timeoutMs: number): Promise<number | null>;
+  nextCommandFinished(after: number, timeoutMs: number): Promise<number | null>;
+}
+
+export interface FaultTargets {
+  supervisor: Supervisor;
+  kafka: KafkaBroker;
+  pg: PostgresCluster;
+  sandbox: SandboxControl;
+  probes: Probes;
+  log(message: string): void;
+}
+
+/** The write paths of the Partner API (DESIGN.md assumptions) the storms hit. */
+export const WRITE_PATHS = [
+  '/partner/v1/enrollments/*/report_rental_payments',
+  '/partner/v1/applications/*/approve',
+  '/partner/v1/applications/*/decline',
+];
+
+function stormFault(storm: StormKind): Omit<FaultInput, 'method' | 'path'> {
+  switch (storm) {
+    case 'apply_then_error':
+      return { kind: 'apply_then_error', status: 500, code: 'api_error' };
+    case 'apply_then_timeout':
+      return { kind: 'apply_then_timeout' };
+    case '503':
+      return { kind: 'error', status: 503, code: 'service_unavailable' };
+    case '429':
+      return { kind: 'error', status: 429, code: 'rate_limited' };
+    case 'lock_failed':
+      return { kind: 'error', status: 409, code: 'lock_failed' };
+  }
+}
+
+const RECOVERY_TIMEOUT_MS = 90_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createFaultInjector(targets: FaultTargets) {
+  const records: FaultRecord[] = [];
+  const pending = new Set<Promise<void>>();
+  /** Faults of the servers and storms run one at a time; kills run whenever they fall. */
+  let serial: Promise<void> = Promise.resolve();
+
+  const track = (p: Promise<void>) => {
+    pending.add(p);
+    void p.finally(() => pending.delete(p));
+  };
+
+  /** Recovery is measured in the background: the next fault does not wait for it. */
+  const measure = (record: FaultRecord, what: string, probe: Promise<number | null>) => {
+    const entry: { what: string; ms: number | null } = { what, ms: null };
+    record.recoveries.push(entry);
+    track(
+      probe.then(
+        (ms) => {
+          entry.ms = ms;
+        },
+        () => undefined,
+      ),
+    );
+  };
+
+  const execute = async (fault: PlannedFault): Promise<void> => {
+    const { supervisor, kafka, pg, sandbox, probes, log } = targets;
+    const record: FaultRecord = {
+      kind:
+        fault.kind === 'storm'
+          ? `storm:${fault.storm}`
+          : fault.kind === 'kill'
+            ? `kill:${fault.role}`
+            : fault.kind,
+      detail: '',
+      startAt: Date.now(),
+      endAt: null,
+      recoveries: [],
+    };
+    records.push(record);
+    try {
+      switch (fault.kind) {
+        case 'kill': {
+          const pid = supervisor.kill(fault.role);
+          record.detail = pid ? `SIGKILL pid ${pid}, down ${fault.downMs} ms` : 'was not running';
+          log(`fault: ${record.kind} (${record.detail})`);
+          await sleep(fault.downMs);
+          supervisor.restart(fault.role);
+          const restartedAt = Date.now();
+          record.endAt = restartedAt;
+          const what = fault.role === 'receiver' ? 'ack' : fault.role === 'relay' ? 'publish' : 'command';
+          const probe =
+            what === 'ack'
+              ? probes.nextAck
+              : what === 'publish'
+                ? probes.nextPublish
+                : probes.nextCommandFinished;
+          measure(record, `next ${what}`, probe(restartedAt, RECOVERY_TIMEOUT_MS));
+          break;
+        }
+        case 'kafka_restart': {
+          log(`fault: Kafka broker stop for ${fault.downMs} ms`);
+          await kafka.stop();
+          await sleep(fault.downMs);
+          await kafka.start();
+          const upAt = Date.now();
+          record.endAt = upAt;
+          record.detail = `broker down ${upAt - record.startAt} ms (graceful stop, then start)`;
+          log(`fault: Kafka broker back (${record.detail})`);
+          measure(record, 'next publish', probes.nextPublish(upAt, RECOVERY_TIMEOUT_MS));
+          measure(record, 'next ack', probes.nextAck(upAt, RECOVERY_TIMEOUT_MS));
+          break;
+        }
+        case 'pg_restart': {
+          log(`fault: PostgreSQL crash (immediate stop) for ${fault.downMs} ms`);
+          const { upAt } = await pg.crashRestart(fault.downMs);
+          record.endAt = upAt;
+          record.detail = `down ${upAt - record.startAt} ms (pg_ctl stop -m immediate, then start)`;
+          log(`fault: PostgreSQL back (${record.detail})`);
+          measure(record, 'next ack', probes.nextAck(upAt, RECOVERY_TIMEOUT_MS));
+          measure(record, 'next publish', probes.nextPublish(upAt, RECOVERY_TIMEOUT_MS));
+          measure(record, 'next command', probes.nextCommandFinished(upAt, RECOVERY_TIMEOUT_MS));
+          break;
+        }
+        case 'storm': {
+          const fields = stormFault(fault.storm);
+          for (const path of WRITE_PATHS) {
+            await sandbox.addFault({ method: 'POST', path, ...fields, times: null });
+          }
+          record.detail = `every write fails with ${fault.storm} for ${fault.durationMs} ms`;
+          log(`fault: storm ${fault.storm} for ${fault.durationMs} ms`);
+          await sleep(fault.durationMs);
+          await sandbox.clearFaults();
+          const clearedAt = Date.now();
+          record.endAt = clearedAt;
+          measure(record, 'next command', probes.nextCommandFinished(clearedAt, RECOVERY_TIMEOUT_MS));
+          break;
+        }
+        case 'token_ttl': {
+          const before = (await sandbox.setConfig({})).token_ttl_seconds;
+          await sandbox.setConfig({ token_ttl_seconds: 2 });
+          record.detail = `tokens live 2 s for ${fault.durationMs} ms`;
+          log(`fault: ${record.detail}`);
+          await sleep(fault.durationMs);
+          await sandbox.setConfig({ token_ttl_seconds: before });
+          record.endAt = Date.now();
+          break;
+        }
+        case 'key_revoke': {
+          await sandbox.revokeKey('sandbox-access-key');
+          await sandbox.createKey({ access_key: 'sandbox-access-key', secret_key: 'sandbox-secret-key' });
+          record.endAt = Date.now();
+          record.detail = 'key revoked (its tokens with it) and created again';
+          log(`fault: ${record.detail}`);
+          measure(record, 'next command', probes.nextCommandFinished(record.endAt, RECOVERY_TIMEOUT_MS));
+          break;
+        }
+      }
+    } catch (error) {
+      record.error = (error as Error).message;
+      log(`fault ${record.kind} failed: ${record.error}`);
+    }
+  };
+
+  return {
+    records,
+    /** Schedules every fault relative to `t0`; resolves when all have run. */
+    async run(plan: PlannedFault[], t0: number, isStopped: () => boolean): Promise<void> {
+      for (const fault of plan) {
+        const wait = t0 + fault.atMs - Date.now();
+        if (wait > 0) await sleep(wait);
+        if (isStopped()) break;
+        if (fault.kind === 'kill') {
+          track(execute(fault));
+        } else {
+          // A server fault or storm waits for the previous one to finish (including its recovery).
+          serial = serial.then(() => (isStopped() ? undefined : execute(fault)));
+          track(serial);
+        }
+      }
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+  };
+}

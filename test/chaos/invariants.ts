@@ -1,0 +1,338 @@
+import type { LedgerEntry, WebhookDelivery } from '../../src/sandbox/control-client.js';
+import type { LoadState, SentCommand } from './load-generator.js';
+import type { ReadMessage } from './topic-reader.js';
+
+/**
+ * The promises the chaos run checks, from what it can see after the drain: what the load sent
+ * and was told, every message on every topic of its broker, the guard's table, and the
+ * sandbox's ledger (the ground truth of applied writes).
+ */
+export interface Evidence {
+  load: LoadState;
+  /** Logical topic → every message on it. */
+  topics: Map<string, ReadMessage[]>;
+  /** The commands table: command_id → state. */
+  commandStates: Map<string, string>;
+  ledger: LedgerEntry[];
+  deliveries: WebhookDelivery[];
+}
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  /** How many things were checked. */
+  checked: number;
+  /** Up to 10 examples of what failed, precise enough to look up. */
+  failures: string[];
+  failureCount: number;
+}
+
+export const FINAL_STATES = new Set(['applied', 'already_applied', 'rejected', 'exhausted', 'unverified']);
+const COMMAND_TOPICS = ['commands.rental-payments', 'commands.application-decisions'] as const;
+const OUTCOME_TOPIC: Record<string, string> = {
+  'commands.rental-payments': 'outcomes.rental-payments',
+  'commands.application-decisions': 'outcomes.application-decisions',
+};
+
+interface ParsedEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  message: ReadMessage;
+}
+
+function parse(message: ReadMessage): ParsedEvent | null {
+  try {
+    const e = JSON.parse(message.value) as { id?: unknown; type?: unknown; data?: unknown };
+    if (typeof e.id !== 'string' || typeof e.type !== 'string') return null;
+    const data = e.data !== null && typeof e.data === 'object' ? (e.data as Record<string, unknown>) : {};
+    return { id: e.id, type: e.type, data, message };
+  } catch {
+    return null;
+  }
+}
+
+function check(name: string): Check & { fail(detail: string): void; count(n?: number): void } {
+  const c = {
+    name,
+    ok: true,
+    checked: 0,
+    failures: [] as string[],
+    failureCount: 0,
+    fail(detail: string) {
+      c.ok = false;
+      c.failureCount += 1;
+      if (c.failures.length < 10) c.failures.push(detail);
+    },
+    count(n = 1) {
+      c.checked += n;
+    },
+  };
+  return c;
+}
+
+/** The id of the command a ledger write belongs to: the request id is `<command id>.a<n>`. */
+export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCommand>): string | null {
+  const fromRequestId = write.request_id?.replace(/\.a\d+(\.r\d+)?$/, '');
+  if (fromRequestId && commands.has(fromRequestId)) return fromRequestId;
+  const body = (write.body ?? {}) as {
+    reason?: unknown;
+    rental_payments?: Array<{ amount_cents?: unknown }>;
+  };
+  if (typeof body.reason === 'string' && body.reason.startsWith('chaos ')) {
+    const id = body.reason.slice('chaos '.length);
+    if (commands.has(id)) return id;
+  }
+  const amount = body.rental_payments?.[0]?.amount_cents;
+  if (typeof amount === 'number') {
+    for (const c of commands.values()) if (c.amountCents === amount) return c.commandId;
+  }
+  return null;
+}
+
+export function isWritePath(path: string): boolean {
+  return /^\/partner\/v1\/(enrollments\/[^/]+\/report_rental_payments|applications\/[^/]+\/(approve|decline))$/.test(
+    path,
+  );
+}
+
+export interface Analysis {
+  checks: Check[];
+  /** Derived sets the figures use. */
+  publishedCommandIds: Set<string>;
+  ackedCommandIds: Set<string>;
+  appliedByLedger: Map<string, number>;
+  parkedReasons: Map<string, Set<string>>;
+  events: Map<string, ParsedEvent[]>;
+  unparseable: number;
+}
+
+export function analyse(evidence: Evidence): Analysis {
+  const { load, topics } = evidence;
+  const events = new Map<string, ParsedEvent[]>();
+  let unparseable = 0;
+  for (const [topic, messages] of topics) {
+    const parsed: ParsedEvent[] = [];
+    for (const m of messages) {
+      const e = parse(m);
+      if (e) parsed.push(e);
+      else unparseable += 1;
+    }
+    events.set(topic, parsed);
+  }
+  const on = (topic: string) => events.get(topic) ?? [];
+  const checks: Check[] = [];
+
+  // 1. Every webhook the receiver acknowledged was published (found by its webhook-id header,
+  //    which the receiver sets on every event it writes).
+  const byWebhookId = new Map<string, ParsedEvent[]>();
+  for (const [topic, list] of events) {
+    if (topic.endsWith('.dlq') || topic.startsWith('outcomes.')) continue;
+    for (const e of list) {
+      const wid = e.message.headers['webhook-id'];
+      if (!wid) continue;
+      const arr = byWebhookId.get(wid) ?? [];
+      arr.push(e);
+      byWebhookId.set(wid, arr);
+    }
+  }
+  const acked = check('every acknowledged PMS webhook was published');
+  const ackedCommandIds = new Set<string>();
+  for (const hook of load.webhooks) {
+    if (hook.ackAt === undefined) continue;
+    acked.count();
+    if (hook.commandId) ackedCommandIds.add(hook.commandId);
+    const found = byWebhookId.get(hook.webhookId) ?? [];
+    const expectedTopic = hook.commandId ? load.commands.get(hook.commandId)?.topic : 'inbound.unrouted';
+    const ok = found.some(
+      (e) =>
+        e.message.topic.endsWith(expectedTopic ?? '') &&
+        (hook.commandId
+          ? e.data.payment_id === hook.commandId || e.data.decision_id === hook.commandId
+          : hook.marker !== undefined && e.message.value.includes(hook.marker)),
+    );
+    if (!ok)
+      acked.fail(
+        `webhook ${hook.webhookId} (${hook.kind}${hook.commandId ? `, command ${hook.commandId}` : ''}) answered 2xx at ${new Date(hook.ackAt).toISOString()}, not on ${expectedTopic}`,
+      );
+  }
+  checks.push(acked);
+
+  // 2. The sandbox's own webhooks (record changes) that the receiver acknowledged were published
+  //    as state changes: the version (record id, updated_at) is on partner.<resource>.
+  const versions = new Set<string>();
+  for (const [topic, list] of events) {
+    if (!topic.startsWith('partner.')) continue;
+    for (const e of list) {
+      const singular = /^partner\.([a-z_]+)\.(updated|removed)$/.exec(e.type)?.[1];
+      versions.add(`${singular}|${String(e.data.id)}|${String(e.data.updated_at)}`);
+    }
+  }
+  const partnerAcked = check('every acknowledged sandbox webhook (record change) was published');
+  for (const d of evidence.deliveries) {
+    if (!d.attempts.some((a) => a.status !== null && a.status >= 200 && a.status < 300)) continue;
+    partnerAcked.count();
+    const record = (d.payload.data ?? {}) as Record<string, unknown>;
+    const singular = d.type.replace(/\.(updated|deleted)$/, '');
+    const key = `${singular}|${String(record.id)}|${String(record.updated_at)}`;
+    if (!versions.has(key))
+      partnerAcked.fail(
+        `delivery ${d.id} (${d.type} id ${String(record.id)} updated_at ${String(record.updated_at)}) acknowledged, not on partner.*`,
+      );
+  }
+  checks.push(partnerAcked);
+
+  // 3. Each CloudEvent id stands for one event: repeats (at-least-once) carry the same type, key
+  //    and data, and one webhook never became two events.
+  const sameId = check('a repeated CloudEvent id always carries the same event');
+  for (const [topic, list] of events) {
+    const seen = new Map<string, string>();
+    for (const e of list) {
+      sameId.count();
+      const fingerprint = JSON.stringify([e.type, e.message.key, e.data]);
+      const before = seen.get(e.id);
+      if (before === undefined) seen.set(e.id, fingerprint);
+      else if (before !== fingerprint)
+        sameId.fail(`${topic}: id ${e.id} at offset ${e.message.offset} differs from its first copy`);
+    }
+  }
+  checks.push(sameId);
+  const oneEvent = check('one webhook became at most one event (distinct CloudEvent ids per webhook-id)');
+  for (const [wid, list] of byWebhookId) {
+    oneEvent.count();
+    const ids = new Set(list.map((e) => e.id));
+    if (ids.size > 1) oneEvent.fail(`webhook ${wid} became ${ids.size} events: ${[...ids].join(', ')}`);
+  }
+  checks.push(oneEvent);
+
+  // 4. Every command in the system reached a final state, with an outcome that says the same.
+  const publishedCommandIds = new Set<string>();
+  for (const topic of COMMAND_TOPICS) {
+    for (const e of on(topic)) {
+      const id = e.data.payment_id ?? e.data.decision_id;
+      if (typeof id === 'string') publishedCommandIds.add(id);
+    }
+  }
+  const outcomes = new Map<string, Set<string>>();
+  for (const topic of Object.values(OUTCOME_TOPIC)) {
+    for (const e of on(topic)) {
+      const id = e.data.command_id;
+      if (typeof id !== 'string') continue;
+      const set = outcomes.get(id) ?? new Set<string>();
+      set.add(String(e.data.status));
+      outcomes.set(id, set);
+    }
+  }
+  const inSystem = new Set([...ackedCommandIds, ...publishedCommandIds]);
+  const final = check('every command reached a final state, and its outcome says so');
+  for (const id of inSystem) {
+    final.count();
+    const state = evidence.commandStates.get(id);
+    const statuses = outcomes.get(id);
+    if (!state) final.fail(`command ${id}: no row in commands`);
+    else if (!FINAL_STATES.has(state)) final.fail(`command ${id}: state ${state}`);
+    else if (!statuses) final.fail(`command ${id}: ${state} but no outcome published`);
+    else if (statuses.size > 1 || !statuses.has(state))
+      final.fail(`command ${id}: state ${state}, outcomes say ${[...statuses].join(' and ')}`);
+  }
+  checks.push(final);
+
+  // 5. Applied at most once, by the ledger; and the guard's verdict agrees with the ledger.
+  const appliedByLedger = new Map<string, number>();
+  const perApplication = new Map<string, number>();
+  const once = check('each command applied at most once (sandbox ledger)');
+  for (const w of evidence.ledger) {
+    if (w.method !== 'POST' || !isWritePath(w.path) || !w.applied) continue;
+    once.count();
+    const id = attributeWrite(w, load.commands);
+    if (!id) {
+      once.fail(`applied write ${w.request_id} ${w.path} at ${w.at} belongs to no command the run sent`);
+      continue;
+    }
+    appliedByLedger.set(id, (appliedByLedger.get(id) ?? 0) + 1);
+    if (w.path.includes('/applications/'))
+      perApplication.set(w.path.split('/')[4]!, (perApplication.get(w.path.split('/')[4]!) ?? 0) + 1);
+  }
+  for (const [id, n] of appliedByLedger) {
+    if (n > 1) {
+      const writes = evidence.ledger.filter((w) => w.applied && attributeWrite(w, load.commands) === id);
+      once.fail(
+        `command ${id} applied ${n} times: ${writes.map((w) => `${w.request_id} ${w.status ?? 'no answer'} at ${w.at}`).join('; ')}`,
+      );
+    }
+  }
+  for (const [app, n] of perApplication) if (n > 1) once.fail(`application ${app} decided ${n} times`);
+  checks.push(once);
+
+  const agrees = check("the guard's verdict agrees with the ledger");
+  for (const id of inSystem) {
+    const state = evidence.commandStates.get(id);
+    if (!state || !FINAL_STATES.has(state)) continue;
+    agrees.count();
+    const n = appliedByLedger.get(id) ?? 0;
+    if (state === 'applied' && n !== 1)
+      agrees.fail(`command ${id}: applied, but the ledger shows ${n} applied writes`);
+    if ((state === 'rejected' || state === 'exhausted') && n !== 0)
+      agrees.fail(`command ${id}: ${state} (not applied), but the ledger shows ${n} applied write(s)`);
+  }
+  checks.push(agrees);
+
+  // 6. What did not succeed is parked: a dead letter with a reason, on <topic>.dlq.
+  const parkedReasons = new Map<string, Set<string>>();
+  for (const topic of COMMAND_TOPICS) {
+    for (const m of topics.get(`${topic}.dlq`) ?? []) {
+      const reason = m.headers['dlq-reason'] ?? '';
+      let id = m.headers['dlq-command-id'];
+      if (!id) {
+        const e = parse(m);
+        const v = e?.data.payment_id ?? e?.data.decision_id;
+        id = typeof v === 'string' ? v : undefined;
+      }
+      if (!id) continue;
+      const set = parkedReasons.get(id) ?? new Set<string>();
+      set.add(reason);
+      parkedReasons.set(id, set);
+    }
+  }
+  const parked = check('every command not applied is in dead letters with a reason');
+  for (const id of inSystem) {
+    const state = evidence.commandStates.get(id);
+    if (state !== 'rejected' && state !== 'exhausted' && state !== 'unverified') continue;
+    parked.count();
+    const reasons = parkedReasons.get(id);
+    if (!reasons) parked.fail(`command ${id}: ${state}, no dead letter`);
+    else if ([...reasons].every((r) => r === ''))
+      parked.fail(`command ${id}: dead letter without dlq-reason`);
+  }
+  checks.push(parked);
+
+  // 7. The receiver's dedupe: a replay of an acknowledged webhook is answered as a duplicate.
+  const replays = check('a replayed acknowledged webhook is answered duplicate (nothing published)');
+  for (const hook of load.webhooks) {
+    if (hook.kind !== 'replay' || hook.ackAt === undefined) continue;
+    replays.count();
+    if (!hook.duplicate) replays.fail(`replay of ${hook.webhookId} answered 2xx without duplicate: true`);
+  }
+  checks.push(replays);
+
+  // 8. A valid, signed webhook is never refused (a 4xx other than 429).
+  const refused = check('no valid signed webhook refused with a 4xx');
+  for (const hook of load.webhooks) {
+    refused.count();
+    if (hook.refused)
+      refused.fail(
+        `webhook ${hook.webhookId} (${hook.kind}) refused: ${hook.answers.map((a) => a.status).join(', ')}`,
+      );
+  }
+  checks.push(refused);
+
+  return {
+    checks,
+    publishedCommandIds,
+    ackedCommandIds,
+    appliedByLedger,
+    parkedReasons,
+    events,
+    unparseable,
+  };
+}

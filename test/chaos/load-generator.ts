@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { Random } from './chaos-options.js';
+import type { SandboxControl } from '../../src/sandbox/control-client.js';
+
+/**
+ * The steady load of the chaos run: signed PMS webhooks (the commands), duplicates and replays of
+ * them, unknown event types, and record changes in the sandbox (which the sandbox announces to
+ * the receiver with its own webhooks). A webhook is retried like a real sender would (same
+ * `webhook-id`, freshly signed) on network errors, 429 and 5xx; every answer is recorded.
+ */
+
+export type WebhookKind =
+  'payment' | 'decision' | 'conflicting_decision' | 'resent_command' | 'replay' | 'unrouted';
+
+export interface SentWebhook {
+  webhookId: string;
+  kind: WebhookKind;
+  type: string;
+  /** The command id (payment_id / decision_id) it carries, when it is a command. */
+  commandId?: string;
+  /** A unique string in the body of an unrouted event, to find it on inbound.unrouted. */
+  marker?: string;
+  body: string;
+  /** Every answer: an HTTP status, or `network` for a refused/reset/timed-out request. */
+  answers: Array<{ at: number; status: number | 'network' }>;
+  ackAt?: number;
+  duplicate?: boolean;
+  /** True when a 4xx other than 429 ended the sending: the receiver refused a valid webhook. */
+  refused?: boolean;
+}
+
+export interface SentCommand {
+  commandId: string;
+  kind: 'payment' | 'decision';
+  /** enrollment_id or application_id */
+  targetId: string;
+  topic: 'commands.rental-payments' | 'commands.application-decisions';
+  amountCents?: number;
+  decision?: 'approve' | 'decline';
+  /** True when another command targets the same application with a different decision. */
+  conflicting?: boolean;
+  webhookIds: string[];
+}
+
+export interface RecordChange {
+  resource: string;
+  id: string;
+  updatedAt: string | null;
+  at: number;
+  ok: boolean;
+}
+
+export interface LoadState {
+  webhooks: SentWebhook[];
+  commands: Map<string, SentCommand>;
+  recordChanges: RecordChange[];
+  controlErrors: number;
+}
+
+export interface LoadGenerator {
+  state: LoadState;
+  start(): void;
+  /** Stops sending new events and waits for the ones in flight (with their retries). */
+  stop(): Promise<void>;
+}
+
+const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 8000, 8000];
+
+export function createLoadGenerator(options: {
+  receiverUrl: string;
+  source: string;
+  secret: string;
+  rate: number;
+  random: Random;
+  sandbox: SandboxControl;
+  enrollmentIds: number[];
+  customerIds: number[];
+}): LoadGenerator {
+  const { random } = options;
+  const signer = new Webhook(options.secret);
+  const state: LoadState = { webhooks: [], commands: new Map(), recordChanges: [], controlErrors: 0 };
+  const inFlight = new Set<Promise<void>>();
+  const decided: SentCommand[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  let seq = 0;
+  let stopped = false;
+
+  const post = async (hook: SentWebhook): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      const timestamp = new Date();
+      let status: number | 'network';
+      let duplicate = false;
+      try {
+        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${options.source}`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': hook.webhookId,
+            'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+            'webhook-signature': signer.sign(hook.webhookId, timestamp, hook.body),
+          },
+          body: hook.body,
+          signal: AbortSignal.timeout(10_000),
+        });
+        status = res.status;
+        const text = await res.text();
+        if (res.ok) {
+          try {
+            duplicate = (JSON.parse(text) as { duplicate?: boolean }).duplicate === true;
+          } catch {
+            // a 2xx without a JSON body still acknowledges the event
+          }
+        }
+      } catch {
+        status = 'network';
+      }
+      hook.answers.push({ at: Date.now(), status });
+      if (typeof status === 'number' && status >= 200 && status < 300) {
+        hook.ackAt ??= Date.now();
+        hook.duplicate = duplicate;
+        return;
+      }
+      if (typeof status === 'number' && status >= 400 && status < 500 && status !== 429) {
+        hook.refused = true;
+        return;
+      }
+      const delay = RETRY_DELAYS_MS[attempt];
+      if (delay === undefined) return;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  };
+
+  const send = (
+    kind: WebhookKind,
+    type: string,
+    data: Record<string, unknown>,
+    extra: Partial<SentWebhook> = {},
+  ) => {
+    const webhookId = `msg_${randomUUID()}`;
+    const body = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
+    const hook: SentWebhook = { webhookId, kind, type, body, answers: [], ...extra };
+    state.webhooks.push(hook);
+    return post(hook);
+  };
+
+  const paymentData = (c: SentCommand) => ({
+    payment_id: c.commandId,
+    enrollment_id: c.targetId,
+    amount_cents: c.amountCents,
+    paid_on: new Date().toISOString().slice(0, 10),
+    period: new Date().toISOString().slice(0, 7),
+  });
+  const decisionData = (c: SentCommand) => ({
+    decision_id: c.commandId,
+    application_id: c.targetId,
+    decision: c.decision,
+    // The decision id in the reason lets the ledger's write be traced back to its command.
+    reason: `chaos ${c.commandId}`,
+  });
+
+  const newPayment = () => {
+    seq += 1;
+    const command: SentCommand = {
+      commandId: `pay_${randomUUID()}`,
+      kind: 'payment',
+      targetId: String(random.pick(options.enrollmentIds)),
+      topic: 'commands.rental-payments',
+      // Unique per payment, so that a ledger write names its command by its body alone.
+      amountCents: 100_000 + seq,
+      webhookIds: [],
+    };
+    state.commands.set(command.commandId, command);
+    const p = send('payment', 'rent_payment.received', paymentData(command), {
+      commandId: command.commandId,
+    });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    return p;
+  };
+
+  const newDecision = async () => {
+    let applicationId: string;
+    try {
+      const [created] = await options.sandbox.addRecords('applications', [
+        { status: 'submitted', chaos: true },
+      ]);
+      if (!created) throw new Error('the sandbox created no application');
+      applicationId = String(created.id);
+    } catch {
+      state.controlErrors += 1;
+      return;
+    }
+    const command: SentCommand = {
+      commandId: `dec_${randomUUID()}`,
+      kind: 'decision',
+      targetId: applicationId,
+      topic: 'commands.application-decisions',
+      decision: random.chance(0.7) ? 'approve' : 'decline',
+      webhookIds: [],
+    };
+    state.commands.set(command.commandId, command);
+    decided.push(command);
+    const p = send('decision', 'application.decided', decisionData(command), {
+      commandId: command.commandId,
+    });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    await p;
+  };
+
+  /** A second, different decision on an application already decided: must not be applied. */
+  const conflictingDecision = () => {
+    const earlier = decided.length > 0 ? random.pick(decided) : undefined;
+    if (!earlier || earlier.conflicting) return newDecision();
+    const command: SentCommand = {
+      commandId: `dec_${randomUUID()}`,
+      kind: 'decision',
+      targetId: earlier.targetId,
+      topic: 'commands.application-decisions',
+      decision: earlier.decision === 'approve' ? 'decline' : 'approve',
+      conflicting: true,
+      webhookIds: [],
+    };
+    earlier.conflicting = true;
+    state.commands.set(command.commandId, command);
+    const p = send('conflicting_decision', 'application.decided', decisionData(command), {
+      commandId: command.commandId,
+    });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    return p;
+  };
+
+  /** The same command again under a new webhook-id (a PMS that re-sends): the guard's job. */
+  const resendCommand = () => {
+    const all = [...state.commands.values()];
+    if (all.length === 0) return newPayment();
+    const command = random.pick(all);
+    const data = command.kind === 'payment' ? paymentData(command) : decisionData(command);
+    const type = command.kind === 'payment' ? 'rent_payment.received' : 'application.decided';
+    const p = send('resent_command', type, data, { commandId: command.commandId });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    return p;
+  };
+
+  /** The same webhook again (same webhook-id): the receiver's dedupe answers 200 duplicate. */
+  const replay = () => {
+    const acked = state.webhooks.filter((w) => w.ackAt !== undefined && w.kind !== 'replay');
+    if (acked.length === 0) return newPayment();
+    const original = random.pick(acked);
+    const hook: SentWebhook = {
+      ...original,
+      kind: 'replay',
+      answers: [],
+      ackAt: undefined,
+      duplicate: undefined,
+    };
+    state.webhooks.push(hook);
+    return post(hook);
+  };
+
+  const unrouted = () => {
+    const marker = `chaos-marker-${randomUUID()}`;
+    return send('unrouted', 'tenant.moved_out', { tenant_ref: marker }, { marker });
+  };
+
+  const recordChange = async () => {
+    const id = random.pick(options.customerIds);
+    const change: RecordChange = {
+      resource: 'customers',
+      id: String(id),
+      updatedAt: null,
+      at: Date.now(),
+      ok: false,
+    };
+    state.recordChanges.push(change);
+    try {
+      const record = await options.sandbox.patchRecord('customers', id, {
+        chaos_note: `change ${randomUUID()}`,
+      });
+      change.updatedAt = typeof record.updated_at === 'string' ? record.updated_at : null;
+      change.ok = true;
+    } catch {
+      state.controlErrors += 1;
+    }
+  };
+
+  const tick = () => {
+    if (stopped) return;
+    // Bounded: when the system stalls, the generator does not pile up thousands of requests.
+    if (inFlight.size < 400) {
+      const r = random.next();
+      const action =
+        r < 0.45
+          ? newPayment
+          : r < 0.6
+            ? newDecision
+            : r < 0.65
+              ? conflictingDecision
+              : r < 0.7
+                ? resendCommand
+                : r < 0.75
+                  ? replay
+                  : r < 0.8
+                    ? unrouted
+                    : recordChange;
+      const p: Promise<void> = Promise.resolve()
+        .then(action)
+        .catch(() => undefined)
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    }
+  };
+
+  return {
+    state,
+    start() {
+      timer = setInterval(tick, Math.max(1, Math.round(1000 / options.rate)));
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+  };
+}

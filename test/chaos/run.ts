@@ -1,0 +1,447 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { allTopics, ensureTopics } from '../../src/kafka/topics.js';
+import { createSandboxControl, type SandboxControl } from '../../src/sandbox/control-client.js';
+import { chaosOptions, createRandom } from './chaos-options.js';
+import { createFaultInjector, type Probes } from './fault-injector.js';
+import { planFaults } from './fault-schedule.js';
+import { computeFigures, figuresMarkdown, type ChaosFigures } from './figures.js';
+import { analyse, FINAL_STATES } from './invariants.js';
+import { createKafkaBroker, type KafkaBroker } from './kafka-broker.js';
+import { createLoadGenerator } from './load-generator.js';
+import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.js';
+import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
+import { readTopics } from './topic-reader.js';
+
+/**
+ * `npm run test:chaos`: the whole system as separate processes, on a PostgreSQL cluster and a
+ * Kafka broker of its own, under a steady load of signed webhooks and record changes, while
+ * processes are SIGKILLed, the broker and the database restarted, the sandbox's faults turned on
+ * in storms and tokens expired. Then it drains, checks the promises (invariants.ts), prints the
+ * figures, writes them to docs/chaos.md, and exits 1 if any promise was broken.
+ *
+ * Size with CHAOS_SECONDS (default 120) and CHAOS_RATE (events/s, default 5); CHAOS_SEED replays
+ * a run's faults and load mix. Logs of every process: test-artifacts/chaos/.
+ */
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = join(repoRoot, 'test-artifacts', 'chaos');
+const PREFIX = 'chaos.';
+const SCHEMA = 'rentbridge';
+const ROLES = ['receiver', 'relay', 'consumer-application-decisions', 'consumer-rental-payments'];
+
+const started = Date.now();
+function log(message: string): void {
+  console.log(`[chaos +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+
+async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await fn().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(`${what} did not come up within ${timeoutMs} ms`);
+}
+
+async function answers(url: string, okOnly = false): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  return okOnly ? res.ok : res.status > 0;
+}
+
+interface Resources {
+  pg?: PostgresCluster;
+  kafka?: KafkaBroker;
+  supervisor?: Supervisor;
+  pool?: pg.Pool;
+  tmp: string[];
+}
+
+/** Stops everything the run started, in reverse order; safe to call twice. */
+let cleaning: Promise<string[]> | null = null;
+function cleanup(r: Resources): Promise<string[]> {
+  cleaning ??= (async () => {
+    log('stopping every process the run started');
+    await r.pool?.end().catch(() => undefined);
+    await r.supervisor?.stopAll().catch(() => undefined);
+    await r.kafka?.stop().catch((e: Error) => log(`kafka stop: ${e.message}`));
+    await r.pg?.stop().catch((e: Error) => log(`postgres stop: ${e.message}`));
+    const left: string[] = [];
+    for (const pid of r.supervisor?.allPids() ?? []) if (alive(pid)) left.push(`rentbridge pid ${pid}`);
+    const kafkaPid = r.kafka?.pid();
+    if (kafkaPid) left.push(`kafka pid ${kafkaPid}`);
+    const pgPid = r.pg?.pid();
+    if (pgPid) left.push(`postgres pid ${pgPid}`);
+    if (left.length === 0) for (const dir of r.tmp) rmSync(dir, { recursive: true, force: true });
+    return left;
+  })();
+  return cleaning;
+}
+
+async function main(): Promise<number> {
+  const options = chaosOptions();
+  const random = createRandom(options.seed);
+  log(
+    `seed ${options.seed}, ${options.seconds} s at ${options.rate} events/s, drain up to ${options.drainSeconds} s`,
+  );
+  mkdirSync(artifacts, { recursive: true });
+  for (const f of readdirSync(artifacts)) if (f.endsWith('.log')) unlinkSync(join(artifacts, f));
+
+  const resources: Resources = { tmp: [] };
+  const onSignal = (signal: string) => {
+    log(`${signal}: stopping`);
+    void cleanup(resources).then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    // ---- servers of its own ---------------------------------------------------------------
+    const pgDir = mkdtempSync(join(tmpdir(), 'rentbridge-chaos-pg-'));
+    const kafkaDir = mkdtempSync(join(tmpdir(), 'rentbridge-chaos-kafka-'));
+    resources.tmp.push(pgDir, kafkaDir);
+    log(`starting PostgreSQL on ${options.pgPort} (${pgDir})`);
+    resources.pg = await startPostgresCluster({ dir: pgDir, port: options.pgPort });
+    const pgCluster = resources.pg;
+    log(`starting Kafka on ${options.kafkaPort} (${kafkaDir})`);
+    resources.kafka = createKafkaBroker({
+      repoRoot,
+      dir: kafkaDir,
+      port: options.kafkaPort,
+      controllerPort: options.kafkaControllerPort,
+    });
+    await resources.kafka.start();
+    const kafka = resources.kafka;
+
+    const databaseUrl = `${pgCluster.url}?schema=${SCHEMA}`;
+    const pmsSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    const partnerSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    const sandboxUrl = `http://127.0.0.1:${options.sandboxPort}`;
+    const receiverUrl = `http://127.0.0.1:${options.httpPortBase}`;
+    const env: Record<string, string> = {
+      DATABASE_URL: databaseUrl,
+      KAFKA_BROKERS: kafka.brokers,
+      KAFKA_TOPIC_PREFIX: PREFIX,
+      PARTNER_API_URL: sandboxUrl,
+      PARTNER_ACCESS_KEY: 'sandbox-access-key',
+      PARTNER_SECRET_KEY: 'sandbox-secret-key',
+      PARTNER_TIMEOUT_MS: '3000',
+      PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
+      PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret] }),
+      PARTNER_WEBHOOK_SECRETS: partnerSecret,
+      LOG_LEVEL: 'info',
+    };
+
+    log('migrating');
+    await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'migrate'], {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      timeout: 120_000,
+    });
+    const admin = new Kafka({
+      clientId: 'chaos-admin',
+      brokers: [kafka.brokers],
+      logLevel: logLevel.NOTHING,
+    }).admin();
+    await admin.connect();
+    await ensureTopics(admin, { prefix: PREFIX, partitions: 3 });
+    await admin.disconnect();
+
+    // ---- the system, one process per role -------------------------------------------------
+    resources.supervisor = createSupervisor({ repoRoot, logDir: artifacts });
+    const supervisor = resources.supervisor;
+    supervisor.start({
+      name: 'sandbox',
+      args: ['sandbox', '--port', String(options.sandboxPort)],
+      env: { LOG_LEVEL: 'warn' },
+    });
+    await waitFor('the sandbox', () => answers(`${sandboxUrl}/__sandbox/config`, true), 60_000);
+    const sandbox: SandboxControl = createSandboxControl(sandboxUrl);
+    await sandbox.reset();
+    await sandbox.setConfig({ rate_limit_per_minute: 3000 });
+    const enrollments = await sandbox.addRecords(
+      'enrollments',
+      Array.from({ length: 24 }, (_, i) => ({ status: 'active', customer_id: 1000 + i })),
+    );
+    const customers = await sandbox.addRecords(
+      'customers',
+      Array.from({ length: 40 }, (_, i) => ({ first_name: 'Chaos', last_name: `Tenant ${i}` })),
+    );
+    // From here on every record change is announced to the receiver, like the real Partner API.
+    await sandbox.setConfig({
+      webhook_url: `${receiverUrl}/webhooks/partner`,
+      webhook_secret: partnerSecret,
+      webhook_max_attempts: 10,
+      webhook_retry_base_ms: 500,
+    });
+
+    const ports: Record<string, number> = {
+      receiver: options.httpPortBase,
+      relay: options.httpPortBase + 1,
+      'consumer-application-decisions': options.httpPortBase + 2,
+      'consumer-rental-payments': options.httpPortBase + 3,
+    };
+    const args: Record<string, string[]> = {
+      receiver: ['receiver'],
+      relay: ['relay'],
+      'consumer-application-decisions': ['consumer', 'application-decisions'],
+      'consumer-rental-payments': ['consumer', 'rental-payments'],
+    };
+    for (const role of ROLES) {
+      supervisor.start({ name: role, args: args[role]!, env: { ...env, HTTP_PORT: String(ports[role]) } });
+    }
+    await waitFor('the receiver', () => answers(`${receiverUrl}/healthz`, true), 90_000);
+    log('receiver up; giving the relay and consumers a moment to join');
+    await sleep(5000);
+
+    resources.pool = new pg.Pool({
+      connectionString: pgCluster.url,
+      max: 3,
+      options: `-c search_path=${SCHEMA}`,
+    });
+    const pool = resources.pool;
+    // The cluster is restarted on purpose: a dropped idle connection is expected, not fatal.
+    pool.on('error', () => undefined);
+    const scalar = async (sql: string, params: unknown[] = []): Promise<number | null> => {
+      const { rows } = await pool.query<{ v: number | string | null }>(sql, params);
+      const v = rows[0]?.v;
+      return v === null || v === undefined ? null : Number(v);
+    };
+
+    // ---- load and faults --------------------------------------------------------------------
+    let loadStopped = false;
+    const load = createLoadGenerator({
+      receiverUrl,
+      source: 'acme',
+      secret: pmsSecret,
+      rate: options.rate,
+      random,
+      sandbox,
+      enrollmentIds: enrollments.map((e) => e.id),
+      customerIds: customers.map((c) => c.id),
+    });
+    const poll = async (fn: () => Promise<number | null>, timeoutMs: number, giveUp: () => boolean) => {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const v = await fn().catch(() => null);
+        if (v !== null) return v;
+        if (giveUp()) return null;
+        await sleep(200);
+      }
+      return null;
+    };
+    const probes: Probes = {
+      nextAck: (after, timeoutMs) =>
+        poll(
+          async () => {
+            let first: number | null = null;
+            for (const h of load.state.webhooks) {
+              for (const a of h.answers) {
+                if (
+                  a.at >= after &&
+                  typeof a.status === 'number' &&
+                  a.status < 300 &&
+                  (first === null || a.at < first)
+                )
+                  first = a.at;
+              }
+            }
+            return first === null ? null : first - after;
+          },
+          timeoutMs,
+          () => loadStopped,
+        ),
+      nextPublish: (after, timeoutMs) =>
+        poll(
+          async () => {
+            const t = await scalar(
+              'SELECT extract(epoch FROM min(published_at)) * 1000 AS v FROM outbox WHERE published_at >= to_timestamp($1 / 1000.0)',
+              [after],
+            );
+            return t === null ? null : Math.max(0, t - after);
+          },
+          timeoutMs,
+          () => false,
+        ),
+      nextCommandFinished: (after, timeoutMs) =>
+        poll(
+          async () => {
+            const t = await scalar(
+              'SELECT extract(epoch FROM min(finished_at)) * 1000 AS v FROM commands WHERE finished_at >= to_timestamp($1 / 1000.0)',
+              [after],
+            );
+            return t === null ? null : Math.max(0, t - after);
+          },
+          timeoutMs,
+          () => false,
+        ),
+    };
+    const injector = createFaultInjector({ supervisor, kafka, pg: pgCluster, sandbox, probes, log });
+    const plan = planFaults({ seconds: options.seconds, random, roles: ROLES });
+    log(`load starts; ${plan.length} faults planned`);
+    const t0 = Date.now();
+    load.start();
+    const faultsDone = injector.run(plan, t0, () => loadStopped);
+    const progress = setInterval(() => {
+      const acked = load.state.webhooks.filter((h) => h.ackAt !== undefined).length;
+      log(
+        `load: ${load.state.webhooks.length} webhooks sent, ${acked} acknowledged, ${load.state.commands.size} commands`,
+      );
+    }, 15_000);
+    await sleep(options.seconds * 1000);
+    loadStopped = true;
+    clearInterval(progress);
+    log('load stops; waiting for requests in flight and the last faults');
+    await load.stop();
+    await faultsDone;
+    const loadEndedAt = Date.now();
+
+    // ---- drain ------------------------------------------------------------------------------
+    await sandbox.clearFaults().catch(() => undefined);
+    for (const role of ROLES) if (!supervisor.isRunning(role)) supervisor.restart(role);
+    const ackedCommands = new Set(
+      load.state.webhooks.filter((h) => h.ackAt !== undefined && h.commandId).map((h) => h.commandId!),
+    );
+    log(`draining (up to ${options.drainSeconds} s): outbox, commands, sandbox webhooks`);
+    const drainDeadline = Date.now() + options.drainSeconds * 1000;
+    let settledFor = 0;
+    let lastStatus = '';
+    while (Date.now() < drainDeadline && settledFor < 3) {
+      await sleep(1000);
+      try {
+        const unpublished =
+          (await scalar('SELECT count(*) AS v FROM outbox WHERE published_at IS NULL')) ?? 0;
+        const { rows } = await pool.query<{ command_id: string; state: string }>(
+          'SELECT command_id, state FROM commands',
+        );
+        const states = new Map(rows.map((r) => [r.command_id, r.state]));
+        const open = rows.filter((r) => !FINAL_STATES.has(r.state)).length;
+        const missing = [...ackedCommands].filter((id) => !states.has(id)).length;
+        const deliveries = await sandbox.webhooks();
+        const pendingDeliveries = deliveries.filter((d) => d.status === 'pending').length;
+        lastStatus = `unpublished ${unpublished}, commands open ${open}, acknowledged commands not seen by a consumer ${missing}, sandbox webhooks pending ${pendingDeliveries}`;
+        settledFor =
+          unpublished === 0 && open === 0 && missing === 0 && pendingDeliveries === 0 ? settledFor + 1 : 0;
+      } catch (error) {
+        lastStatus = `drain check failed: ${(error as Error).message}`;
+        settledFor = 0;
+      }
+    }
+    const drainMs = Date.now() - loadEndedAt;
+    log(
+      `${settledFor >= 3 ? 'settled' : 'drain timed out'} after ${(drainMs / 1000).toFixed(1)} s: ${lastStatus}`,
+    );
+
+    // ---- evidence and verdict ---------------------------------------------------------------
+    const physical = await readTopics(
+      kafka.brokers,
+      allTopics().map((t) => `${PREFIX}${t}`),
+    );
+    const topics = new Map([...physical].map(([t, list]) => [t.slice(PREFIX.length), list]));
+    const { rows: commandRows } = await pool.query<{ command_id: string; state: string }>(
+      'SELECT command_id, state FROM commands',
+    );
+    const commandStates = new Map(commandRows.map((r) => [r.command_id, r.state]));
+    const { writes: ledger } = await sandbox.ledger();
+    const deliveries = await sandbox.webhooks();
+    const { rows: attemptRows } = await pool.query<{
+      kind: string;
+      result: string | null;
+      status: number | null;
+      code: string | null;
+      n: string;
+    }>(
+      `SELECT kind, coalesce(result, '(none)') AS result, status, code, count(*) AS n
+         FROM command_attempts GROUP BY 1, 2, 3, 4 ORDER BY count(*) DESC`,
+    );
+    const analysis = analyse({ load: load.state, topics, commandStates, ledger, deliveries });
+    const figures: ChaosFigures = computeFigures({
+      load: load.state,
+      analysis,
+      commandStates,
+      ledger,
+      deliveries,
+      faults: injector.records,
+      unexpectedExits: supervisor.unexpectedExits(),
+      attemptResults: attemptRows.map((r) => ({ ...r, result: r.result ?? '(none)', n: Number(r.n) })),
+      run: {
+        date: new Date(t0).toISOString(),
+        seed: options.seed,
+        'load (s)': options.seconds,
+        'rate (events/s)': options.rate,
+        'drain (s)': Number((drainMs / 1000).toFixed(1)),
+        'settled before the drain limit': settledFor >= 3 ? 'yes' : `no (${lastStatus})`,
+        'load started at (ms)': t0,
+      },
+    });
+
+    // ---- shut down and check nothing is left ------------------------------------------------
+    const left = await cleanup(resources);
+    const markdown = figuresMarkdown(figures, analysis.checks);
+    const noneLeft = {
+      name: 'no process left running',
+      ok: left.length === 0,
+      checked: (supervisor.allPids().length ?? 0) + 2,
+      failures: left,
+      failureCount: left.length,
+    };
+    analysis.checks.push(noneLeft);
+    console.log(`\n${figuresMarkdown(figures, analysis.checks)}\n`);
+    for (const c of analysis.checks.filter((x) => !x.ok)) {
+      console.log(`FAILED: ${c.name} (${c.failureCount})`);
+      for (const f of c.failures) console.log(`  - ${f}`);
+    }
+    writeFileSync(
+      join(artifacts, 'figures.json'),
+      JSON.stringify({ figures, checks: analysis.checks }, null, 2),
+    );
+    if (options.writeDocs) writeDocs(figuresMarkdown(figures, analysis.checks) || markdown);
+    const failed = analysis.checks.filter((c) => !c.ok);
+    log(failed.length === 0 ? 'every invariant held' : `${failed.length} invariant(s) failed`);
+    return failed.length === 0 ? 0 : 1;
+  } finally {
+    const left = await cleanup(resources);
+    if (left.length > 0) console.error(`left running: ${left.join(', ')}`);
+  }
+}
+
+const START = '<!-- chaos:figures:start -->';
+const END = '<!-- chaos:figures:end -->';
+
+/** Replaces the generated block of docs/chaos.md (the hand-written text around it stays). */
+function writeDocs(markdown: string): void {
+  const path = join(repoRoot, 'docs', 'chaos.md');
+  const block = `${START}\n\n## Figures of the last run\n\n${markdown}\n\n${END}`;
+  const current = existsSync(path) ? readFileSync(path, 'utf8') : `# Chaos run\n\n${START}\n${END}\n`;
+  const next =
+    current.includes(START) && current.includes(END)
+      ? current.slice(0, current.indexOf(START)) + block + current.slice(current.indexOf(END) + END.length)
+      : `${current.trimEnd()}\n\n${block}\n`;
+  writeFileSync(path, next);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error('chaos run failed:', error);
+    process.exit(2);
+  },
+);
