@@ -107,6 +107,7 @@ export async function run(): Promise<BenchResult> {
 
     const pass = async (label: string) => {
       requests = 0;
+      failedResponses = 0;
       const before = await outboxCount();
       const started = Date.now();
       const summaries = await poller.runOnce();
@@ -119,12 +120,18 @@ export async function run(): Promise<BenchResult> {
       // that found nothing new (it re-reads the page before on lists whose order lets a creation
       // hide a deletion from total_count: units, listings, roles).
       const pagesReceived = summaries.reduce((sum, s) => sum + (s.stats?.requests ?? 0), 0);
-      console.log(`sync: ${label}: ${s.resource}: ${s.stats.requests} requests for ${s.stats.pageCount} pages`);
-      }
       console.log(
         `sync: ${label}: ${requests} requests (${issueRequests} for customer issues), ${events} events, ${seconds.toFixed(1)} s`,
       );
-      return { summaries, seconds, requests, issueRequests, events, rereads: requests - pagesReceived };
+      return {
+        summaries,
+        seconds,
+        requests,
+        issueRequests,
+        events,
+        rereads: requests - pagesReceived,
+        failedResponses,
+      };
     };
 
     const first = await pass('first pass');
@@ -161,6 +168,7 @@ export async function run(): Promise<BenchResult> {
         first_pass_vs_minimum: `${((firstListRequests / minimum) * 100).toFixed(1)} %`,
         first_pass_pages_strictly_needed: pagesNeeded,
         first_pass_boundary_rereads: first.rereads,
+        first_pass_failed_responses: first.failedResponses,
         first_pass_issue_requests: first.issueRequests,
         first_pass_seconds: first.seconds,
         first_pass_events: first.events,
@@ -169,6 +177,7 @@ export async function run(): Promise<BenchResult> {
         second_pass_requests: second.requests - second.issueRequests,
         second_pass_minimum_requests: secondMinimum,
         second_pass_boundary_rereads: second.rereads,
+        second_pass_failed_responses: second.failedResponses,
         second_pass_issue_requests: second.issueRequests,
         second_pass_seconds: second.seconds,
         second_pass_events: second.events,
