@@ -116,6 +116,9 @@ export function partnerPipeline(state: SandboxState, logger: Logger, hanging: Se
   return async (req, res) => {
     const requestId = req.id;
     const path = req.path;
+    res.on('finish', () =>
+      logger.debug({ method: req.method, path, status: res.statusCode, requestId }, 'sandbox request'),
+    );
     if (!PREFIXES.some((prefix) => path.startsWith(prefix))) {
       sendError(res, requestId, new SandboxError(404, 'not_found', `no route for ${req.method} ${path}`));
       return;

@@ -22,6 +22,8 @@ export interface WebhookDelivery {
 
 /** How long one attempt may take before it counts as failed. */
 const ATTEMPT_TIMEOUT_MS = 5000;
+/** Attempts in flight at once: seeding 100,000 records must not open 100,000 connections. */
+const MAX_IN_FLIGHT = 8;
 
 /**
  * Sends state-change events (DESIGN.md assumption: `{ type, data }`, Standard Webhooks
@@ -32,6 +34,8 @@ export class WebhookDispatcher {
   private deliveries: WebhookDelivery[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inFlight = new Set<AbortController>();
+  /** Attempts due but waiting for a free slot, oldest first. */
+  private queue: Array<() => Promise<void>> = [];
   private stopped = false;
 
   constructor(
@@ -74,15 +78,24 @@ export class WebhookDispatcher {
     this.timers.clear();
     for (const controller of this.inFlight) controller.abort();
     this.inFlight.clear();
+    this.queue = [];
   }
 
   private schedule(delivery: WebhookDelivery, secret: string, delayMs: number): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      void this.attempt(delivery, secret);
+      this.queue.push(() => this.attempt(delivery, secret));
+      this.drain();
     }, delayMs);
     timer.unref();
     this.timers.add(timer);
+  }
+
+  private drain(): void {
+    while (this.inFlight.size < MAX_IN_FLIGHT && this.queue.length > 0) {
+      const next = this.queue.shift();
+      if (next) void next().finally(() => this.drain());
+    }
   }
 
   private async attempt(delivery: WebhookDelivery, secret: string): Promise<void> {
