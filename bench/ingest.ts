@@ -119,7 +119,12 @@ export async function run(): Promise<BenchResult> {
   await admin.disconnect();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  const writer = createIngestWriter({ db, databaseUrl, logger, concurrency: Number(process.env.BENCH_WRITERS ?? 2) });
+  const writer = createIngestWriter({
+    db,
+    databaseUrl,
+    logger,
+    concurrency: Number(process.env.BENCH_WRITERS ?? 2),
+  });
 
   const scenarios: Array<{ name: string; app: express.Express }> = [
     {
@@ -138,7 +143,11 @@ export async function run(): Promise<BenchResult> {
         const app = express();
         const topic = topicName(prefix, TOPICS.rentalPayments);
         app.post('/webhooks/pms/acme', express.raw({ type: () => true }), async (req, res) => {
-          await producer.send({ topic, acks: -1, messages: [{ key: randomUUID(), value: req.body as Buffer }] });
+          await producer.send({
+            topic,
+            acks: -1,
+            messages: [{ key: randomUUID(), value: req.body as Buffer }],
+          });
           res.status(202).json({ accepted: true });
         });
         return app;
@@ -174,17 +183,21 @@ export async function run(): Promise<BenchResult> {
         await load(`${url}/webhooks/pms/acme`, 8, secret); // warm-up
         for (const c of CONCURRENCY) {
           const r = await load(`${url}/webhooks/pms/acme`, c, secret);
-          console.log(`${scenario.name} c=${c}: ${r.acksPerSecond} acks/s p50=${r.p50}ms p99=${r.p99}ms non2xx=${r.non2xx}`);
+          console.log(
+            `${scenario.name} c=${c}: ${r.acksPerSecond} acks/s p50=${r.p50}ms p99=${r.p99}ms non2xx=${r.non2xx}`,
+          );
           figures[`${scenario.name}_c${c}_acks_per_s`] = r.acksPerSecond;
           figures[`${scenario.name}_c${c}_p50_ms`] = r.p50;
           figures[`${scenario.name}_c${c}_p99_ms`] = r.p99;
-          if (r.non2xx + r.errors > 0) notes.push(`${scenario.name} c=${c}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+          if (r.non2xx + r.errors > 0)
+            notes.push(`${scenario.name} c=${c}: ${r.non2xx} non-2xx, ${r.errors} errors`);
         }
       } finally {
         await close(server);
       }
     }
-    const best = (name: string) => Math.max(...CONCURRENCY.map((c) => Number(figures[`${name}_c${c}_acks_per_s`])));
+    const best = (name: string) =>
+      Math.max(...CONCURRENCY.map((c) => Number(figures[`${name}_c${c}_acks_per_s`])));
     // The knee: the most acks/s among the levels whose p99 stays under 50 ms.
     const knee = CONCURRENCY.filter((c) => Number(figures[`receiver_c${c}_p99_ms`]) < 50).sort(
       (a, b) => Number(figures[`receiver_c${b}_acks_per_s`]) - Number(figures[`receiver_c${a}_acks_per_s`]),

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { toJsonSchemas } from '../src/events/json-schemas.js';
+import { renderJsonSchemas } from '../src/events/json-schemas.js';
 
 /**
  * Writes docs/schemas/<name>.json from the zod schemas of every event and command
@@ -8,7 +8,7 @@ import { toJsonSchemas } from '../src/events/json-schemas.js';
  */
 const dir = fileURLToPath(new URL('../docs/schemas/', import.meta.url));
 await mkdir(dir, { recursive: true });
-for (const [name, schema] of Object.entries(toJsonSchemas())) {
-  await writeFile(`${dir}${name}.json`, `${JSON.stringify(schema, null, 2)}\n`);
+for (const [name, text] of Object.entries(await renderJsonSchemas())) {
+  await writeFile(`${dir}${name}.json`, text);
   console.log(`docs/schemas/${name}.json`);
 }

@@ -11,7 +11,7 @@ import { unroutedEventSchema } from './unrouted.js';
  * (scripts/export-schemas.ts; docs/asyncapi.yaml references them).
  */
 export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
-  'cloudevent': cloudEventSchema,
+  cloudevent: cloudEventSchema,
   'application-decision-command': applicationDecisionCommandSchema,
   'rental-payment-command': rentalPaymentCommandSchema,
   'pms-rent-payment-received': rentPaymentReceivedEventSchema,
@@ -32,4 +32,16 @@ export function toJsonSchemas(): Record<string, unknown> {
       },
     ]),
   );
+}
+
+/** The files' text, formatted as the repository's prettier formats JSON (so `lint` passes). */
+export async function renderJsonSchemas(): Promise<Record<string, string>> {
+  // A dev tool, loaded only by the export script and its test.
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig('docs/schemas/x.json')) ?? {};
+  const out: Record<string, string> = {};
+  for (const [name, schema] of Object.entries(toJsonSchemas())) {
+    out[name] = await prettier.format(JSON.stringify(schema), { ...options, parser: 'json' });
+  }
+  return out;
 }

@@ -109,7 +109,10 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
         batch[0]!.reject(error);
         return;
       }
-      logger.warn({ err: error, size: batch.length }, 'shared webhook transaction failed: writing each alone');
+      logger.warn(
+        { err: error, size: batch.length },
+        'shared webhook transaction failed: writing each alone',
+      );
       await Promise.all(batch.map((p) => commit([p])));
     }
   }
@@ -136,9 +139,7 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
           }
         }
       }),
-      changes.length === 0
-        ? undefined
-        : db.$transaction((tx) => writeStateChanges(tx, changes, results)),
+      changes.length === 0 ? undefined : db.$transaction((tx) => writeStateChanges(tx, changes, results)),
     ]);
     return items.map((item) => results.get(item) ?? { duplicate: true });
   }
@@ -167,6 +168,9 @@ async function writeStateChanges(
   for (const item of changes) {
     if (!fresh.has(receiptKey(item.source, item.webhookId))) continue;
     const recorded = await recordStateChange(tx, { ...item.change, via: 'webhook' });
-    results.set(item, recorded.published ? { duplicate: false, eventId: recorded.eventId } : { duplicate: false });
+    results.set(
+      item,
+      recorded.published ? { duplicate: false, eventId: recorded.eventId } : { duplicate: false },
+    );
   }
 }

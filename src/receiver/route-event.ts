@@ -49,7 +49,12 @@ function headersOf(d: Delivery): Record<string, string> {
 }
 
 function unrouted(d: Delivery, type: string): IngestItem {
-  const data: UnroutedEvent = { source: d.source, webhook_id: d.webhookId, received_type: type, payload: d.body };
+  const data: UnroutedEvent = {
+    source: d.source,
+    webhook_id: d.webhookId,
+    received_type: type,
+    payload: d.body,
+  };
   return {
     kind: 'message',
     source: d.source,

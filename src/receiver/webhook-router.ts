@@ -78,7 +78,10 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         return;
       }
       result = item.kind === 'message' && item.message.type === UNROUTED_TYPE ? 'unrouted' : 'accepted';
-      log.info({ webhookId, eventId: written.eventId, eventType: item.eventType, result }, 'webhook accepted');
+      log.info(
+        { webhookId, eventId: written.eventId, eventType: item.eventType, result },
+        'webhook accepted',
+      );
       res.status(202).json({ accepted: true, ...(written.eventId ? { event_id: written.eventId } : {}) });
     } catch (error) {
       if (!(error instanceof AppError)) result = 'error';
@@ -101,7 +104,8 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
   router.post(
     '/partner',
     raw,
-    (req: Request, res: Response) => handle(req, res, 'partner', '/webhooks/partner', partnerVerifier, routePartnerEvent),
+    (req: Request, res: Response) =>
+      handle(req, res, 'partner', '/webhooks/partner', partnerVerifier, routePartnerEvent),
     tooLarge(() => 'partner'),
   );
   router.post(

@@ -66,7 +66,12 @@ export function toKafkaMessage(row: OutboxRow): Message {
   return {
     key: row.key,
     value: JSON.stringify(event),
-    headers: { ...row.headers, 'content-type': CLOUDEVENT_CONTENT_TYPE, ce_id: row.eventId, ce_type: row.type },
+    headers: {
+      ...row.headers,
+      'content-type': CLOUDEVENT_CONTENT_TYPE,
+      ce_id: row.eventId,
+      ce_type: row.type,
+    },
   };
 }
 
@@ -148,15 +153,25 @@ export function createRelay(options: RelayOptions): Relay {
     }
     try {
       const p = await connectedProducer();
-      await p.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      await p.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
     } catch (error) {
-      await markFailed(db, rows.map((r) => r.id), toError(error).message).catch(() => undefined);
+      await markFailed(
+        db,
+        rows.map((r) => r.id),
+        toError(error).message,
+      ).catch(() => undefined);
       // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
       await resetProducer();
       throw error;
     }
     await options.afterSend?.(rows);
-    await markPublished(db, rows.map((r) => r.id));
+    await markPublished(
+      db,
+      rows.map((r) => r.id),
+    );
     for (const row of rows) {
       metrics.relayPublished.inc({ topic: row.topic });
       logger.debug({ eventId: row.eventId, topic: row.topic, outboxId: row.id.toString() }, 'published');
@@ -208,7 +223,9 @@ export function createRelay(options: RelayOptions): Relay {
         notified = false;
       }
       // Runs during an outage too: the backlog metrics are what alerts on it.
-      await housekeeping().catch((error: unknown) => logger.warn({ err: error }, 'relay housekeeping failed'));
+      await housekeeping().catch((error: unknown) =>
+        logger.warn({ err: error }, 'relay housekeeping failed'),
+      );
       if (wait > 0) await sleep(wait);
     }
   }

@@ -116,11 +116,21 @@ describe('webhook receiver', () => {
   describe('when the Partner API sends a record change', () => {
     it('publishes a state change on partner.<resource>, and a second delivery of the version is not republished', async () => {
       const record = { id: 555, status: 'approved', updated_at: '2026-11-20T10:00:00Z' };
-      const res = await send(receiver.url, '/webhooks/partner', { type: 'application.updated', data: record }, { secret: partner });
+      const res = await send(
+        receiver.url,
+        '/webhooks/partner',
+        { type: 'application.updated', data: record },
+        { secret: partner },
+      );
       expect(res.status).toBe(202);
       expect(res.json.event_id).toEqual(expect.any(String));
       // Same version, new webhook-id (a resend): accepted, nothing new published.
-      const again = await send(receiver.url, '/webhooks/partner', { type: 'application.updated', data: record }, { secret: partner });
+      const again = await send(
+        receiver.url,
+        '/webhooks/partner',
+        { type: 'application.updated', data: record },
+        { secret: partner },
+      );
       expect(again.status).toBe(202);
       expect(again.json.event_id).toBeUndefined();
 
@@ -135,21 +145,35 @@ describe('webhook receiver', () => {
 
     it('publishes a removal for a deleted record', async () => {
       const record = { id: 'u-1', updated_at: '2026-11-20T11:00:00Z' };
-      const res = await send(receiver.url, '/webhooks/partner', { type: 'unit.deleted', data: record }, { secret: partner });
+      const res = await send(
+        receiver.url,
+        '/webhooks/partner',
+        { type: 'unit.deleted', data: record },
+        { secret: partner },
+      );
       expect(res.status).toBe(202);
       await relay.drain();
       const [message] = await kafka.readMessages('partner.units', 1);
-      expect(parseCloudEvent(message!.value)).toMatchObject({ id: res.json.event_id, type: 'partner.unit.removed' });
+      expect(parseCloudEvent(message!.value)).toMatchObject({
+        id: res.json.event_id,
+        type: 'partner.unit.removed',
+      });
     });
   });
 
   describe('when the same webhook-id arrives twice', () => {
     it('answers 200 duplicate the second time and writes nothing', async () => {
       const body = buildRentPayment();
-      const first = await send(receiver.url, '/webhooks/pms/acme', body, { secret: acme, webhookId: 'msg_dup_1' });
+      const first = await send(receiver.url, '/webhooks/pms/acme', body, {
+        secret: acme,
+        webhookId: 'msg_dup_1',
+      });
       expect(first.status).toBe(202);
       const before = await outboxCount();
-      const second = await send(receiver.url, '/webhooks/pms/acme', body, { secret: acme, webhookId: 'msg_dup_1' });
+      const second = await send(receiver.url, '/webhooks/pms/acme', body, {
+        secret: acme,
+        webhookId: 'msg_dup_1',
+      });
       expect(second.status).toBe(200);
       expect(second.json).toEqual({ accepted: true, duplicate: true });
       expect(await outboxCount()).toBe(before);
@@ -159,7 +183,9 @@ describe('webhook receiver', () => {
       const body = buildRentPayment();
       const before = await outboxCount();
       const answers = await Promise.all(
-        Array.from({ length: 5 }, () => send(receiver.url, '/webhooks/pms/acme', body, { secret: acme, webhookId: 'msg_dup_2' })),
+        Array.from({ length: 5 }, () =>
+          send(receiver.url, '/webhooks/pms/acme', body, { secret: acme, webhookId: 'msg_dup_2' }),
+        ),
       );
       expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 202]);
       expect(await outboxCount()).toBe(before + 1);
@@ -184,23 +210,29 @@ describe('webhook receiver', () => {
 
   describe('when the input is bad', () => {
     const path = '/webhooks/pms/acme';
-    const expectRefused = async (
-      res: Awaited<ReturnType<typeof send>>,
-      status: number,
-      code: string,
-    ) => {
+    const expectRefused = async (res: Awaited<ReturnType<typeof send>>, status: number, code: string) => {
       expect(res.status).toBe(status);
-      expect(res.json).toMatchObject({ error: { status, code, request_id: res.headers.get('x-request-id') } });
+      expect(res.json).toMatchObject({
+        error: { status, code, request_id: res.headers.get('x-request-id') },
+      });
     };
 
     it('refuses a missing signature with 401 and stores nothing', async () => {
       const before = await outboxCount();
-      await expectRefused(await send(receiver.url, path, buildRentPayment(), { unsigned: true }), 401, 'unauthenticated');
+      await expectRefused(
+        await send(receiver.url, path, buildRentPayment(), { unsigned: true }),
+        401,
+        'unauthenticated',
+      );
       expect(await outboxCount()).toBe(before);
     });
 
     it('refuses a signature made with another secret with 401', async () => {
-      await expectRefused(await send(receiver.url, path, buildRentPayment(), { secret: buildSecret() }), 401, 'unauthenticated');
+      await expectRefused(
+        await send(receiver.url, path, buildRentPayment(), { secret: buildSecret() }),
+        401,
+        'unauthenticated',
+      );
     });
 
     it('refuses a body changed after signing with 401', async () => {
@@ -212,7 +244,11 @@ describe('webhook receiver', () => {
       const tampered = await fetch(`${receiver.url}${path}`, {
         method: 'POST',
         body: signed.replace('125000', '1'),
-        headers: { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature },
+        headers: {
+          'webhook-id': webhookId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signature,
+        },
       });
       expect(tampered.status).toBe(401);
     });
@@ -226,32 +262,58 @@ describe('webhook receiver', () => {
     });
 
     it('refuses an unknown PMS source with 401', async () => {
-      await expectRefused(await send(receiver.url, '/webhooks/pms/nobody', buildRentPayment(), { secret: acme }), 401, 'unauthenticated');
+      await expectRefused(
+        await send(receiver.url, '/webhooks/pms/nobody', buildRentPayment(), { secret: acme }),
+        401,
+        'unauthenticated',
+      );
     });
 
     it('refuses a body over the limit with 413', async () => {
-      const res = await send(receiver.url, path, buildRentPayment({ period: undefined, note: 'x'.repeat(5000) }), { secret: acme });
+      const res = await send(
+        receiver.url,
+        path,
+        buildRentPayment({ period: undefined, note: 'x'.repeat(5000) }),
+        { secret: acme },
+      );
       await expectRefused(res, 413, 'payload_too_large');
     });
 
     it('refuses a body that is not JSON with 400 invalid_request_body', async () => {
-      await expectRefused(await send(receiver.url, path, null, { secret: acme, raw: '{"type": nope' }), 400, 'invalid_request_body');
+      await expectRefused(
+        await send(receiver.url, path, null, { secret: acme, raw: '{"type": nope' }),
+        400,
+        'invalid_request_body',
+      );
     });
 
     it('refuses a known type with a wrong shape with 422 naming each field', async () => {
       const before = await outboxCount();
-      const res = await send(receiver.url, path, buildRentPayment({ amount_cents: 'lots', paid_on: undefined }), { secret: acme });
+      const res = await send(
+        receiver.url,
+        path,
+        buildRentPayment({ amount_cents: 'lots', paid_on: undefined }),
+        { secret: acme },
+      );
       await expectRefused(res, 422, 'validation_error');
       const errors = (res.json.error as { errors: string[] }).errors;
       expect(errors).toEqual(
-        expect.arrayContaining([expect.stringMatching(/^data\.amount_cents: expected number/), expect.stringMatching(/^data\.paid_on: /)]),
+        expect.arrayContaining([
+          expect.stringMatching(/^data\.amount_cents: expected number/),
+          expect.stringMatching(/^data\.paid_on: /),
+        ]),
       );
       expect(errors).toHaveLength(2);
       expect(await outboxCount()).toBe(before);
     });
 
     it('refuses a partner change without an id with 422', async () => {
-      const res = await send(receiver.url, '/webhooks/partner', { type: 'lead.updated', data: { updated_at: 'x' } }, { secret: partner });
+      const res = await send(
+        receiver.url,
+        '/webhooks/partner',
+        { type: 'lead.updated', data: { updated_at: 'x' } },
+        { secret: partner },
+      );
       await expectRefused(res, 422, 'validation_error');
     });
   });

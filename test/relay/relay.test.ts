@@ -5,7 +5,14 @@ import { createLogger } from '../../src/logger.js';
 import { createRelay, type Relay, type RelayOptions } from '../../src/relay/relay.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { buildRentPayment, buildSecret, retry, send, startReceiver, type TestReceiver } from '../receiver/webhooks.js';
+import {
+  buildRentPayment,
+  buildSecret,
+  retry,
+  send,
+  startReceiver,
+  type TestReceiver,
+} from '../receiver/webhooks.js';
 
 const acme = buildSecret();
 const TOPIC = 'commands.rental-payments';
@@ -20,7 +27,12 @@ describe('relay', () => {
     database = await createTestDatabase();
     kafka = createTestKafka();
     await retry(() => kafka.createTopics([TOPIC]));
-    receiver = await startReceiver({ db: database.db, databaseUrl: database.url, partnerSecrets: [], pmsSecrets: { acme: [acme] } });
+    receiver = await startReceiver({
+      db: database.db,
+      databaseUrl: database.url,
+      partnerSecrets: [],
+      pmsSecrets: { acme: [acme] },
+    });
   });
   afterEach(async () => {
     await Promise.all(relays.splice(0).map((r) => r.stop()));
@@ -50,7 +62,12 @@ describe('relay', () => {
   async function ingest(n: number, enrollment = 'enr-order'): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ enrollment_id: enrollment }), { secret: acme });
+      const res = await send(
+        receiver.url,
+        '/webhooks/pms/acme',
+        buildRentPayment({ enrollment_id: enrollment }),
+        { secret: acme },
+      );
       expect(res.status).toBe(202);
       ids.push(String(res.json.event_id));
     }
@@ -58,7 +75,9 @@ describe('relay', () => {
   }
 
   async function unpublished(): Promise<number> {
-    const { rows } = await database.sql.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE published_at IS NULL');
+    const { rows } = await database.sql.query<{ n: string }>(
+      'SELECT count(*) AS n FROM outbox WHERE published_at IS NULL',
+    );
     return Number(rows[0]?.n);
   }
 
@@ -159,8 +178,15 @@ describe('relay', () => {
 
   describe('when published rows are older than the retention', () => {
     it('prunes them and keeps unpublished ones', async () => {
-      await database.sql.query(`UPDATE outbox SET published_at = now() - interval '5 hours' WHERE published_at IS NOT NULL`);
-      const dead = new Kafka({ clientId: 'dead', brokers: ['127.0.0.1:1'], logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+      await database.sql.query(
+        `UPDATE outbox SET published_at = now() - interval '5 hours' WHERE published_at IS NOT NULL`,
+      );
+      const dead = new Kafka({
+        clientId: 'dead',
+        brokers: ['127.0.0.1:1'],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+      });
       // A publisher that cannot publish still prunes what was published before.
       const pruning = relay({ retentionHours: 1 });
       await ingest(1, 'enr-prune');
