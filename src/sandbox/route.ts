@@ -3,7 +3,7 @@ import { inScope } from './api-keys.js';
 import type { SandboxRecord } from './record-store.js';
 import { notFoundError } from './sandbox-error.js';
 import type { SandboxState } from './sandbox-state.js';
-import type { Resource } from '../partner/resources.js';
+import { SINGULAR, type Resource } from '../partner/resources.js';
 
 export interface RouteContext {
   state: SandboxState;
@@ -44,7 +44,7 @@ export function visibleRecord(ctx: RouteContext, resource: Resource, param = 'id
   const raw = ctx.params[param] ?? '';
   const id = /^\d+$/.test(raw) ? Number(raw) : NaN;
   const record = Number.isSafeInteger(id) ? ctx.state.store.collection(resource).get(id) : undefined;
-  if (!record || (ctx.key && !inScope(ctx.key, record))) throw notFoundError(resource.replace(/s$/, ''));
+  if (!record || (ctx.key && !inScope(ctx.key, record))) throw notFoundError(SINGULAR[resource]);
   return record;
 }
 
