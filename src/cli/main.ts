@@ -77,24 +77,29 @@ export function buildProgram(): Command {
     .command('list')
     .description('list dead letters')
     .allowUnknownOption()
+    .allowExcessArguments()
+    .helpOption(false)
     .action(async () => (await import('./commands/dlq.js')).dlq('list', process.argv.slice(4)));
   dlq
     .command('show')
     .argument('<id>')
     .description('show one dead letter')
     .allowUnknownOption()
+    .helpOption(false)
     .action(async () => (await import('./commands/dlq.js')).dlq('show', process.argv.slice(4)));
   dlq
     .command('redrive')
     .description('republish dead letters to their original topic')
     .allowUnknownOption()
     .allowExcessArguments()
+    .helpOption(false)
     .action(async () => (await import('./commands/dlq.js')).dlq('redrive', process.argv.slice(4)));
   dlq
     .command('discard')
     .description('close dead letters without redriving them')
     .allowUnknownOption()
     .allowExcessArguments()
+    .helpOption(false)
     .action(async () => (await import('./commands/dlq.js')).dlq('discard', process.argv.slice(4)));
 
   return program;

@@ -21,6 +21,21 @@ describe('rentbridge dlq', () => {
   let output: string[];
   let deps: DlqDeps;
 
+  /** `rentbridge …` through main.ts, as a user runs it. */
+  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        KAFKA_TOPIC_PREFIX: kafka.prefix,
+        LOG_LEVEL: 'silent',
+      },
+    }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+  }
+
   async function run(sub: string, ...args: string[]) {
     output = [];
     const code = await runDlq(sub, args, deps);
@@ -162,16 +177,22 @@ describe('rentbridge dlq', () => {
     });
 
     it('exits 2 from the real command line without --reason', async () => {
-      const result = await promisify(execFile)(
-        process.execPath,
-        ['--import', 'tsx', 'src/cli/main.ts', 'dlq', 'discard', '1'],
-        { env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' } },
-      ).then(
-        () => ({ code: 0, stderr: '' }),
-        (error: { code: number; stderr: string }) => error,
-      );
+      const result = await cli('dlq', 'discard', '1');
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('needs --reason');
+    });
+  });
+
+  describe('when run from the real command line', () => {
+    it('passes every option through to dlq list', async () => {
+      const id = await seedLetter(
+        database.db,
+        kafka.prefix,
+        buildDecisionLetter(kafka.prefix, { errorCode: 'via_cli' }),
+      );
+      const result = await cli('dlq', 'list', '--code', 'via_cli', '--limit', '5', '--json');
+      expect(result.code).toBe(0);
+      expect(JSON.parse(result.stdout).items.map((i: { id: number }) => i.id)).toEqual([id]);
     });
   });
 });

@@ -152,11 +152,15 @@ function prettyValue(value: string): string {
   }
 }
 
+/** `--help` was printed: the command ends there, successfully. */
+class HelpShown extends Error {}
+
 function parseWith(cmd: Command, args: string[]): Command {
   cmd.exitOverride().configureOutput({ writeErr: () => undefined });
   try {
     cmd.parse(args, { from: 'user' });
   } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.helpDisplayed') throw new HelpShown();
     if (error instanceof CommanderError) throw new UsageError(error.message.replace(/^error: /, ''));
     throw error;
   }
@@ -389,6 +393,7 @@ export async function runDlq(sub: string, args: string[], deps: DlqDeps): Promis
         throw new UsageError(`unknown dlq command "${sub}": expected list, show, redrive or discard`);
     }
   } catch (error) {
+    if (error instanceof HelpShown) return 0;
     if (error instanceof AppError && error.status === 400) throw new UsageError(error.message);
     throw error;
   }
