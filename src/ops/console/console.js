@@ -327,6 +327,18 @@ async function discard() {
 
 // ---- audit --------------------------------------------------------------------------------
 
+/** One readable line per audit entry; the full details are in the cell's tooltip. */
+function auditSummary(d) {
+  const parts = [];
+  if (d.commandId) parts.push(`command ${d.commandId}`);
+  if (d.guardRowReset) parts.push(`guard ${d.guardRowReset.state} → ${d.guardRowReset.resetTo}`);
+  else if (d.guardState) parts.push(`guard ${d.guardState}`);
+  if (d.corrected) parts.push('with correction');
+  if (d.topic) parts.push(`to ${d.topic}`);
+  if (d.errorCode) parts.push(`error ${d.errorCode}`);
+  return parts.join(' · ') || JSON.stringify(d).slice(0, 160);
+}
+
 async function loadAudit() {
   const { items } = await api('audit?limit=200');
   $('audit-table')
@@ -341,7 +353,7 @@ async function loadAudit() {
           el('td', {}, a.action),
           el('td', { class: 'mono' }, a.target),
           el('td', {}, a.reason || '–'),
-          el('td', { class: 'mono' }, JSON.stringify(a.details).slice(0, 160)),
+          el('td', { class: 'mono', title: JSON.stringify(a.details, null, 2) }, auditSummary(a.details)),
         ),
       ),
     );
