@@ -16,7 +16,7 @@ import { createDb } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import type { Resource } from '../src/partner/resources.js';
-import { COLLECTION_RULES, createPoller } from '../src/poller/index.js';
+import { COLLECTION_RULES, createPoller, createRequestCounter } from '../src/poller/index.js';
 import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
 import pg from 'pg';
 import type { BenchResult } from './types.js';
@@ -94,15 +94,23 @@ export async function run(): Promise<BenchResult> {
     );
     console.log(`sync: seeded ${total} records in ${((Date.now() - seeded) / 1000).toFixed(1)} s`);
 
+    const requestCounter = createRequestCounter(countingFetch);
     const partner = createPartnerClient({
       baseUrl: sandbox.url,
       accessKey: 'sandbox-access-key',
       secretKey: 'sandbox-secret-key',
       logger,
       budget,
-      fetch: countingFetch,
+      fetch: requestCounter.fetch,
     });
-    const poller = createPoller({ partner, db, databaseUrl: url, logger, progressEveryPages: 20 });
+    const poller = createPoller({
+      partner,
+      db,
+      databaseUrl: url,
+      logger,
+      progressEveryPages: 20,
+      requestCounter,
+    });
     const outboxCount = async () => db.outboxMessage.count();
 
     const pass = async (label: string) => {
@@ -116,10 +124,14 @@ export async function run(): Promise<BenchResult> {
       if (failed.length) throw new Error(`${label}: ${JSON.stringify(failed)}`);
       const issueRequests = summaries.find((s) => s.resource === 'customer_issues')?.stats?.requests ?? 0;
       const events = (await outboxCount()) - before;
-      // Pages the poller received; the rest of the requests are the client's boundary re-reads
-      // that found nothing new (it re-reads the page before on lists whose order lets a creation
-      // hide a deletion from total_count: units, listings, roles).
-      const pagesReceived = summaries.reduce((sum, s) => sum + (s.stats?.requests ?? 0), 0);
+      // Pages the poller received (re-reads that found something included); the rest of the
+      // requests are the client's boundary re-reads that found nothing new (it re-reads the page
+      // before on lists whose order lets a creation hide a deletion from total_count: units,
+      // listings, roles).
+      const pagesReceived = summaries.reduce((sum, s) => sum + (s.stats?.pages ?? 0), 0);
+      const reported = summaries.reduce((sum, s) => sum + (s.stats?.requests ?? 0), 0);
+      if (reported !== requests)
+        console.log(`sync: ${label}: the poller reported ${reported} requests, ${requests} were sent`);
       console.log(
         `sync: ${label}: ${requests} requests (${issueRequests} for customer issues), ${events} events, ${seconds.toFixed(1)} s`,
       );

@@ -5,3 +5,4 @@ export type { PollerHooks } from './resource-pass.js';
 export type { PollerPartner, PartnerRecord } from './partner-port.js';
 export { COLLECTION_RULES, DEFAULT_INTERVAL_SECONDS, intervalSeconds } from './collections.js';
 export { createResourceLock, type ResourceLock } from './resource-lock.js';
+export { createRequestCounter, type RequestCounter } from './request-counter.js';

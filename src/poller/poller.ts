@@ -5,6 +5,7 @@ import { intervalSeconds } from './collections.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
 import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
+import type { RequestCounter } from './request-counter.js';
 import { createResourceLock, type ResourceLock } from './resource-lock.js';
 
 export interface PollerOptions {
@@ -33,6 +34,11 @@ export interface PollerOptions {
   /** The clock whose UTC date becomes the cursor (tests move it across midnight). Default: now. */
   now?: () => Date;
   hooks?: PollerHooks;
+  /**
+   * Counts the requests each pass sends, re-reads included (give its `fetch` to the client).
+   * Without it, a pass reports the pages it received.
+   */
+  requestCounter?: RequestCounter;
   /** Default: an advisory lock on a connection to `databaseUrl`. */
   lock?: ResourceLock;
 }
@@ -103,6 +109,7 @@ export function createPoller(options: PollerOptions): Poller {
         now: options.now ?? (() => new Date()),
         hooks: options.hooks ?? {},
         isStopping: () => stopping,
+        ...(options.requestCounter && { requestCounter: options.requestCounter }),
       });
       return { resource, outcome: 'completed', stats };
     } catch (error) {

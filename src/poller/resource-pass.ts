@@ -16,6 +16,7 @@ import {
   type PassStats,
 } from './poller-repository.js';
 import { withVersion } from './record-version.js';
+import type { RequestCounter } from './request-counter.js';
 
 /** Largest page the API serves (spec 4.5): the fewest requests per record. */
 export const PER_PAGE = 1000;
@@ -37,6 +38,8 @@ export interface PassContext {
   perPage: number;
   now: () => Date;
   hooks: PollerHooks;
+  /** Counts the requests really sent (boundary re-reads included); without it, pages received. */
+  requestCounter?: RequestCounter;
   /** Checked between pages: a stopping poller leaves the pass unfinished and its cursor unmoved. */
   isStopping: () => boolean;
 }
@@ -68,9 +71,18 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     requests: 0,
     elapsedMs: 0,
   };
+  const counter = ctx.requestCounter;
+  const countedBefore = counter?.count(resource) ?? 0;
+  let received = 0;
+  // Requests used so far: as the counter saw them, or the pages received when there is none.
+  const syncRequests = () => {
+    const now = counter ? counter.count(resource) - countedBefore : received;
+    metrics.pollerRequests.inc({ resource }, Math.max(0, now - stats.requests));
+    stats.requests = now;
+  };
   const requestMade = () => {
-    stats.requests += 1;
-    metrics.pollerRequests.inc({ resource });
+    received += 1;
+    syncRequests();
   };
   const write = async (records: Versioned[]) => {
     const changes = await writePage(db, resource, records, source);
@@ -120,12 +132,14 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     } else {
       await pollCustomerIssues(ctx, stats, requestMade, write, startedAt, source);
     }
+    syncRequests();
     stats.elapsedMs = Date.now() - clock;
     await markSucceeded(db, resource, { fromDate: utcDate(startedAt), at: ctx.now(), stats });
     metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
     logger.info({ resource, ...stats }, 'poller pass completed');
     return stats;
   } catch (error) {
+    syncRequests();
     stats.elapsedMs = Date.now() - clock;
     const message = error instanceof Error ? error.message : String(error);
     await markFailed(db, resource, { at: ctx.now(), error: message, stats }).catch((e: unknown) =>

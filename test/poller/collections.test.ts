@@ -81,6 +81,15 @@ describe('poller collections', () => {
       }
     });
 
+    it('reports the requests each pass really sent, boundary re-reads included', async () => {
+      for (const resource of [...dated, ...full]) {
+        const cursor = await h.database.db.pollerCursor.findUnique({ where: { resource } });
+        expect((cursor?.lastStats as { requests?: number }).requests, resource).toBe(
+          h.listQueries(LIST_PATHS[resource]).length,
+        );
+      }
+    });
+
     it('stores each cursor at the day the pass started, with its stats', async () => {
       const cursors = await h.database.db.pollerCursor.findMany();
       expect(cursors).toHaveLength(RESOURCES.length);

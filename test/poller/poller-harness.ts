@@ -1,7 +1,12 @@
 import { createLogger } from '../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
 import type { Resource } from '../../src/partner/resources.js';
-import { createPoller, type Poller, type PollerOptions } from '../../src/poller/index.js';
+import {
+  createPoller,
+  createRequestCounter,
+  type Poller,
+  type PollerOptions,
+} from '../../src/poller/index.js';
 import { createSandboxControl, startSandbox } from '../../src/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -43,6 +48,7 @@ export async function createPollerHarness(): Promise<PollerHarness> {
         db: database.db,
         databaseUrl: database.url,
         logger: silent,
+        requestCounter: counter,
         ...overrides,
       });
       pollers.push(p);
@@ -74,12 +80,13 @@ export async function createPollerHarness(): Promise<PollerHarness> {
     }
     return fetch(input, init);
   };
+  const counter = createRequestCounter(recordingFetch);
   harness.partner = createPartnerClient({
     baseUrl: sandbox.url,
     accessKey: 'sandbox-access-key',
     secretKey: 'sandbox-secret-key',
     logger: silent,
-    fetch: recordingFetch,
+    fetch: counter.fetch,
   });
   return harness;
 }

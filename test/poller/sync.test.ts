@@ -234,4 +234,18 @@ describe('poller sync', () => {
       expect((await h.poller({ perPage }).runOnce('magic_links'))[0]?.outcome).toBe('completed');
     });
   });
+  describe('when the client re-reads page boundaries', () => {
+    it('counts every request the pass sent, not only the pages it received', async () => {
+      await h.control.addRecords(
+        'units',
+        seed(25, (i) => ({ title: `u${String(i).padStart(3, '0')}` })),
+      );
+      h.requests.length = 0;
+      const [summary] = await h.poller({ perPage }).runOnce('units');
+      const sent = h.listQueries('/partner/v1/units').length;
+      expect(sent).toBeGreaterThanOrEqual(summary?.stats?.pageCount ?? 0);
+      expect(summary?.stats?.requests).toBe(sent);
+      expect(await keys('units')).toHaveLength(25);
+    });
+  });
 });

@@ -1,5 +1,5 @@
 import { createPartnerClient, createRateBudget } from '../../partner/index.js';
-import { createPoller, pollerIntervals, type Poller } from '../../poller/index.js';
+import { createPoller, createRequestCounter, pollerIntervals, type Poller } from '../../poller/index.js';
 import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, runUntilSignal, UsageError } from '../process.js';
@@ -24,6 +24,7 @@ export function buildPoller(
     );
   }
   const budget = createRateBudget({ db, limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE, logger });
+  const requestCounter = createRequestCounter();
   const partner = createPartnerClient({
     baseUrl,
     accessKey: config.PARTNER_ACCESS_KEY,
@@ -32,6 +33,7 @@ export function buildPoller(
     timeoutMs: config.PARTNER_TIMEOUT_MS,
     budget,
     logger,
+    fetch: requestCounter.fetch,
   });
   const poller = createPoller({
     partner,
@@ -40,6 +42,7 @@ export function buildPoller(
     logger,
     intervals: pollerIntervals(config),
     defaultIntervalSeconds: config.POLL_INTERVAL_SECONDS,
+    requestCounter,
   });
   return {
     poller,
