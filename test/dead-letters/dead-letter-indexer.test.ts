@@ -73,6 +73,23 @@ describe('dead-letter indexer', () => {
       expect(row.firstFailureAt?.toISOString()).toBe('2026-11-20T10:00:00.000Z');
       expect(row.lastFailureAt?.toISOString()).toBe('2026-11-20T10:05:00.000Z');
 
+      // The offset is committed once the row is written.
+      const admin = kafka.kafka.admin();
+      await admin.connect();
+      try {
+        const committed = await waitFor(async () => {
+          const [topicOffsets] = await admin.fetchOffsets({
+            groupId: `${kafka.prefix}rentbridge.dead-letter-indexer`,
+            topics: [dlqTopic],
+          });
+          const p = topicOffsets?.partitions.find((x) => x.partition === row.partition);
+          return p && p.offset !== '-1' ? p.offset : null;
+        });
+        expect(committed).toBe(String(Number(row.offset) + 1));
+      } finally {
+        await admin.disconnect();
+      }
+
       // Reading the topic again from the start (a new group) stores nothing twice.
       await indexer.stop();
       indexer = createDeadLetterIndexer({
