@@ -27,6 +27,12 @@ export async function readFromDate(db: Db, resource: Resource): Promise<string |
   return row?.fromDate ?? null;
 }
 
+/** The database's clock: what `seen_at` in known_records is written with. */
+export async function databaseNow(db: Db): Promise<Date> {
+  const [row] = await db.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
+  return row?.now ?? new Date();
+}
+
 export async function markStarted(db: Db, resource: Resource, at: Date): Promise<void> {
   await db.pollerCursor.upsert({
     where: { resource },

@@ -6,6 +6,7 @@ import { COLLECTION_RULES, utcDate } from './collections.js';
 import type { ListQuery, PagedResource } from '../partner/index.js';
 import type { PartnerRecord, PollerPartner } from './partner-port.js';
 import {
+  databaseNow,
   knownCustomerIds,
   markFailed,
   markStarted,
@@ -94,8 +95,8 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     logger.info({ resource, ...stats }, message);
   };
   const readPages = async (query: Record<string, string | number>, seen?: Set<string>) => {
-    // The client's walk is drift-safe (a delete while paging re-reads the boundary; repeats are
-    // left out); every page it yields, re-reads included, is one request.
+    // The client's walk is drift-safe: a delete while paging makes it re-read the boundary (a
+    // re-read that finds something new is yielded as a page), and repeats are left out.
     const walk = ctx.partner.pages(resource as PagedResource, query as ListQuery, { lane: 'poll' });
     for await (const page of walk) {
       requestMade();
@@ -112,6 +113,8 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
   };
 
   await markStarted(db, resource, startedAt);
+  // Removal detection compares with known_records.seen_at, which the database's clock writes.
+  const removalCutoff = await databaseNow(db);
   try {
     if (rule.kind === 'dated') {
       const fromDate = (await readFromDate(db, resource)) ?? ctx.backfillFrom;
@@ -120,7 +123,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     } else if (rule.kind === 'full') {
       const seen = new Set<string>();
       await readPages({ per_page: ctx.perPage }, seen);
-      stats.removed = await writeRemovals(db, resource, seen, startedAt, source);
+      stats.removed = await writeRemovals(db, resource, seen, removalCutoff, source);
     } else if (rule.kind === 'bank_accounts') {
       const response = await ctx.partner.bankAccounts({ lane: 'poll' });
       requestMade();
@@ -128,9 +131,15 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       stats.records = response.data.length;
       const records = response.data.map((item) => withVersion(item, resource));
       await write(records);
-      stats.removed = await writeRemovals(db, resource, new Set(records.map((r) => r.id)), startedAt, source);
+      stats.removed = await writeRemovals(
+        db,
+        resource,
+        new Set(records.map((r) => r.id)),
+        removalCutoff,
+        source,
+      );
     } else {
-      await pollCustomerIssues(ctx, stats, requestMade, write, startedAt, source);
+      await pollCustomerIssues(ctx, stats, requestMade, write, removalCutoff, source);
     }
     syncRequests();
     stats.elapsedMs = Date.now() - clock;
@@ -159,7 +168,7 @@ async function pollCustomerIssues(
   stats: PassStats,
   requestMade: () => void,
   write: (records: Versioned[]) => Promise<void>,
-  startedAt: Date,
+  removalCutoff: Date,
   source: string,
 ): Promise<void> {
   const customers = await knownCustomerIds(ctx.db);
@@ -186,7 +195,7 @@ async function pollCustomerIssues(
     if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
   }
   await write(batch);
-  stats.removed = await writeRemovals(ctx.db, ctx.resource, seen, startedAt, source);
+  stats.removed = await writeRemovals(ctx.db, ctx.resource, seen, removalCutoff, source);
 }
 
 /** A customer deleted since it was last seen answers 404: no issues (the customers pass publishes its removal). */

@@ -248,4 +248,33 @@ describe('poller sync', () => {
       expect(await keys('units')).toHaveLength(25);
     });
   });
+  describe('when a record is created and published by webhook while a full read pages', () => {
+    it('is not taken for removed, though the read missed it', async () => {
+      await h.control.addRecords('users', seed(15));
+      let created: Record<string, unknown> | undefined;
+      await h
+        .poller({
+          perPage,
+          hooks: {
+            async afterPage({ resource, page }) {
+              if (resource !== 'users' || page !== 1 || created) return;
+              [created] = await h.control.addRecords('users', seed(1));
+              const record = created as Record<string, unknown>;
+              await h.database.db.$transaction((tx) =>
+                recordStateChange(tx, {
+                  resource: 'users',
+                  record,
+                  via: 'webhook',
+                  source: '/webhooks/partner',
+                }),
+              );
+            },
+          },
+        })
+        .runOnce('users');
+      const events = await h.events('users');
+      expect(events.filter((e) => e.data.removed === true)).toEqual([]);
+      expect(events).toHaveLength(16);
+    });
+  });
 });
