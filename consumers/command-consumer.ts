@@ -257,7 +257,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     const clog = log.child({ commandId });
     for (let attempt = 1; ; attempt++) {
       try {
-        const { record, alreadyFinal } = await guardedWrite(
+        const { record, alreadyFinal, settled } = await guardedWrite(
           {
             repository,
             strategy,
@@ -270,7 +270,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         );
         if (alreadyFinal)
           clog.info({ state: record.state }, 'command already final: outcome published again');
-        await publishResult(origin, record, alreadyFinal);
+        // Both must hold before the offset is committed.
+        await Promise.all([publishResult(origin, record, alreadyFinal), settled]);
         return;
       } catch (error) {
         // The guard could not decide (a read failed, the database is away): the row keeps its

@@ -74,6 +74,12 @@ export interface GuardResult {
   record: CommandRecord;
   /** The row was already final: nothing was written this time (a redelivery or a redrive). */
   alreadyFinal: boolean;
+  /**
+   * Resolves once the final state is committed. After a 2xx the outcome is already known, so the
+   * caller may publish it meanwhile; it must await this before committing the Kafka offset (if
+   * it fails, the redelivered command finds the row in_flight and reads it back).
+   */
+  settled: Promise<void>;
 }
 
 /** A read needed to decide could not be made: the row keeps its state; process the command later. */
@@ -116,7 +122,7 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
       { state: record.state, attempts: record.attempts, partnerRequestId: record.requestIds.at(-1) },
       'command final',
     );
-    return { record, alreadyFinal: false };
+    return { record, alreadyFinal: false, settled: Promise.resolve() };
   };
   const finish = async (state: FinalState, failure?: FailureInfo): Promise<GuardResult> => {
     record = await repo.finish(commandId, state, failure ? asFailure(failure) : undefined);
@@ -163,8 +169,9 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     targetId: input.targetId,
     payload: input.command as Prisma.InputJsonValue,
   });
-  if (isFinal(record.state)) return { record, alreadyFinal: true };
+  if (isFinal(record.state)) return { record, alreadyFinal: true, settled: Promise.resolve() };
   attempt = record.attempts;
+  const requestIds = [...record.requestIds];
 
   let retries = 0;
   let lockRetries = 0;
@@ -203,12 +210,25 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     reads = 0;
     const requestId = writeRequestId(commandId, attempt);
     await repo.beginWrite(commandId, { attempt, requestId, snapshot });
+    requestIds.push(requestId);
     const wlog = log.child({ partnerRequestId: requestId, attempt });
     let failure: FailureInfo;
     try {
       const result = await strategy.write(input.command, requestId);
-      record = await repo.applied(commandId, attempt, result.status);
-      return counted();
+      // The outcome is known now; its commit runs while the caller publishes it.
+      const settled = repo.applied(commandId, attempt, result.status).then(() => undefined);
+      settled.catch(() => undefined);
+      const now = new Date();
+      record = {
+        ...record,
+        state: 'applied',
+        attempts: attempt,
+        requestIds,
+        snapshot,
+        updatedAt: now,
+        finishedAt: now,
+      };
+      return { ...counted(), settled };
     } catch (error) {
       failure = classifyFailure(error);
       wlog.warn(
