@@ -38,6 +38,40 @@ export function validationError(error: z.ZodError): AppError {
   });
 }
 
+// NUL, or half of a surrogate pair: valid in JSON, refused by PostgreSQL's jsonb.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Deeper bodies are refused: PostgreSQL's jsonb and our own walks have a stack. */
+export const MAX_DEPTH = 64;
+
+/**
+ * What PostgreSQL cannot store, by path: keys or strings with NUL or lone surrogates, and nesting
+ * deeper than MAX_DEPTH. Checked before writing, so it is a 422, not a 500. Iterative: a
+ * hostile body must not overflow our stack either.
+ */
+export function unstorableText(body: unknown): string[] {
+  const problems: string[] = [];
+  const stack: Array<{ value: unknown; path: string[] }> = [{ value: body, path: [] }];
+  while (stack.length > 0 && problems.length < 20) {
+    const { value, path } = stack.pop()!;
+    const where = path.join('.') || '(body)';
+    if (typeof value === 'string') {
+      if (UNSTORABLE.test(value)) problems.push(`${where}: NUL or unpaired surrogate`);
+    } else if (value !== null && typeof value === 'object') {
+      if (path.length >= MAX_DEPTH) {
+        problems.push(`${where}: nested deeper than ${MAX_DEPTH} levels`);
+        continue;
+      }
+      for (const [k, v] of Object.entries(value)) {
+        if (UNSTORABLE.test(k))
+          problems.push(`${[...path, k].join('.')}: NUL or unpaired surrogate in a key`);
+        else stack.push({ value: v, path: [...path, k] });
+      }
+    }
+  }
+  return problems;
+}
+
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw validationError(result.error);

@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
-import { routePartnerEvent, routePmsEvent, type Delivery } from './route-event.js';
+import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
 
 /**
@@ -69,6 +69,12 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       } catch {
         throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
       }
+      const unstorable = unstorableText(parsed);
+      if (unstorable.length > 0) {
+        throw new AppError(422, 'validation_error', 'the webhook body holds text that cannot be stored', {
+          extra: { errors: unstorable },
+        });
+      }
       const item = route({ source, path, webhookId, requestId: req.id, body: parsed });
       const written = await writer.write(item);
       if (written.duplicate) {
@@ -93,11 +99,28 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
     }
   }
 
-  function tooLarge(source: (req: Request) => string) {
+  /** Body-reading errors: 413 counted; a broken or unknown content-encoding is the sender's 400. */
+  function bodyErrors(source: (req: Request) => string) {
     return (error: unknown, req: Request, _res: Response, next: NextFunction) => {
-      const type = (error as { type?: string }).type;
-      if (type === 'entity.too.large') metrics.webhooks.inc({ source: source(req), result: 'too_large' });
-      next(error);
+      const e = error as { type?: string; status?: number };
+      if (e.type === 'entity.too.large') {
+        metrics.webhooks.inc({ source: source(req), result: 'too_large' });
+        next(error);
+      } else if (
+        !(error instanceof AppError) &&
+        typeof e.status === 'number' &&
+        e.status >= 400 &&
+        e.status < 500
+      ) {
+        metrics.webhooks.inc({ source: source(req), result: 'invalid' });
+        next(
+          new AppError(400, 'invalid_request_body', 'request body could not be read (content-encoding?)', {
+            cause: error,
+          }),
+        );
+      } else {
+        next(error);
+      }
     };
   }
 
@@ -106,7 +129,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
     raw,
     (req: Request, res: Response) =>
       handle(req, res, 'partner', '/webhooks/partner', partnerVerifier, routePartnerEvent),
-    tooLarge(() => 'partner'),
+    bodyErrors(() => 'partner'),
   );
   router.post(
     '/pms/:source',
@@ -115,7 +138,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       const name = String(req.params.source);
       return handle(req, res, `pms:${name}`, `/webhooks/pms/${name}`, pmsVerifiers.get(name), routePmsEvent);
     },
-    tooLarge((req) => {
+    bodyErrors((req) => {
       const name = String(req.params.source);
       return pmsVerifiers.has(name) ? `pms:${name}` : 'unknown';
     }),

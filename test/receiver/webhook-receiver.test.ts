@@ -307,6 +307,24 @@ describe('webhook receiver', () => {
       expect(await outboxCount()).toBe(before);
     });
 
+    it('refuses text PostgreSQL cannot store (NUL) with 422 instead of failing', async () => {
+      const res = await send(receiver.url, path, buildRentPayment({ payment_id: 'pay-\u0000' }), {
+        secret: acme,
+      });
+      await expectRefused(res, 422, 'validation_error');
+      expect((res.json.error as { errors: string[] }).errors).toEqual([
+        'data.payment_id: NUL or unpaired surrogate',
+      ]);
+    });
+
+    it('refuses a body whose content-encoding it does not have with 400', async () => {
+      const res = await send(receiver.url, path, buildRentPayment(), {
+        secret: acme,
+        headers: { 'content-encoding': 'gzip' },
+      });
+      await expectRefused(res, 400, 'invalid_request_body');
+    });
+
     it('refuses a partner change without an id with 422', async () => {
       const res = await send(
         receiver.url,
