@@ -39,6 +39,7 @@ export function validationError(error: z.ZodError): AppError {
 }
 
 // NUL, or half of a surrogate pair: valid in JSON, refused by PostgreSQL's jsonb.
+// eslint-disable-next-line no-control-regex -- NUL is exactly what must be found
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Deeper bodies are refused: PostgreSQL's jsonb and our own walks have a stack. */
