@@ -33,8 +33,8 @@ export const COLLECTION_RULES: Record<Resource, CollectionRule> = {
 
 /**
  * Built-in intervals in seconds, used when `POLL_INTERVALS` names no interval for a resource:
- * applications move fastest (decisions wait on them), reference data barely moves. Every other
- * resource uses `POLL_INTERVAL_SECONDS` (default 300).
+ * applications move fastest (decisions wait on them), reference data barely moves, customer
+ * issues cost a request per customer. Every other resource uses `POLL_INTERVAL_SECONDS` (default 300).
  */
 export const DEFAULT_INTERVAL_SECONDS: Partial<Record<Resource, number>> = {
   applications: 60,
@@ -42,6 +42,9 @@ export const DEFAULT_INTERVAL_SECONDS: Partial<Record<Resource, number>> = {
   listings: 900,
   users: 900,
   bank_accounts: 900,
+  // One request per known customer (the API lists issues only per customer): thousands of
+  // customers would spend minutes of the shared budget on every pass.
+  customer_issues: 1800,
 };
 
 /** `POLL_INTERVALS[resource]` > the built-in default above > `POLL_INTERVAL_SECONDS`. */

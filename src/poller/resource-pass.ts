@@ -106,7 +106,8 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       const records = page.data.items.map((item) => withVersion(item, resource));
       for (const r of records) seen?.add(r.id);
       await write(records);
-      if (stats.pages % ctx.progressEveryPages === 0) progress('poller pass progress');
+      // A request per customer: progress every ten times as many requests as for list pages.
+      if (stats.pages % (ctx.progressEveryPages * 10) === 0) progress('poller pass progress');
       await ctx.hooks.afterPage?.({ resource, page: stats.pages });
       if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
     }
@@ -189,7 +190,8 @@ async function pollCustomerIssues(
       await write(batch);
       batch = [];
     }
-    if (stats.pages % ctx.progressEveryPages === 0)
+    // A request per customer: progress every ten times as many requests as for list pages.
+    if (stats.pages % (ctx.progressEveryPages * 10) === 0)
       ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');
     await ctx.hooks.afterPage?.({ resource: ctx.resource, page: stats.pages });
     if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
