@@ -120,6 +120,13 @@ export async function main(argv: string[]): Promise<void> {
       console.error(`rentbridge: ${error.message}`);
       process.exit(EXIT_USAGE);
     }
+    const e = error as NodeJS.ErrnoException & { port?: number };
+    if (e.code === 'EADDRINUSE') {
+      console.error(
+        `rentbridge: port ${e.port ?? ''} is already in use: choose another (HTTP_PORT, SANDBOX_PORT, --port)`,
+      );
+      process.exit(EXIT_USAGE);
+    }
     console.error('rentbridge: fatal error:', error);
     process.exit(1);
   }

@@ -75,6 +75,8 @@ export const configSchema = z
     PARTNER_RATE_LIMIT_PER_MINUTE: positiveInt.default(650),
     /** Time-out of one Partner API call. Default 10000 ms. */
     PARTNER_TIMEOUT_MS: positiveInt.default(10_000),
+    /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
+    SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
     HTTP_PORT: port.default(8080),
     /** Bearer token of the ops API and console. Unset: the ops API answers 401 to everyone. */

@@ -1,4 +1,138 @@
-import { notYet } from './not-yet.js';
+import { randomBytes } from 'node:crypto';
+import { startCommandConsumer } from '../../../consumers/start-command-consumer.js';
+import type { Config } from '../../config/config.js';
+import { migrate } from '../../db/migrate.js';
+import { createDeadLetterIndexer } from '../../dead-letters/dead-letter-indexer.js';
+import { startDemoTraffic } from '../../demo/demo-traffic.js';
+import { createLogger } from '../../logger.js';
+import { createRelay } from '../../relay/relay.js';
+import { startHttpRole } from '../../roles/http-role.js';
+import { createRuntime } from '../../runtime.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { loadConfigOrExit, runUntilSignal, type Service } from '../process.js';
+import { buildPoller } from './poller.js';
+
+/** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
+export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
+const DEMO_PMS_SOURCE = 'demo-pms';
+
+function demoSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+/**
+ * Without PARTNER_API_URL, `start` is a demo: the embedded sandbox with demo data stands in for the
+ * Partner API, and the webhook secrets and ops token it needs are filled in.
+ */
+function demoConfig(config: Config): Config {
+  return Object.freeze({
+    ...config,
+    PARTNER_WEBHOOK_SECRETS: config.PARTNER_WEBHOOK_SECRETS.length
+      ? config.PARTNER_WEBHOOK_SECRETS
+      : [demoSecret()],
+    PMS_WEBHOOK_SECRETS: { [DEMO_PMS_SOURCE]: [demoSecret()], ...config.PMS_WEBHOOK_SECRETS },
+    OPS_TOKEN: config.OPS_TOKEN ?? DEMO_OPS_TOKEN,
+  });
+}
+
+/**
+ * `rentbridge start`: every role in one process. Migrations and topics first, then HTTP
+ * (webhooks, ops, metrics, health), the relay, the poller, both command consumers and the
+ * dead-letter indexer; stopped in the reverse order.
+ */
 export async function start(): Promise<void> {
-  notYet('start', 9);
+  const given = loadConfigOrExit();
+  const demo = !given.PARTNER_API_URL;
+  const config = demo ? demoConfig(given) : given;
+  const runtime = createRuntime(config, createLogger({ level: config.LOG_LEVEL }));
+  const { logger } = runtime;
+
+  await runUntilSignal(logger, async () => {
+    const services: Service[] = [];
+    const stopAll = async () => {
+      for (const s of services.reverse())
+        await s.stop().catch((err: unknown) => logger.error({ err }, 'stop failed'));
+      await runtime.close();
+    };
+    try {
+      await migrate(config.DATABASE_URL, { logger });
+      await runtime.ensureTopics();
+
+      let partnerUrl = config.PARTNER_API_URL;
+      let sandbox: Sandbox | undefined;
+      if (demo) {
+        sandbox = await startSandbox({ port: config.SANDBOX_PORT, seed: 'demo', logger });
+        services.push({ stop: () => sandbox!.close() });
+        partnerUrl = sandbox.url;
+        await createSandboxControl(sandbox.url).setConfig({
+          webhook_url: `http://127.0.0.1:${config.HTTP_PORT}/webhooks/partner`,
+          webhook_secret: config.PARTNER_WEBHOOK_SECRETS[0] ?? null,
+        });
+        logger.info(
+          { component: 'start', sandboxUrl: sandbox.url },
+          'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
+        );
+      }
+
+      const http = await startHttpRole(runtime);
+      services.push(http);
+
+      const relay = createRelay({
+        db: runtime.db,
+        kafka: runtime.kafka,
+        logger,
+        databaseUrl: config.DATABASE_URL,
+        topicPrefix: config.KAFKA_TOPIC_PREFIX,
+        retentionHours: config.OUTBOX_RETENTION_HOURS,
+      });
+      await relay.start();
+      services.push(relay);
+
+      for (const name of ['application-decisions', 'rental-payments'] as const) {
+        services.push(await startCommandConsumer(runtime, name, { partnerUrl: partnerUrl! }));
+      }
+
+      const indexer = createDeadLetterIndexer({
+        db: runtime.db,
+        kafka: runtime.kafka,
+        logger,
+        topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      });
+      await indexer.start();
+      services.push(indexer);
+
+      const poller = buildPoller(runtime, { partnerUrl: partnerUrl! });
+      await poller.poller.start();
+      services.push({ stop: () => poller.poller.stop().then(() => poller.close()) });
+
+      const base = `http://localhost:${http.port}`;
+      if (demo && sandbox) {
+        services.push(
+          startDemoTraffic({
+            receiverUrl: `http://127.0.0.1:${http.port}`,
+            source: DEMO_PMS_SOURCE,
+            secret: config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]![0]!,
+            sandbox: createSandboxControl(sandbox.url),
+            logger,
+          }),
+        );
+      }
+      logger.info(
+        {
+          component: 'start',
+          console: `${base}/ops`,
+          metrics: `${base}/metrics`,
+          ready: `${base}/readyz`,
+          ...(config.OPS_TOKEN === DEMO_OPS_TOKEN && { demoOpsToken: DEMO_OPS_TOKEN }),
+        },
+        demo
+          ? 'rentbridge is running (demo): open the console, events and commands flow within a minute'
+          : 'rentbridge is running',
+      );
+    } catch (error) {
+      await stopAll();
+      throw error;
+    }
+    return { stop: stopAll };
+  });
 }

@@ -1,0 +1,51 @@
+import type { Server } from 'node:http';
+import { createHttpApp } from '../http/http-app.js';
+import { createOpsRouter } from '../ops/ops-router.js';
+import { createReadiness } from '../readiness.js';
+import { createIngestWriter } from '../receiver/ingest-writer.js';
+import { createWebhookRouter } from '../receiver/webhook-router.js';
+import type { Runtime } from '../runtime.js';
+import type { Service } from '../cli/process.js';
+
+/**
+ * The HTTP face of a process on HTTP_PORT: webhooks (/webhooks), the ops API and console (/ops),
+ * /metrics, /healthz and /readyz (PostgreSQL, Kafka, migrations).
+ */
+export async function startHttpRole(runtime: Runtime): Promise<Service & { port: number }> {
+  const { config, logger, db } = runtime;
+  const writer = createIngestWriter({ db, databaseUrl: config.DATABASE_URL, logger });
+  const ops = createOpsRouter({
+    db,
+    kafka: runtime.kafka,
+    logger,
+    opsToken: config.OPS_TOKEN,
+    topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  });
+  const readiness = createReadiness(runtime);
+  const app = createHttpApp({
+    logger,
+    mounts: [
+      { path: '/webhooks', router: createWebhookRouter({ config, writer, logger }) },
+      { path: '/ops', router: ops },
+    ],
+    ready: () => readiness.checks(),
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.HTTP_PORT, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as { port: number }).port;
+  logger.info({ component: 'http', port }, 'listening: /webhooks, /ops, /metrics, /healthz, /readyz');
+  if (!config.OPS_TOKEN) logger.warn({ component: 'ops' }, 'OPS_TOKEN is not set: the ops API answers 401');
+  return {
+    port,
+    async stop() {
+      // Stop taking requests, finish the ones in hand (their transactions), then close.
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await writer.close();
+      await ops.close();
+      await readiness.close();
+    },
+  };
+}
