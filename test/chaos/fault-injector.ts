@@ -65,6 +65,7 @@ export function createFaultInjector(targets: FaultTargets) {
   /** Faults of the servers and storms run one at a time; kills run whenever they fall. */
   let serial: Promise<void> = Promise.resolve();
 
+  /** Recovery measurements still running. */
   const track = (p: Promise<void>) => {
     pending.add(p);
     void p.finally(() => pending.delete(p));
@@ -120,16 +121,18 @@ export function createFaultInjector(targets: FaultTargets) {
           break;
         }
         case 'kafka_restart': {
-          log(`fault: Kafka broker stop for ${fault.downMs} ms`);
+          log(`fault: Kafka broker stop, down ${fault.downMs} ms after it stopped`);
           await kafka.stop();
+          const stoppedAt = Date.now();
           await sleep(fault.downMs);
           await kafka.start();
           const upAt = Date.now();
           record.endAt = upAt;
-          record.detail = `broker down ${upAt - record.startAt} ms (graceful stop, then start)`;
+          record.detail = `graceful stop took ${((stoppedAt - record.startAt) / 1000).toFixed(1)} s, down ${((upAt - stoppedAt) / 1000).toFixed(1)} s until it answered again`;
           log(`fault: Kafka broker back (${record.detail})`);
           measure(record, 'next publish', probes.nextPublish(upAt, RECOVERY_TIMEOUT_MS));
           measure(record, 'next ack', probes.nextAck(upAt, RECOVERY_TIMEOUT_MS));
+          measure(record, 'next command', probes.nextCommandFinished(upAt, RECOVERY_TIMEOUT_MS));
           break;
         }
         case 'pg_restart': {
@@ -185,21 +188,32 @@ export function createFaultInjector(targets: FaultTargets) {
 
   return {
     records,
-    /** Schedules every fault relative to `t0`; resolves when all have run. */
-    async run(plan: PlannedFault[], t0: number, isStopped: () => boolean): Promise<void> {
-      for (const fault of plan) {
-        const wait = t0 + fault.atMs - Date.now();
-        if (wait > 0) await sleep(wait);
-        if (isStopped()) break;
-        if (fault.kind === 'kill') {
-          track(execute(fault));
-        } else {
-          // A server fault or storm waits for the previous one to finish (including its recovery).
-          serial = serial.then(() => (isStopped() ? undefined : execute(fault)));
-          track(serial);
+    /**
+     * Schedules every fault relative to `t0`. `injected` resolves when every fault has been
+     * carried out (the load should run at least until then); `settled` when every recovery
+     * measurement has finished too.
+     */
+    run(plan: PlannedFault[], t0: number): { injected: Promise<void>; settled: Promise<void> } {
+      const actions: Promise<void>[] = [];
+      const injected = (async () => {
+        for (const fault of plan) {
+          const wait = t0 + fault.atMs - Date.now();
+          if (wait > 0) await sleep(wait);
+          if (fault.kind === 'kill') {
+            actions.push(execute(fault));
+          } else {
+            // A server fault or storm waits for the previous one to be over, so that each one's
+            // recovery is its own; kills fall anywhere, including in the middle of one.
+            serial = serial.then(() => execute(fault));
+            actions.push(serial);
+          }
         }
-      }
-      while (pending.size > 0) await Promise.all([...pending]);
+        await Promise.all(actions);
+      })();
+      const settled = injected.then(async () => {
+        while (pending.size > 0) await Promise.all([...pending]);
+      });
+      return { injected, settled };
     },
   };
 }

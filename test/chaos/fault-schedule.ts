@@ -18,34 +18,40 @@ export type PlannedFault =
 export function planFaults(options: { seconds: number; random: Random; roles: string[] }): PlannedFault[] {
   const { random } = options;
   const total = options.seconds * 1000;
-  const at = (fraction: number) => Math.round(total * (fraction + random.between(-0.02, 0.02)));
-  const stormMs = Math.round(Math.min(10_000, Math.max(3000, total * 0.06)));
+  const at = (fraction: number) => Math.round(total * (fraction + random.between(-0.01, 0.01)));
+  const stormMs = Math.round(Math.min(10_000, Math.max(4000, total * 0.06)));
+  // First half: the sandbox's storms and token expiry, while the consumers are busy (a killed
+  // consumer stalls its topic until Kafka notices, which would leave a storm nothing to hit).
+  // Second half: the servers' restarts and the consumers' deaths.
   const plan: PlannedFault[] = [
-    { kind: 'storm', atMs: at(0.1), storm: 'apply_then_error', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.05), storm: 'apply_then_error', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.13), storm: 'apply_then_timeout', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.21), storm: '503', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.29), storm: '429', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.37), storm: 'lock_failed', durationMs: stormMs },
+    { kind: 'token_ttl', atMs: at(0.44), durationMs: Math.round(Math.max(6000, total * 0.05)) },
     {
       kind: 'kafka_restart',
-      atMs: at(0.22),
-      downMs: Math.round(Math.min(15_000, Math.max(4000, total * 0.08))),
+      atMs: at(0.5),
+      downMs: Math.round(Math.min(15_000, Math.max(4000, total * 0.06))),
     },
-    { kind: 'storm', atMs: at(0.34), storm: 'apply_then_timeout', durationMs: stormMs },
-    { kind: 'token_ttl', atMs: at(0.42), durationMs: Math.round(Math.max(6000, total * 0.08)) },
-    { kind: 'pg_restart', atMs: at(0.52), downMs: Math.round(Math.min(8000, Math.max(2000, total * 0.04))) },
-    { kind: 'storm', atMs: at(0.62), storm: '503', durationMs: stormMs },
-    { kind: 'storm', atMs: at(0.7), storm: '429', durationMs: stormMs },
-    { kind: 'storm', atMs: at(0.78), storm: 'lock_failed', durationMs: stormMs },
-    { kind: 'key_revoke', atMs: at(0.86) },
+    { kind: 'pg_restart', atMs: at(0.68), downMs: Math.round(Math.min(8000, Math.max(2000, total * 0.04))) },
+    { kind: 'key_revoke', atMs: at(0.8) },
   ];
-  if (options.seconds >= 240) {
-    plan.push({ kind: 'kafka_restart', atMs: at(0.66), downMs: 8000 });
-    plan.push({ kind: 'pg_restart', atMs: at(0.9), downMs: 3000 });
+  if (options.seconds >= 300) {
+    plan.push({ kind: 'storm', atMs: at(0.6), storm: 'apply_then_timeout', durationMs: stormMs });
+    plan.push({ kind: 'kafka_restart', atMs: at(0.86), downMs: 8000 });
   }
-  const kills = Math.max(4, Math.round(options.seconds / 15));
+  const kills = Math.max(options.roles.length, Math.round(options.seconds / 15));
+  const early = options.roles.filter((r) => !r.startsWith('consumer'));
   for (let i = 0; i < kills; i++) {
-    // Every role is killed at least once when there are enough kills; the rest at random.
+    // Every role is killed at least once; the receiver and the relay at any time, the consumers
+    // in the second half only.
     const role = i < options.roles.length ? options.roles[i]! : random.pick(options.roles);
+    const window = early.includes(role) ? [0.04, 0.9] : [0.5, 0.9];
     plan.push({
       kind: 'kill',
-      atMs: Math.round(random.between(0.05, 0.9) * total),
+      atMs: Math.round(random.between(window[0]!, window[1]!) * total),
       role,
       downMs: random.int(200, 3000),
     });

@@ -13,7 +13,7 @@ export interface ChaosFigures {
   parkedByReason: Record<string, number>;
   statesByCount: Record<string, number>;
   faultsByKind: Record<string, number>;
-  faults: Array<FaultRecord & { effect: string }>;
+  faults: Array<FaultRecord & { effect: string; guard: string }>;
   unexpectedExits: UnexpectedExit[];
   attemptResults: Array<{
     kind: string;
@@ -31,6 +31,8 @@ export interface FigureInputs {
   ledger: LedgerEntry[];
   deliveries: WebhookDelivery[];
   faults: FaultRecord[];
+  /** Per fault (same order): what the guard's calls to the Partner API did during it. */
+  guardDuring: string[];
   unexpectedExits: UnexpectedExit[];
   attemptResults: ChaosFigures['attemptResults'];
   run: Record<string, string | number>;
@@ -109,7 +111,11 @@ export function computeFigures(input: FigureInputs): ChaosFigures {
   for (const f of input.faults)
     inc(faultsByKind, f.kind.startsWith('kill:') ? 'SIGKILL of a process' : f.kind);
 
-  const faults = input.faults.map((f) => ({ ...f, effect: effectOf(f, load, input.attemptResults) }));
+  const faults = input.faults.map((f, i) => ({
+    ...f,
+    effect: effectOf(f, load),
+    guard: input.guardDuring[i] ?? '',
+  }));
 
   return {
     run: input.run,
@@ -125,7 +131,7 @@ export function computeFigures(input: FigureInputs): ChaosFigures {
 }
 
 /** What the load saw while the fault lasted (and 5 s after): answers by kind. */
-function effectOf(fault: FaultRecord, load: LoadState, _attempts: ChaosFigures['attemptResults']): string {
+function effectOf(fault: FaultRecord, load: LoadState): string {
   const from = fault.startAt;
   const to = (fault.endAt ?? fault.startAt) + 5000;
   const inWindow = load.webhooks.flatMap((h) => h.answers).filter((a) => a.at >= from && a.at <= to);
@@ -165,14 +171,14 @@ export function figuresMarkdown(f: ChaosFigures, checks: Analysis['checks']): st
   out.push('', '### Faults injected', '', table(Object.entries(f.faultsByKind), ['fault', 'times']));
   out.push(
     '',
-    '| at (s) | fault | what was done | recovery | webhook answers during it |',
-    '|---:|---|---|---|---|',
+    '| at (s) | fault | what was done | recovery | webhook answers during it | guard calls during it |',
+    '|---:|---|---|---|---|---|',
   );
   const t0 = Number(f.run['load started at (ms)'] ?? 0);
   for (const x of f.faults) {
     const rec = x.recoveries.map((r) => `${r.what} ${ms(r.ms)}`).join('; ') || '-';
     out.push(
-      `| ${((x.startAt - t0) / 1000).toFixed(1)} | ${x.kind} | ${x.detail}${x.error ? ` (error: ${x.error})` : ''} | ${rec} | ${x.effect || '-'} |`,
+      `| ${((x.startAt - t0) / 1000).toFixed(1)} | ${x.kind} | ${x.detail}${x.error ? ` (error: ${x.error})` : ''} | ${rec} | ${x.effect || '-'} | ${x.guard || '-'} |`,
     );
   }
   if (f.attemptResults.length > 0) {

@@ -299,19 +299,21 @@ async function main(): Promise<number> {
     log(`load starts; ${plan.length} faults planned`);
     const t0 = Date.now();
     load.start();
-    const faultsDone = injector.run(plan, t0, () => loadStopped);
+    const faults = injector.run(plan, t0);
     const progress = setInterval(() => {
       const acked = load.state.webhooks.filter((h) => h.ackAt !== undefined).length;
       log(
         `load: ${load.state.webhooks.length} webhooks sent, ${acked} acknowledged, ${load.state.commands.size} commands`,
       );
     }, 15_000);
-    await sleep(options.seconds * 1000);
+    // The load runs CHAOS_SECONDS, and longer if a fault is still being carried out then (a
+    // broker restart can take a while): every planned fault happens under load.
+    await Promise.all([sleep(options.seconds * 1000), faults.injected.then(() => sleep(3000))]);
     loadStopped = true;
     clearInterval(progress);
-    log('load stops; waiting for requests in flight and the last faults');
+    log('load stops; waiting for requests in flight and the last recovery measurements');
     await load.stop();
-    await faultsDone;
+    await faults.settled;
     const loadEndedAt = Date.now();
 
     // ---- drain ------------------------------------------------------------------------------
@@ -372,6 +374,29 @@ async function main(): Promise<number> {
       `SELECT kind, coalesce(result, '(none)') AS result, status, code, count(*) AS n
          FROM command_attempts GROUP BY 1, 2, 3, 4 ORDER BY count(*) DESC`,
     );
+    const guardDuring: string[] = [];
+    for (const f of injector.records) {
+      const { rows } = await pool.query<{
+        kind: string;
+        result: string;
+        status: number | null;
+        code: string | null;
+        n: string;
+      }>(
+        `SELECT kind, coalesce(result, '(none)') AS result, status, code, count(*) AS n FROM command_attempts
+          WHERE started_at BETWEEN to_timestamp($1 / 1000.0) AND to_timestamp($2 / 1000.0)
+          GROUP BY 1, 2, 3, 4 ORDER BY count(*) DESC`,
+        [f.startAt, (f.endAt ?? f.startAt) + 5000],
+      );
+      guardDuring.push(
+        rows
+          .map(
+            (r) =>
+              `${r.kind} ${r.result}${r.status ? ` ${r.status}` : ''}${r.code ? ` ${r.code}` : ''} ×${r.n}`,
+          )
+          .join('; '),
+      );
+    }
     const analysis = analyse({ load: load.state, topics, commandStates, ledger, deliveries });
     const figures: ChaosFigures = computeFigures({
       load: load.state,
@@ -380,12 +405,13 @@ async function main(): Promise<number> {
       ledger,
       deliveries,
       faults: injector.records,
+      guardDuring,
       unexpectedExits: supervisor.unexpectedExits(),
       attemptResults: attemptRows.map((r) => ({ ...r, result: r.result ?? '(none)', n: Number(r.n) })),
       run: {
         date: new Date(t0).toISOString(),
         seed: options.seed,
-        'load (s)': options.seconds,
+        'load (s)': Number(((loadEndedAt - t0) / 1000).toFixed(1)),
         'rate (events/s)': options.rate,
         'drain (s)': Number((drainMs / 1000).toFixed(1)),
         'settled before the drain limit': settledFor >= 3 ? 'yes' : `no (${lastStatus})`,
@@ -395,11 +421,10 @@ async function main(): Promise<number> {
 
     // ---- shut down and check nothing is left ------------------------------------------------
     const left = await cleanup(resources);
-    const markdown = figuresMarkdown(figures, analysis.checks);
     const noneLeft = {
       name: 'no process left running',
       ok: left.length === 0,
-      checked: (supervisor.allPids().length ?? 0) + 2,
+      checked: supervisor.allPids().length + 2,
       failures: left,
       failureCount: left.length,
     };
@@ -413,7 +438,7 @@ async function main(): Promise<number> {
       join(artifacts, 'figures.json'),
       JSON.stringify({ figures, checks: analysis.checks }, null, 2),
     );
-    if (options.writeDocs) writeDocs(figuresMarkdown(figures, analysis.checks) || markdown);
+    if (options.writeDocs) writeDocs(figuresMarkdown(figures, analysis.checks));
     const failed = analysis.checks.filter((c) => !c.ok);
     log(failed.length === 0 ? 'every invariant held' : `${failed.length} invariant(s) failed`);
     return failed.length === 0 ? 0 : 1;
