@@ -1,3 +1,4 @@
+import type { Db } from '../db/prisma.js';
 import type { Tx } from '../outbox/outbox-repository.js';
 
 /**
@@ -25,4 +26,21 @@ export async function insertReceipts(tx: Tx, receipts: ReceiptKey[]): Promise<Se
 
 export function receiptKey(source: string, webhookId: string): string {
   return `${source}\n${webhookId}`;
+}
+
+/**
+ * Deletes receipts older than the retention, a chunk at a time. The dedupe window is therefore
+ * OUTBOX_RETENTION_HOURS: longer than any sender's retry schedule (Standard Webhooks senders
+ * retry for about a day), and a replay older than WEBHOOK_TOLERANCE_SECONDS needs a fresh signature.
+ */
+export async function pruneReceipts(db: Db, retentionHours: number, chunk = 5000): Promise<number> {
+  const before = new Date(Date.now() - retentionHours * 3_600_000);
+  let total = 0;
+  for (;;) {
+    const n = await db.$executeRaw`
+      DELETE FROM webhook_receipts WHERE ctid IN (
+        SELECT ctid FROM webhook_receipts WHERE received_at < ${before} LIMIT ${chunk})`;
+    total += n;
+    if (n < chunk) return total;
+  }
 }

@@ -5,6 +5,7 @@ import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
+import { pruneReceipts } from '../receiver/receipt-repository.js';
 import { createOutboxListener } from './outbox-listener.js';
 import {
   backlog,
@@ -194,7 +195,9 @@ export function createRelay(options: RelayOptions): Relay {
     if (now - lastPrune >= PRUNE_EVERY_MS) {
       lastPrune = now;
       const pruned = await prunePublished(db, options.retentionHours);
-      if (pruned > 0) logger.info({ pruned }, 'published outbox rows pruned');
+      // Webhook receipts (the receiver's dedupe) are kept as long as the rows they produced.
+      const receipts = await pruneReceipts(db, options.retentionHours);
+      if (pruned + receipts > 0) logger.info({ pruned, receipts }, 'outbox rows and webhook receipts pruned');
     }
   }
 
