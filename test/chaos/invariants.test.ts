@@ -1,0 +1,191 @@
+import { describe, expect, it } from 'vitest';
+import type { LedgerEntry } from '../../src/sandbox/control-client.js';
+import { analyse, type Evidence } from './invariants.js';
+import type { LoadState, SentCommand, SentWebhook } from './load-generator.js';
+import type { ReadMessage } from './topic-reader.js';
+
+/**
+ * The chaos run's verdict is only worth something if each check can fail: these feed it
+ * evidence of each broken promise, built by hand, and one clean run.
+ */
+
+function buildCommand(overrides: Partial<SentCommand> = {}): SentCommand {
+  return {
+    commandId: 'pay_1',
+    kind: 'payment',
+    targetId: '7',
+    topic: 'commands.rental-payments',
+    amountCents: 100_001,
+    webhookIds: ['msg_1'],
+    ...overrides,
+  };
+}
+
+function buildHook(overrides: Partial<SentWebhook> = {}): SentWebhook {
+  return {
+    webhookId: 'msg_1',
+    kind: 'payment',
+    type: 'rent_payment.received',
+    commandId: 'pay_1',
+    body: '{}',
+    answers: [{ at: 1, status: 202 }],
+    ackAt: 1,
+    ...overrides,
+  };
+}
+
+function message(
+  topic: string,
+  value: unknown,
+  headers: Record<string, string> = {},
+  offset = '0',
+): ReadMessage {
+  return { topic: `chaos.${topic}`, partition: 0, offset, key: '7', value: JSON.stringify(value), headers };
+}
+
+const commandEvent = (id = 'ev-1') =>
+  message(
+    'commands.rental-payments',
+    { id, type: 'rentbridge.command.rental-payment', data: { payment_id: 'pay_1', amount_cents: 100_001 } },
+    { 'webhook-id': 'msg_1' },
+  );
+const outcome = (status: string) =>
+  message('outcomes.rental-payments', {
+    id: 'out-1',
+    type: 'rentbridge.outcome.rental-payment',
+    data: { command_id: 'pay_1', status },
+  });
+
+function write(overrides: Partial<LedgerEntry> = {}): LedgerEntry {
+  return {
+    method: 'POST',
+    path: '/partner/v1/enrollments/7/report_rental_payments',
+    request_id: 'pay_1.a1',
+    body: { rental_payments: [{ amount_cents: 100_001 }] },
+    applied: true,
+    status: 201,
+    at: '2026-11-22T00:00:00.000Z',
+    ...overrides,
+  };
+}
+
+function buildEvidence(overrides: Partial<Evidence> = {}): Evidence {
+  const load: LoadState = {
+    webhooks: [buildHook()],
+    commands: new Map([['pay_1', buildCommand()]]),
+    recordChanges: [],
+    controlErrors: 0,
+  };
+  return {
+    load,
+    topics: new Map([
+      ['commands.rental-payments', [commandEvent()]],
+      ['outcomes.rental-payments', [outcome('applied')]],
+    ]),
+    commandStates: new Map([['pay_1', 'applied']]),
+    ledger: [write()],
+    deliveries: [],
+    ...overrides,
+  };
+}
+
+const failed = (evidence: Evidence) =>
+  analyse(evidence)
+    .checks.filter((c) => !c.ok)
+    .map((c) => c.name);
+
+describe('chaos invariants', () => {
+  describe('when every promise was kept', () => {
+    it('passes every check', () => {
+      expect(failed(buildEvidence())).toEqual([]);
+    });
+  });
+
+  describe('when an acknowledged webhook never reached its topic', () => {
+    it('fails "every acknowledged PMS webhook was published"', () => {
+      const evidence = buildEvidence({
+        topics: new Map([['outcomes.rental-payments', [outcome('applied')]]]),
+      });
+      expect(failed(evidence)).toContain('every acknowledged PMS webhook was published');
+    });
+  });
+
+  describe('when the sandbox applied one command twice', () => {
+    it('fails "each command applied at most once"', () => {
+      const evidence = buildEvidence({ ledger: [write(), write({ request_id: 'pay_1.a2', status: null })] });
+      expect(failed(evidence)).toContain('each command applied at most once (sandbox ledger)');
+    });
+  });
+
+  describe('when a command was applied but the guard says it was not', () => {
+    it('fails "the guard\'s verdict agrees with the ledger" and asks for a dead letter', () => {
+      const evidence = buildEvidence({
+        commandStates: new Map([['pay_1', 'exhausted']]),
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent()]],
+          ['outcomes.rental-payments', [outcome('exhausted')]],
+        ]),
+      });
+      expect(failed(evidence)).toEqual([
+        "the guard's verdict agrees with the ledger",
+        'every command not applied is in dead letters with a reason',
+      ]);
+    });
+  });
+
+  describe('when a command is still in flight or its outcome disagrees', () => {
+    it('fails "every command reached a final state"', () => {
+      expect(failed(buildEvidence({ commandStates: new Map([['pay_1', 'in_flight']]) }))).toContain(
+        'every command reached a final state, and its outcome says so',
+      );
+      const disagreeing = buildEvidence({
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent()]],
+          ['outcomes.rental-payments', [outcome('applied'), outcome('rejected')]],
+        ]),
+      });
+      expect(failed(disagreeing)).toContain('every command reached a final state, and its outcome says so');
+    });
+  });
+
+  describe('when one webhook became two events, or one id carries two events', () => {
+    it('fails the CloudEvent id checks', () => {
+      const twoEvents = buildEvidence({
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent('ev-1'), commandEvent('ev-2')]],
+          ['outcomes.rental-payments', [outcome('applied')]],
+        ]),
+      });
+      expect(failed(twoEvents)).toContain(
+        'one webhook became at most one event (distinct CloudEvent ids per webhook-id)',
+      );
+      const changed = message(
+        'commands.rental-payments',
+        {
+          id: 'ev-1',
+          type: 'rentbridge.command.rental-payment',
+          data: { payment_id: 'pay_1', amount_cents: 5 },
+        },
+        { 'webhook-id': 'msg_1' },
+        '1',
+      );
+      const sameIdDifferentData = buildEvidence({
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent('ev-1'), changed]],
+          ['outcomes.rental-payments', [outcome('applied')]],
+        ]),
+      });
+      expect(failed(sameIdDifferentData)).toContain('a repeated CloudEvent id always carries the same event');
+    });
+  });
+
+  describe('when a replay of an acknowledged webhook was not answered as a duplicate', () => {
+    it('fails the replay check', () => {
+      const evidence = buildEvidence();
+      evidence.load.webhooks.push(buildHook({ kind: 'replay', duplicate: false }));
+      expect(failed(evidence)).toEqual([
+        'a replayed acknowledged webhook is answered duplicate (nothing published)',
+      ]);
+    });
+  });
+});
