@@ -17,7 +17,9 @@ import {
   type CommandRecord,
   type GuardOptions,
   type GuardPartner,
+  createSnapshotPageCache,
   type ReadBackStrategy,
+  type SnapshotPageCache,
 } from '../src/guard/index.js';
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
@@ -45,7 +47,7 @@ export interface CommandSpec<C> {
   schema: ZodType<C>;
   commandId(command: C): string;
   targetId(command: C): string;
-  readBack(partner: GuardPartner): ReadBackStrategy<C>;
+  readBack(partner: GuardPartner, options: { snapshotCache?: SnapshotPageCache }): ReadBackStrategy<C>;
 }
 
 export interface CommandConsumerDeps {
@@ -64,6 +66,11 @@ export interface CommandConsumerDeps {
   /** Kafka session time-out: how soon a dead member's partitions move on. Default kafkajs's 30 s. */
   sessionTimeoutMs?: number;
   guard?: GuardOptions;
+  /**
+   * How long a list page read for one command's snapshot serves the snapshots of others (see
+   * src/guard/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
+   */
+  snapshotPageTtlMs?: number;
 }
 
 export interface CommandConsumer {
@@ -121,7 +128,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const dlqTopic = topicName(deps.topicPrefix, TOPICS.dlq(spec.topic));
   const logger = deps.logger.child({ component: 'consumer', consumer: spec.name, topic });
   const repository = createCommandRepository(deps.db);
-  const strategy = spec.readBack(deps.partner);
+  const ttlMs = deps.snapshotPageTtlMs ?? 1000;
+  const strategy = spec.readBack(
+    deps.partner,
+    ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {},
+  );
   const stopping = new AbortController();
 
   const consumer: Consumer = deps.kafka.consumer({
@@ -261,7 +272,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             repository,
             strategy,
-            logger: clog,
+            logger: log, // the guard adds commandId itself
             throttle: gate,
             signal: stopping.signal,
             ...(deps.guard && { options: deps.guard }),

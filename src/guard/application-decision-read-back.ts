@@ -1,5 +1,6 @@
 import type { ApplicationDecisionCommand } from '../events/commands.js';
 import type { GuardPartner } from './partner-port.js';
+import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { baseSnapshot, findRecord, sameTime, utcDay, type ReadBackStrategy } from './read-back.js';
 
 /** The status an application reaches when the decision is applied. */
@@ -13,10 +14,12 @@ export const DECISION_TARGET_STATUS = { approve: 'approved', decline: 'declined'
  */
 export function applicationDecisionReadBack(
   partner: GuardPartner,
+  options: { snapshotCache?: SnapshotPageCache } = {},
 ): ReadBackStrategy<ApplicationDecisionCommand> {
+  const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      return baseSnapshot(await findRecord(partner, 'applications', command.application_id, {}, ctx));
+      return baseSnapshot(await findRecord(partner, 'applications', command.application_id, {}, ctx, cache));
     },
 
     async verdict(command, snapshot, ctx) {
@@ -40,12 +43,16 @@ export function applicationDecisionReadBack(
       return 'unknown';
     },
 
-    write(command, requestId) {
+    async write(command, requestId) {
       const body = command.reason === undefined ? {} : { reason: command.reason };
-      const options = { requestId, lane: 'write' } as const;
-      return command.decision === 'approve'
-        ? partner.approveApplication(command.application_id, body, options)
-        : partner.declineApplication(command.application_id, body, options);
+      const call = { requestId, lane: 'write' } as const;
+      try {
+        return await (command.decision === 'approve'
+          ? partner.approveApplication(command.application_id, body, call)
+          : partner.declineApplication(command.application_id, body, call));
+      } finally {
+        cache?.wrote('applications', command.application_id);
+      }
     },
   };
 }

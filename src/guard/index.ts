@@ -14,3 +14,5 @@ export { rentalPaymentReadBack } from './rental-payment-read-back.js';
 export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
 export { writeRequestId, readRequestId, requestIdBase } from './request-ids.js';
 export type { GuardPartner } from './partner-port.js';
+export { createSnapshotPageCache } from './snapshot-page-cache.js';
+export type { SnapshotPageCache, SnapshotPageCacheOptions } from './snapshot-page-cache.js';

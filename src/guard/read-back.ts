@@ -1,4 +1,5 @@
 import type { GuardPartner, ListEnvelope, PartnerResult } from './partner-port.js';
+import type { SnapshotPageCache } from './snapshot-page-cache.js';
 
 /**
  * Read-back: the spec has no single-record GET and accepts no idempotency key, so the guard
@@ -41,27 +42,44 @@ type PartnerRecord = Record<string, unknown>;
 /** Upper bound on pages read to find one record: 1,000 pages of 1,000 records. */
 const MAX_PAGES = 1000;
 
-/** Pages through a list (newest first, per_page 1000) until the record with `id` is found. */
+/**
+ * Pages through a list (newest first, per_page 1000) until the record with `id` is found. With
+ * `cache` (snapshots only), pages are shared; a record not found that way is looked for again
+ * with fresh pages, so a page shifted by a deletion between two shared pages cannot hide it.
+ */
 export async function findRecord(
   partner: GuardPartner,
   resource: 'applications' | 'enrollments',
   id: string,
   query: Record<string, string | number>,
   ctx: ReadContext,
+  cache?: SnapshotPageCache,
 ): Promise<PartnerRecord | null> {
+  const fetchPage = async (page: number) =>
+    (
+      await partner.listPage(
+        resource,
+        { ...query, page, per_page: 1000 },
+        { lane: 'readback', requestId: ctx.nextReadId() },
+      )
+    ).data as ListEnvelope;
   for (let page = 1; page <= MAX_PAGES; page++) {
-    const { data } = await partner.listPage(
-      resource,
-      { ...query, page, per_page: 1000 },
-      { lane: 'readback', requestId: ctx.nextReadId() },
-    );
-    const envelope = data as ListEnvelope;
+    let envelope: ListEnvelope;
+    if (cache) {
+      const shared = await cache.page(
+        `${resource}?${new URLSearchParams({ ...query, page: String(page) } as Record<string, string>)}`,
+        () => fetchPage(page),
+      );
+      envelope = cache.usable(resource, id, shared.askedAt) ? shared.envelope : await fetchPage(page);
+    } else {
+      envelope = await fetchPage(page);
+    }
     const hit = envelope.items.find((r) => String(r.id) === id);
     if (hit) return hit;
     const more = envelope.has_more ?? (envelope.page_count != null && page < envelope.page_count);
-    if (!more || envelope.items.length === 0) return null;
+    if (!more || envelope.items.length === 0) break;
   }
-  return null;
+  return cache ? findRecord(partner, resource, id, query, ctx) : null;
 }
 
 function str(v: unknown): string | null {

@@ -1,5 +1,6 @@
 import type { RentalPaymentCommand } from '../events/commands.js';
 import type { GuardPartner } from './partner-port.js';
+import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy } from './read-back.js';
 
 function matches(command: RentalPaymentCommand, payment: unknown): boolean {
@@ -22,10 +23,14 @@ function countMatching(command: RentalPaymentCommand, record: Record<string, unk
  * applied; `updated_at` unchanged → not applied; anything else (changed, but not by a payment
  * we can recognise) → unknown.
  */
-export function rentalPaymentReadBack(partner: GuardPartner): ReadBackStrategy<RentalPaymentCommand> {
+export function rentalPaymentReadBack(
+  partner: GuardPartner,
+  options: { snapshotCache?: SnapshotPageCache } = {},
+): ReadBackStrategy<RentalPaymentCommand> {
+  const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      const record = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx);
+      const record = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx, cache);
       return { ...baseSnapshot(record), matching_payments: countMatching(command, record) };
     },
 
@@ -38,17 +43,21 @@ export function rentalPaymentReadBack(partner: GuardPartner): ReadBackStrategy<R
       return 'unknown';
     },
 
-    write(command, requestId) {
+    async write(command, requestId) {
       const payment = {
         amount_cents: command.amount_cents,
         paid_on: command.paid_on,
         ...(command.period === undefined ? {} : { period: command.period }),
       };
-      return partner.reportRentalPayments(
-        command.enrollment_id,
-        { rental_payments: [payment] },
-        { requestId, lane: 'write' },
-      );
+      try {
+        return await partner.reportRentalPayments(
+          command.enrollment_id,
+          { rental_payments: [payment] },
+          { requestId, lane: 'write' },
+        );
+      } finally {
+        cache?.wrote('enrollments', command.enrollment_id);
+      }
     },
   };
 }
