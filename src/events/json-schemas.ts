@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { cloudEventSchema } from './cloudevent.js';
 import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './commands.js';
+import { commandOutcomeSchema } from './outcomes.js';
 import { partnerWebhookSchema } from './partner-events.js';
 import { applicationDecidedEventSchema, rentPaymentReceivedEventSchema } from './pms-events.js';
 import { stateChangeSchema } from './state-change.js';
@@ -19,6 +20,7 @@ export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
   'partner-webhook': partnerWebhookSchema,
   'state-change': stateChangeSchema,
   'unrouted-event': unroutedEventSchema,
+  'command-outcome': commandOutcomeSchema,
 };
 
 /** JSON Schema (draft 2020-12) of each schema, as the input a sender may give. */
