@@ -14,6 +14,8 @@ export interface FaultRecord {
   detail: string;
   startAt: number;
   endAt: number | null;
+  /** End of the window in which its effects are counted (set after the run). */
+  windowEndAt?: number;
   recoveries: Array<{ what: string; ms: number | null }>;
   error?: string;
 }
@@ -57,6 +59,8 @@ function stormFault(storm: StormKind): Omit<FaultInput, 'method' | 'path'> {
 }
 
 const RECOVERY_TIMEOUT_MS = 90_000;
+/** Least time between the end of one server fault or storm and the start of the next. */
+const SETTLE_MS = 8000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createFaultInjector(targets: FaultTargets) {
@@ -64,6 +68,7 @@ export function createFaultInjector(targets: FaultTargets) {
   const pending = new Set<Promise<void>>();
   /** Faults of the servers and storms run one at a time; kills run whenever they fall. */
   let serial: Promise<void> = Promise.resolve();
+  let lastSerialEnd = 0;
 
   /** Recovery measurements still running. */
   const track = (p: Promise<void>) => {
@@ -204,7 +209,13 @@ export function createFaultInjector(targets: FaultTargets) {
           } else {
             // A server fault or storm waits for the previous one to be over, so that each one's
             // recovery is its own; kills fall anywhere, including in the middle of one.
-            serial = serial.then(() => execute(fault));
+            serial = serial.then(async () => {
+              // A pause after the previous one, so that its recovery is measured on its own.
+              const gap = lastSerialEnd + SETTLE_MS - Date.now();
+              if (gap > 0) await sleep(gap);
+              await execute(fault);
+              lastSerialEnd = Date.now();
+            });
             actions.push(serial);
           }
         }

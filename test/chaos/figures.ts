@@ -133,7 +133,7 @@ export function computeFigures(input: FigureInputs): ChaosFigures {
 /** What the load saw while the fault lasted (and 5 s after): answers by kind. */
 function effectOf(fault: FaultRecord, load: LoadState): string {
   const from = fault.startAt;
-  const to = (fault.endAt ?? fault.startAt) + 5000;
+  const to = fault.windowEndAt ?? (fault.endAt ?? fault.startAt) + 5000;
   const inWindow = load.webhooks.flatMap((h) => h.answers).filter((a) => a.at >= from && a.at <= to);
   const by: Record<string, number> = {};
   for (const a of inWindow) {

@@ -374,6 +374,13 @@ async function main(): Promise<number> {
       `SELECT kind, coalesce(result, '(none)') AS result, status, code, count(*) AS n
          FROM command_attempts GROUP BY 1, 2, 3, 4 ORDER BY count(*) DESC`,
     );
+    // Each fault's window: from its start to 5 s after its end, cut where the next server fault
+    // or storm starts, so that one's effects are not counted as the other's.
+    const serialStarts = injector.records.filter((f) => !f.kind.startsWith('kill:')).map((f) => f.startAt);
+    for (const f of injector.records) {
+      const next = serialStarts.find((t) => t > f.startAt) ?? Infinity;
+      f.windowEndAt = Math.min((f.endAt ?? f.startAt) + 5000, Math.max(next, f.endAt ?? f.startAt));
+    }
     const guardDuring: string[] = [];
     for (const f of injector.records) {
       const { rows } = await pool.query<{
@@ -386,7 +393,7 @@ async function main(): Promise<number> {
         `SELECT kind, coalesce(result, '(none)') AS result, status, code, count(*) AS n FROM command_attempts
           WHERE started_at BETWEEN to_timestamp($1 / 1000.0) AND to_timestamp($2 / 1000.0)
           GROUP BY 1, 2, 3, 4 ORDER BY count(*) DESC`,
-        [f.startAt, (f.endAt ?? f.startAt) + 5000],
+        [f.startAt, f.windowEndAt],
       );
       guardDuring.push(
         rows
