@@ -4,7 +4,7 @@ import type { Db } from '../db/prisma.js';
 type Tx = Prisma.TransactionClient;
 
 /** Actions written to `audit_log` (who, when, what, why). */
-export type AuditAction = 'redrive' | 'close_applied' | 'discard' | 'correct';
+export type AuditAction = 'redrive' | 'redrive_failed' | 'close_applied' | 'discard' | 'correct';
 
 export interface AuditEntry {
   id: number;

@@ -3,7 +3,10 @@ import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { fromDeadLetterHeaders } from './dead-letter-headers.js';
-import { insertDeadLetter } from './dead-letter-repository.js';
+import { insertDeadLetters } from './dead-letter-repository.js';
+
+/** Rows per INSERT. */
+const CHUNK = 500;
 
 export interface DeadLetterIndexerOptions {
   db: Db;
@@ -52,35 +55,46 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
       await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
       await consumer.run({
         autoCommit: false,
-        eachMessage: async ({ topic, partition, message }) => {
-          const parsed = fromDeadLetterHeaders(message.headers);
-          const created = await insertDeadLetter(options.db, {
-            dlqTopic: topic,
-            partition,
-            offset: message.offset,
-            key: message.key?.toString() ?? null,
-            value: message.value?.toString() ?? '',
-            headers: parsed.all,
-            info: parsed,
-          });
-          if (created) {
-            metrics.deadLettersIndexed.inc({
-              topic: parsed.originalTopic ?? topic,
-              reason: parsed.reason ?? 'unknown',
-            });
+        // A batch is one multi-row INSERT, then one commit of the batch's next offset.
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+          const { topic, partition } = batch;
+          for (let i = 0; i < batch.messages.length && isRunning() && !isStale(); i += CHUNK) {
+            const chunk = batch.messages.slice(i, i + CHUNK);
+            const created = await insertDeadLetters(
+              options.db,
+              chunk.map((message) => {
+                const parsed = fromDeadLetterHeaders(message.headers);
+                return {
+                  dlqTopic: topic,
+                  partition,
+                  offset: message.offset,
+                  key: message.key?.toString() ?? null,
+                  value: message.value?.toString() ?? '',
+                  headers: parsed.all,
+                  info: parsed,
+                };
+              }),
+            );
+            for (const row of created) {
+              metrics.deadLettersIndexed.inc({
+                topic: row.originalTopic ?? row.dlqTopic,
+                reason: row.reason ?? 'unknown',
+              });
+            }
+            const last = chunk.at(-1)!;
+            log.info(
+              {
+                topic,
+                partition,
+                fromOffset: chunk[0]!.offset,
+                toOffset: last.offset,
+                created: created.length,
+              },
+              'dead letters indexed',
+            );
+            await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(last.offset) + 1n) }]);
+            await heartbeat();
           }
-          log.info(
-            {
-              topic,
-              partition,
-              offset: message.offset,
-              commandId: parsed.commandId,
-              reason: parsed.reason,
-              created,
-            },
-            'dead letter indexed',
-          );
-          await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(message.offset) + 1n) }]);
         },
       });
       log.info({ groupId }, 'dead-letter indexer started');

@@ -80,40 +80,51 @@ function toDeadLetter(row: Row): DeadLetter {
   };
 }
 
-/**
- * Stores a dead letter once per (dlq topic, partition, offset): reading a DLQ again (a
- * rebalance, a reset offset) changes nothing, and never reopens a letter ops already closed.
- * Returns whether the row is new.
- */
-export async function insertDeadLetter(db: Db, letter: NewDeadLetter): Promise<boolean> {
+function toRow(letter: NewDeadLetter): Prisma.DeadLetterCreateManyInput {
   const { info } = letter;
-  const { count } = await db.deadLetter.createMany({
+  return {
+    dlqTopic: letter.dlqTopic,
+    partition: letter.partition,
+    offset: letter.offset,
+    key: letter.key,
+    value: letter.value,
+    headers: letter.headers,
+    originalTopic: info.originalTopic ?? null,
+    originalPartition: info.originalPartition ?? null,
+    originalOffset: info.originalOffset ?? null,
+    reason: info.reason ?? null,
+    errorCode: info.errorCode ?? null,
+    errorStatus: info.errorStatus ?? null,
+    errorMessage: info.errorMessage ?? null,
+    commandId: info.commandId ?? null,
+    partnerRequestIds: info.partnerRequestIds ?? [],
+    attempts: info.attempts ?? null,
+    consumerGroup: info.consumerGroup ?? null,
+    firstFailureAt: info.firstFailureAt ?? null,
+    lastFailureAt: info.lastFailureAt ?? null,
+  };
+}
+
+/**
+ * Stores dead letters once per (dlq topic, partition, offset): reading a DLQ again (a
+ * rebalance, a reset offset) changes nothing, and never reopens a letter ops already closed.
+ * Returns the letters that are new (topic and reason, for the metric).
+ */
+export async function insertDeadLetters(
+  db: Db,
+  letters: NewDeadLetter[],
+): Promise<Array<{ originalTopic: string | null; dlqTopic: string; reason: string | null }>> {
+  if (letters.length === 0) return [];
+  return db.deadLetter.createManyAndReturn({
     skipDuplicates: true,
-    data: [
-      {
-        dlqTopic: letter.dlqTopic,
-        partition: letter.partition,
-        offset: letter.offset,
-        key: letter.key,
-        value: letter.value,
-        headers: letter.headers,
-        originalTopic: info.originalTopic ?? null,
-        originalPartition: info.originalPartition ?? null,
-        originalOffset: info.originalOffset ?? null,
-        reason: info.reason ?? null,
-        errorCode: info.errorCode ?? null,
-        errorStatus: info.errorStatus ?? null,
-        errorMessage: info.errorMessage ?? null,
-        commandId: info.commandId ?? null,
-        partnerRequestIds: info.partnerRequestIds ?? [],
-        attempts: info.attempts ?? null,
-        consumerGroup: info.consumerGroup ?? null,
-        firstFailureAt: info.firstFailureAt ?? null,
-        lastFailureAt: info.lastFailureAt ?? null,
-      },
-    ],
+    data: letters.map(toRow),
+    select: { originalTopic: true, dlqTopic: true, reason: true },
   });
-  return count === 1;
+}
+
+/** One letter; returns whether its row is new. */
+export async function insertDeadLetter(db: Db, letter: NewDeadLetter): Promise<boolean> {
+  return (await insertDeadLetters(db, [letter])).length === 1;
 }
 
 /** A topic filter matches the DLQ topic or the original topic, written with or without the prefix. */
@@ -209,7 +220,8 @@ export async function resolveDeadLetter(
     where: { id: BigInt(id) },
     data: {
       state: change.state,
-      resolvedAt: new Date(),
+      // Reopened (a failed redrive): not resolved, but who tried and why it failed stay.
+      resolvedAt: change.state === 'open' ? null : new Date(),
       resolvedBy: change.by,
       resolution: change.resolution,
       ...(change.correctedValue !== undefined ? { correctedValue: change.correctedValue } : {}),

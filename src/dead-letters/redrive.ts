@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
 import { buildCorrectedValue, commandIdOf, CorrectionError } from './command-correction.js';
 import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
+import type { DeadLetterState } from './dead-letter-filters.js';
 import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
 import {
   APPLIED_STATES,
@@ -28,10 +29,11 @@ import {
  * 4. a guard row in a final not-applied state is put back so the consumer tries again: rejected
  *    and exhausted → `pending`, unverified → `in_flight` (the guard reads back before any write);
  *    the row as it was goes into the audit details (docs/decisions/008-redrive-resets-the-guard-row.md);
- * 5. the value is republished to the original topic with the original key and headers, plus the
- *    redrive headers; then the letter becomes `redriven` and the audit rows are written.
- * The send happens before the commit: if the commit failed after a send, the letter stays open
- * and a second redrive finds the guard's row for the command, which makes it harmless.
+ * 5. the letter becomes `redriven` and the audit rows are written; the transaction commits;
+ * 6. only then is the value republished to the original topic, with the original key and headers
+ *    plus the redrive headers. Sending before the commit would race the consumer: it could read
+ *    the guard row still final and republish the old outcome instead of retrying. If the send
+ *    fails, the letter is put back (audit `redrive_failed`) and the error is thrown.
  */
 
 export interface RedriveDeps {
@@ -96,8 +98,8 @@ export async function redriveDeadLetter(
 ): Promise<RedriveOutcome> {
   const dryRun = options.dryRun ?? false;
   const log = deps.logger.child({ component: 'redrive', deadLetterId: id, actor: options.actor });
-  return deps.db.$transaction(
-    async (tx) => {
+  const planned = await deps.db.$transaction(
+    async (tx): Promise<RedriveOutcome | PlannedSend> => {
       const letter = await lockDeadLetter(tx, id);
       if (!letter) return { id, action: 'not_found', dryRun, message: `no dead letter ${id}` };
       const topic = redriveTopic(letter, deps.topicPrefix);
@@ -167,17 +169,6 @@ export async function redriveDeadLetter(
           message: 'guard row changed meanwhile: retry',
         };
       }
-      const at = new Date();
-      await deps.producer.send({
-        topic,
-        messages: [
-          {
-            key: letter.headers[DLQ_HEADER.originalKey] ?? letter.key,
-            value,
-            headers: redriveHeaders(letter, options.actor, at),
-          },
-        ],
-      });
       await resolveDeadLetter(tx, id, {
         state: 'redriven',
         by: options.actor,
@@ -206,11 +197,60 @@ export async function redriveDeadLetter(
           ...(guardReset ? { guardRowReset: { ...guard, resetTo } } : { guardState: guard?.state ?? null }),
         },
       });
-      log.info({ topic, commandId, guardReset }, 'dead letter redriven');
-      return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
+      return {
+        outcome: { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message },
+        previousState: letter.state,
+        message: {
+          topic,
+          key: letter.headers[DLQ_HEADER.originalKey] ?? letter.key,
+          value,
+          headers: redriveHeaders(letter, options.actor, new Date()),
+        },
+      };
     },
     { timeout: 30_000, maxWait: 10_000 },
   );
+  if (!('previousState' in planned)) return planned;
+
+  // Sent only after the commit: the consumer must find the guard row already reset, or it would
+  // take the redrive for a redelivery of a final command and do nothing.
+  const { outcome, message } = planned;
+  try {
+    await deps.producer.send({
+      topic: message.topic,
+      messages: [{ key: message.key, value: message.value, headers: message.headers }],
+    });
+  } catch (error) {
+    // Nothing reached Kafka: the letter goes back to its state so it can be redriven again (a
+    // guard row reset to pending/in_flight is harmless without a message).
+    await deps.db.$transaction(async (tx) => {
+      await resolveDeadLetter(tx, id, {
+        state: planned.previousState,
+        by: options.actor,
+        resolution: `redrive failed: ${(error as Error).message}`,
+      });
+      await writeAudit(tx, {
+        actor: options.actor,
+        action: 'redrive_failed',
+        target: deadLetterTarget(id),
+        reason: options.reason,
+        details: { topic: message.topic, error: (error as Error).message },
+      });
+    });
+    log.error({ err: error, topic: message.topic }, 'redrive send failed: letter reopened');
+    throw error;
+  }
+  log.info(
+    { topic: message.topic, commandId: outcome.commandId, guardReset: outcome.guardReset },
+    'dead letter redriven',
+  );
+  return outcome;
+}
+
+interface PlannedSend {
+  outcome: RedriveOutcome;
+  previousState: DeadLetterState;
+  message: { topic: string; key: string | null; value: string; headers: IHeaders };
 }
 
 export interface DiscardOutcome {

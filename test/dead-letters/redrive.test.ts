@@ -101,6 +101,20 @@ describe('redrive', () => {
     });
   });
 
+  describe('when the message cannot be sent', () => {
+    it('reopens the letter, audits the failure and throws', async () => {
+      const letter = buildDecisionLetter(kafka.prefix);
+      const id = await seedLetter(database.db, kafka.prefix, letter);
+      const disconnected = kafka.kafka.producer();
+      await expect(
+        redriveDeadLetter({ ...deps, producer: disconnected }, id, { actor: 'gina' }),
+      ).rejects.toThrow(/disconnected/i);
+      expect(await getDeadLetter(database.db, id)).toMatchObject({ state: 'open', resolvedAt: null });
+      const actions = (await listAudit(database.db, { target: `dead_letter:${id}` })).map((a) => a.action);
+      expect(actions).toEqual(['redrive_failed', 'redrive']);
+    });
+  });
+
   describe('when the guard says the command is already applied', () => {
     it('sends nothing and closes the letter as closed_applied', async () => {
       const letter = buildDecisionLetter(kafka.prefix);
