@@ -159,6 +159,34 @@ export function createCommandRepository(db: Db) {
     },
 
     /**
+     * The common case in one round trip: a command seen for the first time is created directly as
+     * `in_flight` for write attempt 1, with its snapshot and attempt row. Null when the command
+     * already has a row (the caller then walks it from its state).
+     */
+    async createInFlight(input: {
+      commandId: string;
+      commandType: string;
+      targetId: string;
+      payload: Prisma.InputJsonValue;
+      requestId: string;
+      snapshot: Snapshot;
+    }): Promise<CommandRecord | null> {
+      const rows = await db.$queryRaw<RawRow[]>`
+        WITH ins AS (
+          INSERT INTO commands (command_id, command_type, target_id, state, payload, snapshot, attempts, request_ids)
+          VALUES (${input.commandId}, ${input.commandType}, ${input.targetId}, 'in_flight',
+                  ${JSON.stringify(input.payload)}::jsonb, ${JSON.stringify(input.snapshot)}::jsonb, 1,
+                  ARRAY[${input.requestId}::text])
+          ON CONFLICT (command_id) DO NOTHING
+          RETURNING *),
+        att AS (
+          INSERT INTO command_attempts (command_id, attempt, request_id, kind)
+          SELECT command_id, 1, ${input.requestId}, 'write' FROM ins)
+        SELECT * FROM ins`;
+      return rows[0] ? fromRaw(rows[0]) : null;
+    },
+
+    /**
      * Commits `in_flight` with the snapshot and the attempt's request id BEFORE the write is sent:
      * whatever happens next (crash, time-out), a later run knows a write may have landed.
      */

@@ -159,17 +159,38 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     return verdict;
   };
 
-  // The snapshot is read while the row is looked up: both are on every command's path. It is
-  // thrown away when the row says the command is final or was left in flight.
-  let early: Promise<Snapshot> | undefined = read('snapshot', () => strategy.snapshot(input.command, ctx));
-  early.catch(() => undefined);
-  let record = await repo.ensure({
-    commandId,
-    commandType: input.commandType,
-    targetId: input.targetId,
-    payload: input.command as Prisma.InputJsonValue,
-  });
-  if (isFinal(record.state)) return { record, alreadyFinal: true, settled: Promise.resolve() };
+  // The common case, a command seen for the first time: the snapshot is read, then the row is
+  // created directly as in_flight with it (one round trip). Otherwise (the row exists, or the
+  // snapshot could not be read) the row is looked up and walked from its state; a snapshot
+  // already read is used for its next write, or thrown away if the command is final or was
+  // left in flight.
+  const payload = input.command as Prisma.InputJsonValue;
+  let early: Promise<Snapshot> | undefined;
+  let begun: { snapshot: Snapshot; requestId: string } | undefined;
+  let created: CommandRecord | null = null;
+  const first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch(
+    (error: unknown) => {
+      if (signal?.aborted) throw error;
+      log.warn({ err: error }, 'snapshot failed; looking the command up first');
+      return undefined;
+    },
+  );
+  if (first) {
+    await deps.throttle?.wait(signal);
+    const requestId = writeRequestId(commandId, 1);
+    created = await repo.createInFlight({ ...input, payload, requestId, snapshot: first });
+    if (created) begun = { snapshot: first, requestId };
+    else early = Promise.resolve(first);
+  }
+  let record: CommandRecord =
+    created ??
+    (await repo.ensure({
+      commandId,
+      commandType: input.commandType,
+      targetId: input.targetId,
+      payload,
+    }));
+  if (!begun && isFinal(record.state)) return { record, alreadyFinal: true, settled: Promise.resolve() };
   attempt = record.attempts;
   const requestIds = [...record.requestIds];
 
@@ -177,7 +198,7 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   let lockRetries = 0;
   let throttles = 0;
 
-  if (record.state === 'in_flight') {
+  if (!begun && record.state === 'in_flight') {
     // A previous run committed in_flight and never recorded the answer (crash, kill, lost
     // connection): the write may have landed. Read back; never write again on a guess.
     early = undefined;
@@ -203,14 +224,21 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   }
 
   for (;;) {
-    await deps.throttle?.wait(signal);
-    const snapshot = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
-    early = undefined;
-    attempt++;
+    let snapshot: Snapshot;
+    let requestId: string;
+    if (begun) {
+      ({ snapshot, requestId } = begun);
+      begun = undefined;
+    } else {
+      await deps.throttle?.wait(signal);
+      snapshot = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
+      early = undefined;
+      attempt++;
+      requestId = writeRequestId(commandId, attempt);
+      await repo.beginWrite(commandId, { attempt, requestId, snapshot });
+      requestIds.push(requestId);
+    }
     reads = 0;
-    const requestId = writeRequestId(commandId, attempt);
-    await repo.beginWrite(commandId, { attempt, requestId, snapshot });
-    requestIds.push(requestId);
     const wlog = log.child({ partnerRequestId: requestId, attempt });
     let failure: FailureInfo;
     try {
