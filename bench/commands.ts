@@ -310,7 +310,7 @@ export async function run(): Promise<BenchResult> {
       },
       notes: [
         'The sandbox runs in its own process (the Partner API is remote); consumer, Kafka client and PostgreSQL client share one process, on a 2-core machine shared with other work.',
-        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs a snapshot read (one list page of 1,000) plus its write and two PostgreSQL transactions.',
+        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs its snapshot (list pages shared for 1 s between commands, src/guard/snapshot-page-cache.ts), the in_flight commit, its write and the applied commit (the last alongside the outcome publish).',
         `Limit on: sandbox and shared budget at ${limit}/min; the budget's window is 61 s (1 s safety), so it leaves ${(limit * (60 / 61)).toFixed(0)}/min; "budget left after reads" = that minus the reads made.`,
         'Reads are GET requests made by the client (snapshots, read-backs; authentication excluded as it is a POST).',
       ],
