@@ -200,8 +200,20 @@ export function createFaultInjector(targets: FaultTargets) {
      */
     run(plan: PlannedFault[], t0: number): { injected: Promise<void>; settled: Promise<void> } {
       const actions: Promise<void>[] = [];
+      // The storms (and token expiry) come first; kills of consumers wait until they are over,
+      // however long the chain of faults took, so that no storm meets a stalled consumer.
+      const phase1 = plan.filter((f) => f.kind === 'storm' || f.kind === 'token_ttl').length;
+      let phase1Left = phase1;
+      let phase1Over!: () => void;
+      const stormsOver = new Promise<void>((resolve) => (phase1Over = resolve));
+      if (phase1 === 0) phase1Over();
       const injected = (async () => {
         for (const fault of plan) {
+          if (fault.kind === 'kill' && fault.afterStormsMs !== undefined) {
+            const delay = fault.afterStormsMs;
+            actions.push(stormsOver.then(() => sleep(delay)).then(() => execute(fault)));
+            continue;
+          }
           const wait = t0 + fault.atMs - Date.now();
           if (wait > 0) await sleep(wait);
           if (fault.kind === 'kill') {
@@ -215,6 +227,7 @@ export function createFaultInjector(targets: FaultTargets) {
               if (gap > 0) await sleep(gap);
               await execute(fault);
               lastSerialEnd = Date.now();
+              if ((fault.kind === 'storm' || fault.kind === 'token_ttl') && --phase1Left === 0) phase1Over();
             });
             actions.push(serial);
           }

@@ -8,7 +8,14 @@ import type { Random } from './chaos-options.js';
 export type StormKind = 'apply_then_error' | 'apply_then_timeout' | '503' | '429' | 'lock_failed';
 
 export type PlannedFault =
-  | { kind: 'kill'; atMs: number; role: string; downMs: number }
+  | {
+      kind: 'kill';
+      atMs: number;
+      role: string;
+      downMs: number;
+      /** Set for consumers: the kill waits for the storms to be over, then this long. */
+      afterStormsMs?: number;
+    }
   | { kind: 'kafka_restart'; atMs: number; downMs: number }
   | { kind: 'pg_restart'; atMs: number; downMs: number }
   | { kind: 'storm'; atMs: number; storm: StormKind; durationMs: number }
@@ -49,11 +56,13 @@ export function planFaults(options: { seconds: number; random: Random; roles: st
     // in the second half only.
     const role = i < options.roles.length ? options.roles[i]! : random.pick(options.roles);
     const window = early.includes(role) ? [0.04, 0.9] : [0.5, 0.9];
+    const atMs = Math.round(random.between(window[0]!, window[1]!) * total);
     plan.push({
       kind: 'kill',
-      atMs: Math.round(random.between(window[0]!, window[1]!) * total),
+      atMs,
       role,
       downMs: random.int(200, 3000),
+      ...(early.includes(role) ? {} : { afterStormsMs: Math.max(0, atMs - Math.round(total * 0.5)) }),
     });
   }
   return plan.sort((a, b) => a.atMs - b.atMs);
