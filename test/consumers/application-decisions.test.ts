@@ -93,6 +93,31 @@ describe('application-decisions consumer', () => {
     });
   });
 
+  describe('when every write fails with a 503 and none was applied', () => {
+    it('stops after the bounded retries as exhausted and dead-letters it', async () => {
+      const app = await newApplication();
+      await h.control.addFault({
+        method: 'POST',
+        path: APPROVE(app),
+        kind: 'error',
+        status: 503,
+        code: 'request_timeout',
+        times: 50,
+      });
+      const id = await h.decision({ decision_id: uid('exh'), application_id: app, decision: 'approve' });
+      const [outcome] = await h.outcomesOf(id);
+      // Five retries after the first write, each after a read-back proved it not applied.
+      expect(outcome).toMatchObject({ status: 'exhausted', attempts: 6, error: { status: 503 } });
+      const [letter] = await h.deadLettersOf(id);
+      expect(headersOf(letter!.message.headers)).toMatchObject({
+        'dlq-reason': 'exhausted',
+        'dlq-attempts': '6',
+      });
+      expect(await applied(APPROVE(app))).toBe(0);
+      await h.control.clearFaults();
+    });
+  });
+
   describe('when the write meets 409 lock_failed', () => {
     it('reads again and retries until it is applied', async () => {
       const app = await newApplication();
