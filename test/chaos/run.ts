@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import * as prettier from 'prettier';
 import { allTopics, ensureTopics } from '../../src/kafka/topics.js';
 import { createSandboxControl, type SandboxControl } from '../../src/sandbox/control-client.js';
 import { chaosOptions, createRandom } from './chaos-options.js';
@@ -445,7 +446,7 @@ async function main(): Promise<number> {
       join(artifacts, 'figures.json'),
       JSON.stringify({ figures, checks: analysis.checks }, null, 2),
     );
-    if (options.writeDocs) writeDocs(figuresMarkdown(figures, analysis.checks));
+    if (options.writeDocs) await writeDocs(figuresMarkdown(figures, analysis.checks));
     const failed = analysis.checks.filter((c) => !c.ok);
     log(failed.length === 0 ? 'every invariant held' : `${failed.length} invariant(s) failed`);
     return failed.length === 0 ? 0 : 1;
@@ -458,8 +459,11 @@ async function main(): Promise<number> {
 const START = '<!-- chaos:figures:start -->';
 const END = '<!-- chaos:figures:end -->';
 
-/** Replaces the generated block of docs/chaos.md (the hand-written text around it stays). */
-function writeDocs(markdown: string): void {
+/**
+ * Replaces the generated block of docs/chaos.md (the hand-written text around it stays), then
+ * formats the file as `npm run lint` expects.
+ */
+async function writeDocs(markdown: string): Promise<void> {
   const path = join(repoRoot, 'docs', 'chaos.md');
   const block = `${START}\n\n## Figures of the last run\n\n${markdown}\n\n${END}`;
   const current = existsSync(path) ? readFileSync(path, 'utf8') : `# Chaos run\n\n${START}\n${END}\n`;
@@ -467,7 +471,8 @@ function writeDocs(markdown: string): void {
     current.includes(START) && current.includes(END)
       ? current.slice(0, current.indexOf(START)) + block + current.slice(current.indexOf(END) + END.length)
       : `${current.trimEnd()}\n\n${block}\n`;
-  writeFileSync(path, next);
+  const config = (await prettier.resolveConfig(path)) ?? {};
+  writeFileSync(path, await prettier.format(next, { ...config, parser: 'markdown' }));
 }
 
 main().then(
