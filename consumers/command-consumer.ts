@@ -59,7 +59,7 @@ export interface CommandConsumerDeps {
   topicPrefix: string;
   /** The shared rate budget: a 429 pauses every process sharing it. */
   budget?: { pauseUntil(until: Date): Promise<void> };
-  /** Default `rentbridge.<name>`. */
+  /** Default `<topicPrefix>rentbridge.<name>`. */
   groupId?: string;
   /** Partitions processed at once. Default 3. */
   partitionsConsumedConcurrently?: number;
@@ -122,7 +122,8 @@ export function toOutcome(kind: CommandKind, record: CommandRecord): CommandOutc
 }
 
 export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandConsumerDeps): CommandConsumer {
-  const groupId = deps.groupId ?? `rentbridge.${spec.name}`;
+  // The prefix namespaces the group too: two deployments (or test runs) on one cluster never share offsets.
+  const groupId = deps.groupId ?? `${deps.topicPrefix}rentbridge.${spec.name}`;
   const topic = topicName(deps.topicPrefix, spec.topic);
   const outcomeTopic = topicName(deps.topicPrefix, spec.outcomeTopic);
   const dlqTopic = topicName(deps.topicPrefix, TOPICS.dlq(spec.topic));
