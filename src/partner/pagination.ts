@@ -30,35 +30,70 @@ export async function* walkPages(deps: {
   const seen = new Set<string>();
   const createdFirst = newRecordsFirst(deps.resource, deps.query);
   const log = deps.logger.child({ resource: deps.resource });
-  const fresh = (res: PartnerResponse<ListPage>): PartnerResponse<ListPage> => {
+  const lastIdOf = new Map<number, string>();
+  let previousTotal: number | undefined;
+  let drifted = false;
+
+  // Reads a page: notes whether the list changed since the read before (of any page) and whether
+  // the page's last record moved since this page was last read; keeps only records not yet seen.
+  const read = async (page: number) => {
+    const res = await deps.fetchPage(page, deps.perPage);
+    const total = res.data.total_count;
+    if (previousTotal !== undefined && (createdFirst ? total < previousTotal : total !== previousTotal)) {
+      log.info({ page, previousTotal, total, partnerRequestId: res.requestId }, 'list changed while paging');
+      drifted = true;
+    }
+    previousTotal = total;
+    const last = res.data.items.at(-1);
+    const lastId = last === undefined ? undefined : String(last.id);
+    const boundaryMoved = lastIdOf.has(page) && lastIdOf.get(page) !== lastId;
+    if (lastId === undefined) lastIdOf.delete(page);
+    else lastIdOf.set(page, lastId);
     const items = res.data.items.filter((r) => {
       const key = String(r.id);
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
     });
-    return { ...res, data: { ...res.data, items } };
+    return { res: { ...res, data: { ...res.data, items } }, count: res.data.items.length, boundaryMoved };
   };
 
-  let previousTotal: number | undefined;
-  for (let page = deps.query.page ?? 1; ; page++) {
-    const res = await deps.fetchPage(page, deps.perPage);
-    yield fresh(res);
-    const total = res.data.total_count;
-    const drifted =
-      previousTotal !== undefined && (createdFirst ? total < previousTotal : total !== previousTotal);
-    if (drifted && page > 1) {
-      log.info(
-        { page, previousTotal, total, partnerRequestId: res.requestId },
-        'list changed while paging, re-reading boundary',
-      );
-      for (let back = page - 1; back >= 1; back--) {
-        const again = fresh(await deps.fetchPage(back, deps.perPage));
-        if (again.data.items.length === 0) break;
-        yield again;
+  const first = deps.query.page ?? 1;
+  for (let page = first; ; page++) {
+    const { res } = await read(page);
+    if (res.data.items.length > 0 || page === first) yield res;
+    // Where new records may land after the cursor, a deletion and a creation can leave the total
+    // unchanged: only the page before shows whether a record slid back onto it.
+    if (page > first && (drifted || !createdFirst)) {
+      // A change seen at this read may have pushed records back and forth across the boundary.
+      const changedAtFrontier = drifted;
+      drifted = false;
+      // Walk back to a page that proves nothing slid past it: records all seen before, its last
+      // one unmoved, read with the list unchanged. An empty page proves nothing (the list may have
+      // shrunk below it).
+      let slid = false;
+      let settledAt = first - 1;
+      for (let back = page - 1; back >= first; back--) {
+        const again = await read(back);
+        if (again.res.data.items.length > 0) {
+          slid = true;
+          yield again.res;
+        }
+        if (again.res.data.items.length === 0 && again.count > 0 && !drifted && !again.boundaryMoved) {
+          settledAt = back;
+          break;
+        }
+        if (again.boundaryMoved) slid = true;
+      }
+      if (slid || drifted || changedAtFrontier) {
+        // Records moved while we looked: walk forward again from the proven page, so those that
+        // creations pushed forward again are read too (only unseen ones are yielded).
+        drifted = false;
+        page = settledAt; // the loop's increment reads settledAt + 1 next
+        continue;
       }
     }
-    previousTotal = total;
+    drifted = false;
     if (!res.data.has_more) return;
   }
 }
