@@ -48,7 +48,15 @@ export async function run(): Promise<BenchResult> {
     const results = await Promise.all(
       laneSets.map(async (lanes) => {
         const { stdout } = await run$(TSX, [WORKER], {
-          env: { ...process.env, DATABASE_URL: url, SANDBOX_URL: sandbox.url, LIMIT: String(limit), SECONDS: String(seconds), LANES: lanes, BUDGET_NAME: 'bench' },
+          env: {
+            ...process.env,
+            DATABASE_URL: url,
+            SANDBOX_URL: sandbox.url,
+            LIMIT: String(limit),
+            SECONDS: String(seconds),
+            LANES: lanes,
+            BUDGET_NAME: 'bench',
+          },
           maxBuffer: 64 * 1024 * 1024,
         });
         return JSON.parse(stdout.trim().split('\n').at(-1)!) as WorkerResult;

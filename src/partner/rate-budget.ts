@@ -35,6 +35,8 @@ export interface RateBudgetOptions {
   pollReservePercent?: number;
   /** Added to the one-minute window. Default 1000 ms. */
   safetyMs?: number;
+  /** The API's window. Default 60 000 ms (spec 8); tests shorten it. */
+  windowMs?: number;
 }
 
 type Take = { taken: true; used: number } | { taken: false; waitMs: number; reason: 'paused' | 'full' };
@@ -49,7 +51,7 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
 } {
   const { db, limitPerMinute: limit } = options;
   const name = options.name ?? 'partner-api';
-  const windowMs = 60_000 + (options.safetyMs ?? 1000);
+  const windowMs = (options.windowMs ?? 60_000) + (options.safetyMs ?? 1000);
   const windowSeconds = windowMs / 1000;
   const pollReserve = Math.max(1, Math.ceil((limit * (options.pollReservePercent ?? 2)) / 100));
   const lockKey = `rate_budget:${name}`;

@@ -19,7 +19,12 @@ const seconds = Number(env('SECONDS'));
 const lanes = env('LANES').split(',') as Lane[];
 const db = createDb(env('DATABASE_URL'), { max: 4 });
 const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'silent' });
-const inner = createRateBudget({ db, limitPerMinute: Number(env('LIMIT')), logger, name: env('BUDGET_NAME') });
+const inner = createRateBudget({
+  db,
+  limitPerMinute: Number(env('LIMIT')),
+  logger,
+  name: env('BUDGET_NAME'),
+});
 const waits: Record<string, number[]> = {};
 // Times every wait for a slot, by lane (the benchmark's p50/p99).
 const budget: RateBudget = {
@@ -52,7 +57,11 @@ await Promise.all(
   lanes.map(async (lane) => {
     while (Date.now() < deadline) {
       try {
-        await client.listPage('applications', { per_page: 5 }, { lane, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
+        await client.listPage(
+          'applications',
+          { per_page: 5 },
+          { lane, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) },
+        );
         requests++;
       } catch (error) {
         if (Date.now() >= deadline) break;
