@@ -48,15 +48,24 @@ export function createResourceLock(databaseUrl: string, logger: Logger): Resourc
 
   const key = (resource: string) => `rentbridge.poller:${schema}:${resource}`;
 
+  // One query at a time on the lock connection: passes of several resources start together.
+  let queue: Promise<unknown> = Promise.resolve();
+  function serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = queue.then(fn, fn);
+    queue = run.catch(() => undefined);
+    return run;
+  }
+
   return {
     async tryAcquire(resource) {
       if (held.has(resource)) return false;
       held.add(resource);
       try {
-        const c = await connection();
-        const { rows } = await c.query<{ locked: boolean }>(
-          'SELECT pg_try_advisory_lock(hashtext($1)) AS locked',
-          [key(resource)],
+        const { rows } = await serial(async () =>
+          (await connection()).query<{ locked: boolean }>(
+            'SELECT pg_try_advisory_lock(hashtext($1)) AS locked',
+            [key(resource)],
+          ),
         );
         if (rows[0]?.locked !== true) held.delete(resource);
         return rows[0]?.locked === true;
@@ -67,7 +76,7 @@ export function createResourceLock(databaseUrl: string, logger: Logger): Resourc
     },
     async release(resource) {
       if (!held.delete(resource)) return;
-      await client?.query('SELECT pg_advisory_unlock(hashtext($1))', [key(resource)]);
+      await serial(async () => client?.query('SELECT pg_advisory_unlock(hashtext($1))', [key(resource)]));
     },
     async close() {
       held.clear();
