@@ -8,12 +8,8 @@ import {
   type PartnerClientDeps,
   type PartnerRecord,
 } from '../../src/partner/index.js';
-import {
-  createSandboxControl,
-  startSandbox,
-  type Sandbox,
-  type SandboxControl,
-} from '../../src/sandbox/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/sandbox/control-client.js';
 
 const logger = createLogger({ level: 'silent' });
 let sandbox: Sandbox;
