@@ -18,6 +18,8 @@ export interface ChaosOptions {
   sandboxPort: number;
   /** First of the HTTP ports the rentbridge roles listen on (receiver, relay, consumers). */
   httpPortBase: number;
+  /** Length of each sandbox storm; default 6 % of the run, 4 to 10 s. `CHAOS_STORM_SECONDS`. */
+  stormSeconds: number | null;
   /** Write the figures into docs/chaos.md. `CHAOS_WRITE_DOCS=0` to skip. Default on. */
   writeDocs: boolean;
 }
@@ -41,6 +43,7 @@ export function chaosOptions(): ChaosOptions {
     kafkaControllerPort: num('CHAOS_KAFKA_CONTROLLER_PORT', 19093),
     sandboxPort: num('CHAOS_SANDBOX_PORT', 14010),
     httpPortBase: num('CHAOS_HTTP_PORT_BASE', 18080),
+    stormSeconds: process.env.CHAOS_STORM_SECONDS ? num('CHAOS_STORM_SECONDS', 0) : null,
     writeDocs: process.env.CHAOS_WRITE_DOCS !== '0',
   };
 }

@@ -22,11 +22,18 @@ export type PlannedFault =
   | { kind: 'token_ttl'; atMs: number; durationMs: number }
   | { kind: 'key_revoke'; atMs: number };
 
-export function planFaults(options: { seconds: number; random: Random; roles: string[] }): PlannedFault[] {
+export function planFaults(options: {
+  seconds: number;
+  random: Random;
+  roles: string[];
+  stormSeconds?: number | null;
+}): PlannedFault[] {
   const { random } = options;
   const total = options.seconds * 1000;
   const at = (fraction: number) => Math.round(total * (fraction + random.between(-0.01, 0.01)));
-  const stormMs = Math.round(Math.min(10_000, Math.max(4000, total * 0.06)));
+  const stormMs = options.stormSeconds
+    ? Math.round(options.stormSeconds * 1000)
+    : Math.round(Math.min(10_000, Math.max(4000, total * 0.06)));
   // First half: the sandbox's storms and token expiry, while the consumers are busy (a killed
   // consumer stalls its topic until Kafka notices, which would leave a storm nothing to hit).
   // Second half: the servers' restarts and the consumers' deaths.

@@ -296,7 +296,12 @@ async function main(): Promise<number> {
         ),
     };
     const injector = createFaultInjector({ supervisor, kafka, pg: pgCluster, sandbox, probes, log });
-    const plan = planFaults({ seconds: options.seconds, random, roles: ROLES });
+    const plan = planFaults({
+      seconds: options.seconds,
+      random,
+      roles: ROLES,
+      stormSeconds: options.stormSeconds,
+    });
     log(`load starts; ${plan.length} faults planned`);
     const t0 = Date.now();
     load.start();
