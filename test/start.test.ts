@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
+import { ROOT } from './support/cli.js';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function metric(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+describe('rentbridge start', () => {
+  describe('when PARTNER_API_URL is unset', () => {
+    const schema = `s_${randomBytes(5).toString('hex')}`;
+    let child: ChildProcess;
+    let log = '';
+    let base = '';
+
+    beforeAll(async () => {
+      const [httpPort, sandboxPort] = [await freePort(), await freePort()];
+      base = `http://127.0.0.1:${httpPort}`;
+      child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: withSchema(inject('databaseUrl'), schema),
+          KAFKA_BROKERS: inject('kafkaBrokers'),
+          KAFKA_TOPIC_PREFIX: `${schema}.`,
+          HTTP_PORT: String(httpPort),
+          SANDBOX_PORT: String(sandboxPort),
+          OPS_TOKEN: '',
+          PARTNER_API_URL: '',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    });
+
+    afterAll(async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+      }
+      const { connectionString } = parseDatabaseUrl(inject('databaseUrl'));
+      const client = new pg.Client({ connectionString });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+      await client.end();
+    });
+
+    it('says it started the embedded sandbox, and becomes ready', async () => {
+      await eventually(async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined));
+      expect(log).toContain('started the embedded Partner API sandbox with demo data');
+    });
+
+    it('publishes state changes and applies commands within a minute', async () => {
+      const text = await eventually(async () => {
+        const body = await (await fetch(`${base}/metrics`)).text();
+        return metric(body, 'rentbridge_commands_total', 'status="applied"') > 0 ? body : undefined;
+      });
+      expect(
+        metric(text, 'rentbridge_relay_published_total', 'topic="partner.applications"'),
+      ).toBeGreaterThan(0);
+    });
+
+    it('shows dead letters in the ops API with the demo token', async () => {
+      const letters = await eventually(async () => {
+        const res = await fetch(`${base}/ops/api/dead-letters`, {
+          headers: { authorization: 'Bearer rentbridge-demo-ops-token' },
+        });
+        const body = (await res.json()) as { items: Array<{ reason: string }> };
+        return body.items.length > 0 ? body.items : undefined;
+      });
+      expect(letters[0]?.reason).toBe('rejected');
+    });
+
+    it('stops gracefully on SIGTERM', async () => {
+      child.kill('SIGTERM');
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      expect(code).toBe(0);
+      expect(log).toContain('"msg":"stopped"');
+    });
+  });
+});
