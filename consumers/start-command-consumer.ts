@@ -1,5 +1,5 @@
 import type { GuardOptions } from '../src/guard/index.js';
-import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
+import { createPartnerForRole } from '../src/roles/partner-role.js';
 import { loadConfigOrExit, runUntilSignal, UsageError } from '../src/cli/process.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { createApplicationDecisionsConsumer } from './application-decisions.js';
@@ -23,16 +23,7 @@ export async function startCommandConsumer(
 ): Promise<CommandConsumer> {
   const { config, logger, db } = runtime;
   await runtime.ensureTopics();
-  const budget = createRateBudget({ db, limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE, logger });
-  const partner = createPartnerClient({
-    baseUrl: options.partnerUrl,
-    accessKey: config.PARTNER_ACCESS_KEY,
-    secretKey: config.PARTNER_SECRET_KEY,
-    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
-    timeoutMs: config.PARTNER_TIMEOUT_MS,
-    budget,
-    logger,
-  });
+  const { partner, budget } = createPartnerForRole(runtime, { baseUrl: options.partnerUrl });
   const consumer = COMMAND_CONSUMERS[name]({
     kafka: runtime.kafka,
     db,

@@ -1,4 +1,4 @@
-import { createPartnerClient, createRateBudget } from '../../partner/index.js';
+import { createPartnerForRole } from '../../roles/partner-role.js';
 import { createPoller, createRequestCounter, pollerIntervals, type Poller } from '../../poller/index.js';
 import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
@@ -23,18 +23,8 @@ export function buildPoller(
       'PARTNER_API_URL is not set: point it at the Partner API (or use `rentbridge start`, which runs the embedded sandbox)',
     );
   }
-  const budget = createRateBudget({ db, limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE, logger });
   const requestCounter = createRequestCounter();
-  const partner = createPartnerClient({
-    baseUrl,
-    accessKey: config.PARTNER_ACCESS_KEY,
-    secretKey: config.PARTNER_SECRET_KEY,
-    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
-    timeoutMs: config.PARTNER_TIMEOUT_MS,
-    budget,
-    logger,
-    fetch: requestCounter.fetch,
-  });
+  const { partner, budget } = createPartnerForRole(runtime, { baseUrl, fetch: requestCounter.fetch });
   const poller = createPoller({
     partner,
     db,

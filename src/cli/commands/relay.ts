@@ -1,21 +1,27 @@
-import { createRelay } from '../../relay/relay.js';
+import { createRelay, type Relay } from '../../relay/relay.js';
+import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, runUntilSignal } from '../process.js';
+
+/** The relay of this process, from the runtime's configuration. */
+export function buildRelay(runtime: Runtime): Relay {
+  const { config } = runtime;
+  return createRelay({
+    db: runtime.db,
+    kafka: runtime.kafka,
+    logger: runtime.logger,
+    databaseUrl: config.DATABASE_URL,
+    topicPrefix: config.KAFKA_TOPIC_PREFIX,
+    retentionHours: config.OUTBOX_RETENTION_HOURS,
+  });
+}
 
 /** `rentbridge relay`: publishes outbox rows to Kafka. */
 export async function relay(): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
-  const { config, logger } = runtime;
-  await runUntilSignal(logger, async () => {
+  await runUntilSignal(runtime.logger, async () => {
     await runtime.ensureTopics();
-    const r = createRelay({
-      db: runtime.db,
-      kafka: runtime.kafka,
-      logger,
-      databaseUrl: config.DATABASE_URL,
-      topicPrefix: config.KAFKA_TOPIC_PREFIX,
-      retentionHours: config.OUTBOX_RETENTION_HOURS,
-    });
+    const r = buildRelay(runtime);
     await r.start();
     return {
       async stop() {

@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { startCommandConsumer } from '../../../consumers/start-command-consumer.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
-import { createDeadLetterIndexer } from '../../dead-letters/dead-letter-indexer.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
-import { createRelay } from '../../relay/relay.js';
 import { startHttpRole } from '../../roles/http-role.js';
 import { createRuntime } from '../../runtime.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { loadConfigOrExit, runUntilSignal, type Service } from '../process.js';
+import { buildDeadLetterIndexer } from './dead-letters-consumer.js';
 import { buildPoller } from './poller.js';
+import { buildRelay } from './relay.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
@@ -77,14 +77,7 @@ export async function start(): Promise<void> {
       const http = await startHttpRole(runtime);
       services.push(http);
 
-      const relay = createRelay({
-        db: runtime.db,
-        kafka: runtime.kafka,
-        logger,
-        databaseUrl: config.DATABASE_URL,
-        topicPrefix: config.KAFKA_TOPIC_PREFIX,
-        retentionHours: config.OUTBOX_RETENTION_HOURS,
-      });
+      const relay = buildRelay(runtime);
       await relay.start();
       services.push(relay);
 
@@ -92,12 +85,7 @@ export async function start(): Promise<void> {
         services.push(await startCommandConsumer(runtime, name, { partnerUrl: partnerUrl! }));
       }
 
-      const indexer = createDeadLetterIndexer({
-        db: runtime.db,
-        kafka: runtime.kafka,
-        logger,
-        topicPrefix: config.KAFKA_TOPIC_PREFIX,
-      });
+      const indexer = buildDeadLetterIndexer(runtime);
       await indexer.start();
       services.push(indexer);
 
