@@ -40,6 +40,8 @@ const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
 interface Env {
   kafka: Kafka;
   db: Db;
+  /** The guard's per-command locks connect on their own. */
+  databaseUrl: string;
   sandboxUrl: string;
   control: ReturnType<typeof createSandboxControl>;
 }
@@ -132,6 +134,7 @@ async function guardedRate(
   const consumer = createCommandConsumer(applicationDecisions, {
     kafka: env.kafka,
     db: env.db,
+    databaseUrl: env.databaseUrl,
     partner,
     logger,
     topicPrefix: prefix,
@@ -211,6 +214,7 @@ async function atLimit(env: Env, producer: Producer, limit: number, seconds: num
   const consumer = createCommandConsumer(applicationDecisions, {
     kafka: env.kafka,
     db: env.db,
+    databaseUrl: env.databaseUrl,
     partner,
     budget,
     logger,
@@ -283,7 +287,7 @@ export async function run(): Promise<BenchResult> {
   });
   const producer = kafka.producer();
   await producer.connect();
-  const env: Env = { kafka, db, sandboxUrl: sandbox.url, control: createSandboxControl(sandbox.url) };
+  const env: Env = { kafka, db, databaseUrl: url, sandboxUrl: sandbox.url, control: createSandboxControl(sandbox.url) };
   try {
     console.log(`  baseline: ${n} unguarded writes`);
     const baseline = await baselineRate(env, producer, n);

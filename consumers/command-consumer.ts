@@ -11,7 +11,9 @@ import {
 import { CLOUDEVENT_CONTENT_TYPE, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
 import { isSuccess, OUTCOME_TYPES, type CommandKind, type CommandOutcome } from '../src/events/outcomes.js';
 import {
+  createCommandLocks,
   createCommandRepository,
+  GuardBusyError,
   createThrottleGate,
   guardedWrite,
   type CommandRecord,
@@ -53,6 +55,11 @@ export interface CommandSpec<C> {
 export interface CommandConsumerDeps {
   kafka: Kafka;
   db: Db;
+  /**
+   * DATABASE_URL: the guard's per-command locks hold connections of their own (one per partition
+   * consumed concurrently, on top of the Prisma pool).
+   */
+  databaseUrl: string;
   partner: GuardPartner;
   logger: Logger;
   /** KAFKA_TOPIC_PREFIX. */
@@ -129,6 +136,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const dlqTopic = topicName(deps.topicPrefix, TOPICS.dlq(spec.topic));
   const logger = deps.logger.child({ component: 'consumer', consumer: spec.name, topic });
   const repository = createCommandRepository(deps.db);
+  const concurrency = deps.partitionsConsumedConcurrently ?? 3;
+  // One lock connection per command in hand: eachMessage handles one command per partition.
+  const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: concurrency });
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;
   const strategy = spec.readBack(
     deps.partner,
@@ -272,6 +282,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         const { record, alreadyFinal, settled } = await guardedWrite(
           {
             repository,
+            locks,
             strategy,
             logger: log, // the guard adds commandId itself
             throttle: gate,
@@ -290,7 +301,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         // state, so trying the same command again later is safe. On shutdown, leave it.
         if (stopping.signal.aborted) throw error;
         const waitMs = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
-        clog.error({ err: error, waitMs }, 'command interrupted: trying again');
+        if (error instanceof GuardBusyError)
+          clog.warn({ waitMs }, 'command still worked on by another process: trying again');
+        else clog.error({ err: error, waitMs }, 'command interrupted: trying again');
         await sleep(waitMs, undefined, { signal: stopping.signal });
       }
     }
@@ -304,7 +317,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       await consumer.subscribe({ topic, fromBeginning: true });
       await consumer.run({
         autoCommit: false,
-        partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 3,
+        partitionsConsumedConcurrently: concurrency,
         eachMessage: async ({ partition, message, heartbeat }) => {
           const log = logger.child({ partition, offset: message.offset });
           // A command may wait minutes (Retry-After, back-off, a slow partner): keep the
@@ -328,6 +341,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       gate.close();
       await consumer.disconnect();
       await producer.disconnect();
+      await locks.close();
       logger.info({ groupId }, 'consumer stopped');
     },
   };

@@ -27,6 +27,7 @@ export async function startCommandConsumer(
   const consumer = COMMAND_CONSUMERS[name]({
     kafka: runtime.kafka,
     db,
+    databaseUrl: config.DATABASE_URL,
     partner,
     budget,
     logger,

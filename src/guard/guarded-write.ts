@@ -3,6 +3,7 @@ import type { Prisma } from '@prisma/client';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { classifyFailure, type FailureInfo } from './classify-failure.js';
+import type { CommandLock, CommandLocks } from './command-lock.js';
 import type { CommandRecord, CommandRepository, FinalState } from './command-repository.js';
 import { isFinal } from './command-repository.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
@@ -23,6 +24,12 @@ import type { ThrottleGate } from './throttle-gate.js';
  *                                              └─ 5xx / time-out / network / restart in in_flight: READ BACK
  *                                                   applied → applied; unchanged → pending, retry with
  *                                                   back-off (bounded → exhausted); else → unverified
+ *
+ * One writer per command (docs/decisions/011-one-writer-per-command.md): the whole walk runs
+ * under the command's lock (src/guard/command-lock.ts), which dies with its process. A process
+ * that meets a command another one is working on (a Kafka rebalance redelivered it) waits for
+ * the lock, then walks the row as the holder left it: final → publish again, write nothing;
+ * still in_flight → the holder died mid-write: read back.
  */
 
 export interface GuardOptions {
@@ -49,10 +56,17 @@ export interface GuardOptions {
    * the client's time-out. Default 15 s.
    */
   inFlightSettleMs?: number;
+  /**
+   * How long to wait for a command another process is working on before giving up with
+   * `GuardBusyError` (the consumer then tries the command again later). Default 30 s.
+   */
+  lockWaitMs?: number;
 }
 
 export interface GuardDeps<C> {
   repository: CommandRepository;
+  /** One writer per command across processes. */
+  locks: CommandLocks;
   strategy: ReadBackStrategy<C>;
   logger: Logger;
   /** Shared by the consumer: a 429 pauses every write until Retry-After. */
@@ -88,6 +102,11 @@ export class GuardInterruptedError extends Error {
   readonly retriable = true;
 }
 
+/** Another process is still working on the command after `lockWaitMs`: try it again later. */
+export class GuardBusyError extends GuardInterruptedError {
+  override name = 'GuardBusyError';
+}
+
 const DEFAULTS: Required<GuardOptions> = {
   maxRetries: 5,
   maxLockRetries: 5,
@@ -97,6 +116,7 @@ const DEFAULTS: Required<GuardOptions> = {
   maxBackoffMs: 30_000,
   readBackDelayMs: 1000,
   inFlightSettleMs: 15_000,
+  lockWaitMs: 30_000,
 };
 
 function asFailure(f: FailureInfo) {
@@ -104,6 +124,26 @@ function asFailure(f: FailureInfo) {
 }
 
 export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>): Promise<GuardResult> {
+  const owned: { lock?: CommandLock } = {};
+  let result: GuardResult;
+  try {
+    result = await walk(deps, input, owned);
+  } catch (error) {
+    await owned.lock?.release();
+    throw error;
+  }
+  // Released only once the final state is committed: a process waiting for the lock then reads
+  // the final row, never the in_flight one of a write that succeeded.
+  const settled = result.settled.finally(() => owned.lock?.release());
+  settled.catch(() => undefined);
+  return { ...result, settled };
+}
+
+async function walk<C>(
+  deps: GuardDeps<C>,
+  input: GuardInput<C>,
+  owned: { lock?: CommandLock },
+): Promise<GuardResult> {
   const options = { ...DEFAULTS, ...deps.options };
   const { repository: repo, strategy, signal } = deps;
   const { commandId } = input;
@@ -168,13 +208,36 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   let early: Promise<Snapshot> | undefined;
   let begun: { snapshot: Snapshot; requestId: string } | undefined;
   let created: CommandRecord | null = null;
-  const first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch(
-    (error: unknown) => {
+  // The lock is tried while the snapshot is read: the common case (nobody else on the command)
+  // waits for neither in turn.
+  const taking = deps.locks.tryAcquire(commandId);
+  let first: Snapshot | undefined;
+  let taken: CommandLock | null = null;
+  try {
+    first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch((error: unknown) => {
       if (signal?.aborted) throw error;
       log.warn({ err: error }, 'snapshot failed; looking the command up first');
       return undefined;
-    },
-  );
+    });
+  } finally {
+    taken = await taking;
+    owned.lock = taken ?? undefined;
+  }
+  if (!taken) {
+    // Another process is working on this command (a rebalance handed us its message while its
+    // write is on its way): wait for it, then walk the row as it left it. The snapshot read
+    // meanwhile may predate its write: thrown away.
+    first = undefined;
+    log.info({ waitMs: options.lockWaitMs }, 'command held by another process: waiting for it');
+    taken = await deps.locks.acquire(commandId, {
+      waitMs: options.lockWaitMs,
+      ...(signal && { signal }),
+    });
+    if (!taken) throw new GuardBusyError(`command ${commandId} is still being worked on by another process`);
+    owned.lock = taken;
+    log.info('command lock taken after waiting');
+  }
+  const lock: CommandLock = taken;
   if (first) {
     await deps.throttle?.wait(signal);
     const requestId = writeRequestId(commandId, 1);
@@ -240,6 +303,9 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     }
     reads = 0;
     const wlog = log.child({ partnerRequestId: requestId, attempt });
+    // The lock's session died (connection lost): another process may take the command over, so
+    // this one must not send. The row is in_flight: whoever takes it reads back first.
+    if (!lock.held) throw new GuardInterruptedError('command lock lost before the write was sent');
     let failure: FailureInfo;
     try {
       const result = await strategy.write(input.command, requestId);

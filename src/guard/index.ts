@@ -1,4 +1,6 @@
-export { guardedWrite, GuardInterruptedError } from './guarded-write.js';
+export { guardedWrite, GuardBusyError, GuardInterruptedError } from './guarded-write.js';
+export { createCommandLocks } from './command-lock.js';
+export type { CommandLock, CommandLocks, CommandLocksOptions } from './command-lock.js';
 export type { GuardDeps, GuardInput, GuardOptions, GuardResult } from './guarded-write.js';
 export { createCommandRepository, FINAL_STATES, isFinal } from './command-repository.js';
 export type {

@@ -23,6 +23,7 @@ const consumer = createCommandConsumer(applicationDecisions, {
     logLevel: logLevel.NOTHING,
   }),
   db: createDb(env('DATABASE_URL'), { max: 2 }),
+  databaseUrl: env('DATABASE_URL'),
   partner: createPartnerClient({
     baseUrl: env('PARTNER_API_URL'),
     accessKey: 'sandbox-access-key',

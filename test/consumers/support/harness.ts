@@ -157,6 +157,7 @@ export async function createHarness(options: { timeoutMs?: number } = {}): Promi
       const consumer = createCommandConsumer(spec, {
         kafka: kafka.kafka,
         db: database.db,
+        databaseUrl: database.url,
         partner,
         logger,
         topicPrefix: kafka.prefix,
