@@ -287,7 +287,13 @@ export async function run(): Promise<BenchResult> {
   });
   const producer = kafka.producer();
   await producer.connect();
-  const env: Env = { kafka, db, databaseUrl: url, sandboxUrl: sandbox.url, control: createSandboxControl(sandbox.url) };
+  const env: Env = {
+    kafka,
+    db,
+    databaseUrl: url,
+    sandboxUrl: sandbox.url,
+    control: createSandboxControl(sandbox.url),
+  };
   try {
     console.log(`  baseline: ${n} unguarded writes`);
     const baseline = await baselineRate(env, producer, n);
