@@ -89,9 +89,10 @@ export interface GuardResult {
   /** The row was already final: nothing was written this time (a redelivery or a redrive). */
   alreadyFinal: boolean;
   /**
-   * Resolves once the final state is committed. After a 2xx the outcome is already known, so the
-   * caller may publish it meanwhile; it must await this before committing the Kafka offset (if
-   * it fails, the redelivered command finds the row in_flight and reads it back).
+   * Resolves once the final state is committed and the command's lock released. After a 2xx the
+   * outcome is already known, so the caller may publish it meanwhile; it must await this before
+   * committing the Kafka offset (if it fails, the redelivered command finds the row in_flight and
+   * reads it back).
    */
   settled: Promise<void>;
 }
