@@ -209,26 +209,39 @@ async function walk<C>(
   let early: Promise<Snapshot> | undefined;
   let begun: { snapshot: Snapshot; requestId: string } | undefined;
   let created: CommandRecord | null = null;
-  // The lock is tried while the snapshot is read: the common case (nobody else on the command)
-  // waits for neither in turn.
+  // The lock is tried while the snapshot is read and a first-seen command's row created, so the
+  // common case (nobody else on the command) waits for none of them in turn. Creating the row
+  // before the lock is held is safe: no write is ever sent without the lock, and whoever holds
+  // it walks the row from its committed state (an in_flight row is read back before any write).
   const taking = deps.locks.tryAcquire(commandId);
-  let first: Snapshot | undefined;
   let taken: CommandLock | null = null;
   try {
-    first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch((error: unknown) => {
-      if (signal?.aborted) throw error;
-      log.warn({ err: error }, 'snapshot failed; looking the command up first');
-      return undefined;
-    });
+    const first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch(
+      (error: unknown) => {
+        if (signal?.aborted) throw error;
+        log.warn({ err: error }, 'snapshot failed; looking the command up first');
+        return undefined;
+      },
+    );
+    if (first) {
+      await deps.throttle?.wait(signal);
+      const requestId = writeRequestId(commandId, 1);
+      created = await repo.createInFlight({ ...input, payload, requestId, snapshot: first });
+      if (created) begun = { snapshot: first, requestId };
+      else early = Promise.resolve(first);
+    }
   } finally {
     taken = await taking;
     owned.lock = taken ?? undefined;
   }
   if (!taken) {
     // Another process is working on this command (a rebalance handed us its message while its
-    // write is on its way): wait for it, then walk the row as it left it. The snapshot read
-    // meanwhile may predate its write: thrown away.
-    first = undefined;
+    // write is on its way): wait for it, then walk the row as it left it. What was read or
+    // created meanwhile is dropped: the snapshot may predate its write, and a row we created
+    // in_flight (its write never sent) is read back like any other.
+    early = undefined;
+    begun = undefined;
+    created = null;
     log.info({ waitMs: options.lockWaitMs }, 'command held by another process: waiting for it');
     taken = await deps.locks.acquire(commandId, {
       waitMs: options.lockWaitMs,
@@ -239,13 +252,6 @@ async function walk<C>(
     log.info('command lock taken after waiting');
   }
   const lock: CommandLock = taken;
-  if (first) {
-    await deps.throttle?.wait(signal);
-    const requestId = writeRequestId(commandId, 1);
-    created = await repo.createInFlight({ ...input, payload, requestId, snapshot: first });
-    if (created) begun = { snapshot: first, requestId };
-    else early = Promise.resolve(first);
-  }
   let record: CommandRecord =
     created ??
     (await repo.ensure({
