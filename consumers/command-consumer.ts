@@ -137,8 +137,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const logger = deps.logger.child({ component: 'consumer', consumer: spec.name, topic });
   const repository = createCommandRepository(deps.db);
   const concurrency = deps.partitionsConsumedConcurrently ?? 3;
-  // One lock connection per command in hand: eachMessage handles one command per partition.
-  const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: concurrency });
+  // eachMessage handles one command per partition at a time; twice that many connections, so an
+  // unlock still on its way never delays the partition's next command.
+  const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: 2 * concurrency });
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;
   const strategy = spec.readBack(
     deps.partner,

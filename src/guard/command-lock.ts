@@ -35,12 +35,17 @@ export interface CommandLocksOptions {
   /** DATABASE_URL (with `?schema=`). */
   databaseUrl: string;
   logger: Logger;
-  /** Locks held at once (connections). Give it the partitions consumed concurrently. Default 3. */
+  /**
+   * Connections: give it twice the commands handled at once (partitions consumed concurrently),
+   * as an unlock may still be on its way while the next command of the partition takes its lock.
+   * Default 6.
+   */
   max?: number;
   /** How often a waiting process tries the lock again. Default 200 ms. */
   pollMs?: number;
 }
 
+// Named: prepared once per connection, as every command runs them.
 const TRY_LOCK = `SELECT pg_try_advisory_lock(hashtext('rentbridge.command'), hashtext($1)) AS locked`;
 const UNLOCK = `SELECT pg_advisory_unlock(hashtext('rentbridge.command'), hashtext($1)) AS unlocked`;
 
@@ -50,7 +55,7 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
   const pollMs = options.pollMs ?? 200;
   const pool = new pg.Pool({
     connectionString,
-    max: options.max ?? 3,
+    max: options.max ?? 6,
     application_name: 'rentbridge-command-lock',
     // A holder cut off without a FIN (network partition) must not keep its locks for hours:
     // the server probes the idle session and ends it (~25 s), which releases them.
@@ -75,7 +80,11 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
     const deadline = Date.now() + waitMs;
     try {
       for (;;) {
-        const { rows } = await client.query<{ locked: boolean }>(TRY_LOCK, [key(commandId)]);
+        const { rows } = await client.query<{ locked: boolean }>({
+          name: 'rentbridge-command-try-lock',
+          text: TRY_LOCK,
+          values: [key(commandId)],
+        });
         if (rows[0]?.locked === true) break;
         if (Date.now() >= deadline) {
           client.removeListener('error', onError);
@@ -97,7 +106,11 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
       release() {
         released ??= (async () => {
           try {
-            const { rows } = await client.query<{ unlocked: boolean }>(UNLOCK, [key(commandId)]);
+            const { rows } = await client.query<{ unlocked: boolean }>({
+              name: 'rentbridge-command-unlock',
+              text: UNLOCK,
+              values: [key(commandId)],
+            });
             client.removeListener('error', onError);
             // Not ours any more (should not happen): drop the session rather than reuse it.
             client.release(rows[0]?.unlocked === true ? undefined : true);

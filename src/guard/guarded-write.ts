@@ -89,10 +89,10 @@ export interface GuardResult {
   /** The row was already final: nothing was written this time (a redelivery or a redrive). */
   alreadyFinal: boolean;
   /**
-   * Resolves once the final state is committed and the command's lock released. After a 2xx the
-   * outcome is already known, so the caller may publish it meanwhile; it must await this before
-   * committing the Kafka offset (if it fails, the redelivered command finds the row in_flight and
-   * reads it back).
+   * Resolves once the final state is committed (the command's lock is released then). After a
+   * 2xx the outcome is already known, so the caller may publish it meanwhile; it must await this
+   * before committing the Kafka offset (if it fails, the redelivered command finds the row
+   * in_flight and reads it back).
    */
   settled: Promise<void>;
 }
@@ -134,8 +134,9 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
     throw error;
   }
   // Released only once the final state is committed: a process waiting for the lock then reads
-  // the final row, never the in_flight one of a write that succeeded.
-  const settled = result.settled.finally(() => owned.lock?.release());
+  // the final row, never the in_flight one of a write that succeeded. The unlock itself is not
+  // awaited (it never throws): the caller has nothing to wait for once the state is committed.
+  const settled = result.settled.finally(() => void owned.lock?.release());
   settled.catch(() => undefined);
   return { ...result, settled };
 }
