@@ -79,7 +79,20 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         });
       }
       const item = route({ source, path, webhookId: signed.webhookId, requestId: req.id, body: parsed });
-      const written = await writer.write(item);
+      let written: Awaited<ReturnType<IngestWriter['write']>>;
+      try {
+        written = await writer.write(item);
+      } catch (error) {
+        // Storage is down (PostgreSQL restarting, say): nothing was acknowledged, so the sender
+        // must retry; a 503 with Retry-After says so, where a 500 would read as our bug.
+        result = 'unavailable';
+        logger.error({ ...ids, webhookId, err: error }, 'webhook not stored: storage unavailable');
+        res.setHeader('Retry-After', '5');
+        throw new AppError(503, 'service_unavailable', 'the webhook could not be stored; retry later', {
+          retriable: true,
+          cause: error,
+        });
+      }
       if (written.duplicate) {
         result = 'duplicate';
         logger.info({ ...ids, webhookId }, 'duplicate webhook: nothing written');

@@ -344,4 +344,30 @@ describe('webhook receiver', () => {
       expect(metrics).toMatch(/rentbridge_webhooks_total\{source="pms:acme",result="accepted"\} \d+/);
     });
   });
+
+  describe('when PostgreSQL cannot be reached', () => {
+    it('answers 503 with Retry-After, acknowledges nothing, and takes the retry once it is back', async () => {
+      const down = await startReceiver({
+        db: database.db,
+        databaseUrl: 'postgresql://postgres@127.0.0.1:1/unreachable',
+        partnerSecrets: [partner],
+        pmsSecrets: { acme: [acme] },
+      });
+      const event = buildRentPayment();
+      try {
+        const refused = await send(down.url, '/webhooks/pms/acme', event, { secret: acme });
+        expect(refused.status).toBe(503);
+        expect(refused.headers.get('retry-after')).toBe('5');
+        expect(refused.json).toMatchObject({ error: { code: 'service_unavailable', status: 503 } });
+        const again = await send(receiver.url, '/webhooks/pms/acme', event, {
+          secret: acme,
+          webhookId: refused.webhookId,
+        });
+        expect(again.status).toBe(202);
+        expect(again.json.duplicate).toBeUndefined();
+      } finally {
+        await down.close();
+      }
+    });
+  });
 });
