@@ -33,6 +33,7 @@ export async function startCommandConsumer(
     logger,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
+    sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
     ...(options.guard && { guard: options.guard }),
   });
   await consumer.start();

@@ -65,6 +65,8 @@ export const configSchema = z
     /** Partitions for the topics rentbridge creates. Default 3. */
     KAFKA_TOPIC_PARTITIONS: positiveInt.default(3),
     KAFKA_CLIENT_ID: z.string().min(1).default('rentbridge'),
+    /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
+    KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(10_000),
     /** Partner API base URL. Unset: `rentbridge start` runs the embedded sandbox. */
     PARTNER_API_URL: z.url({ protocol: /^https?$/ }).optional(),
     PARTNER_ACCESS_KEY: z.string().min(1).default('sandbox-access-key'),
