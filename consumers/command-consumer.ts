@@ -253,8 +253,10 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
 
   async function handle(origin: Origin, log: Logger): Promise<void> {
     let command: C;
+    let eventId: string;
     try {
       const event = parseCloudEvent(origin.message.value);
+      eventId = event.id;
       if (event.type !== spec.eventType) {
         throw new TypeError(`CloudEvent type "${event.type}" is not "${spec.eventType}"`);
       }
@@ -277,7 +279,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     }
 
     const commandId = spec.commandId(command);
-    const clog = log.child({ commandId });
+    // The CloudEvent id ties this command to its webhook and outbox row; the command id to its
+    // Partner API attempts (request ids `<commandId>.a<n>`), outcome and dead letter.
+    const clog = log.child({ commandId, eventId });
     for (let attempt = 1; ; attempt++) {
       try {
         const { record, alreadyFinal, settled } = await guardedWrite(
