@@ -215,6 +215,9 @@ async function walk<C>(
   // before the lock is held is safe: no write is ever sent without the lock, and whoever holds
   // it walks the row from its committed state (an in_flight row is read back before any write).
   const taking = deps.locks.tryAcquire(commandId);
+  // Its failure (PostgreSQL down) surfaces at `await taking` below; until then a handler must be
+  // attached, or the rejection would be unhandled and end the process.
+  taking.catch(() => undefined);
   let taken: CommandLock | null = null;
   try {
     const first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch(
