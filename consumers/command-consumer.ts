@@ -17,11 +17,13 @@ import {
   createThrottleGate,
   guardedWrite,
   type CommandRecord,
+  type CommandRepository,
   type GuardOptions,
   type GuardPartner,
   createSnapshotPageCache,
   type ReadBackStrategy,
   type SnapshotPageCache,
+  requestIdBase,
 } from '../src/guard/index.js';
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
@@ -50,6 +52,42 @@ export interface CommandSpec<C> {
   commandId(command: C): string;
   targetId(command: C): string;
   readBack(partner: GuardPartner, options: { snapshotCache?: SnapshotPageCache }): ReadBackStrategy<C>;
+  /**
+   * A step before the guarded write (a registration's eligibility check). Returning a final
+   * record ends the command there; it is then published like any other.
+   */
+  before?(command: C, tools: StepTools): Promise<CommandRecord | null>;
+  /**
+   * Once the command is final: fields the outcome carries beside the guard's (the ids the PMS
+   * maps its tenant to) and commands that follow from it (a registration's enrollment), published
+   * with the outcome before the offset is committed. Throwing makes the consumer try again later.
+   */
+  complete?(command: C, record: CommandRecord, tools: StepTools): Promise<Completion>;
+}
+
+/** What `before` / `complete` may use. */
+export interface StepTools {
+  partner: GuardPartner;
+  repository: CommandRepository;
+  logger: Logger;
+  /** X-Request-Id for the step's next Partner API call: `<command>.s<n>`. */
+  nextRequestId(): string;
+}
+
+export interface FollowUpCommand {
+  /** Logical topic. */
+  topic: string;
+  key: string;
+  /** Stable: a republished follow-up carries the same CloudEvent id. */
+  id: string;
+  type: string;
+  subject: string;
+  data: unknown;
+}
+
+export interface Completion {
+  fields?: Partial<CommandOutcome>;
+  followUps?: FollowUpCommand[];
 }
 
 export interface CommandConsumerDeps {
@@ -100,7 +138,8 @@ function headerValue(headers: IHeaders | undefined, name: string): string | unde
 function looseCommandId(value: Buffer | null): string | null {
   try {
     const data = (JSON.parse(value?.toString() ?? '') as { data?: Record<string, unknown> }).data;
-    const id = data?.decision_id ?? data?.payment_id;
+    const id =
+      data?.decision_id ?? data?.payment_id ?? data?.registration_id ?? data?.enrollment_request_id;
     return typeof id === 'string' ? id : null;
   } catch {
     return null;
@@ -208,8 +247,13 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     };
   }
 
-  async function publishResult(origin: Origin, record: CommandRecord, redelivered: boolean) {
-    const outcome = toOutcome(spec.kind, record);
+  async function publishResult(
+    origin: Origin,
+    record: CommandRecord,
+    redelivered: boolean,
+    completion: Completion = {},
+  ) {
+    const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
     const event = toCloudEvent({
       // Stable per command: a republished outcome carries the same id.
       id: `outcome.${record.commandId}`,
@@ -230,6 +274,25 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         ],
       },
     ];
+    for (const next of completion.followUps ?? []) {
+      const command = toCloudEvent({
+        id: next.id,
+        source: SOURCE(spec.name),
+        type: next.type,
+        subject: next.subject,
+        data: next.data as never,
+      });
+      batches.push({
+        topic: topicName(deps.topicPrefix, next.topic),
+        messages: [
+          {
+            key: next.key,
+            value: JSON.stringify(command),
+            headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'caused-by': record.commandId },
+          },
+        ],
+      });
+    }
     const reason = DEAD_LETTER_REASONS.find((r) => r === record.state);
     // A redriven command that is final again is not dead-lettered again (no redrive loop); a
     // plain redelivery is, because the first dead letter may not have reached Kafka.
@@ -282,8 +345,21 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     // The CloudEvent id ties this command to its webhook and outbox row; the command id to its
     // Partner API attempts (request ids `<commandId>.a<n>`), outcome and dead letter.
     const clog = log.child({ commandId, eventId });
+    let steps = 0;
+    const tools: StepTools = {
+      partner: deps.partner,
+      repository,
+      logger: clog,
+      nextRequestId: () => `${requestIdBase(commandId)}.s${++steps}`,
+    };
     for (let attempt = 1; ; attempt++) {
       try {
+        const ended = spec.before ? await spec.before(command, tools) : null;
+        if (ended) {
+          const completion = spec.complete ? await spec.complete(command, ended, tools) : {};
+          await publishResult(origin, ended, false, completion);
+          return;
+        }
         const { record, alreadyFinal, settled } = await guardedWrite(
           {
             repository,
@@ -299,7 +375,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         if (alreadyFinal)
           clog.info({ state: record.state }, 'command already final: outcome published again');
         // Both must hold before the offset is committed.
-        await Promise.all([publishResult(origin, record, alreadyFinal), settled]);
+        const completion = spec.complete ? await spec.complete(command, record, tools) : {};
+        await Promise.all([publishResult(origin, record, alreadyFinal, completion), settled]);
         return;
       } catch (error) {
         // The guard could not decide (a read failed, the database is away): the row keeps its

@@ -4,11 +4,15 @@ import { loadConfigOrExit, runUntilSignal, UsageError } from '../src/cli/process
 import { createRuntime, type Runtime } from '../src/runtime.js';
 import { createApplicationDecisionsConsumer } from './application-decisions.js';
 import type { CommandConsumer } from './command-consumer.js';
+import { createCustomerRegistrationsConsumer } from './customer-registrations.js';
+import { createEnrollmentsConsumer } from './enrollments.js';
 import { createRentalPaymentsConsumer } from './rental-payments.js';
 
 export const COMMAND_CONSUMERS = {
   'application-decisions': createApplicationDecisionsConsumer,
   'rental-payments': createRentalPaymentsConsumer,
+  'customer-registrations': createCustomerRegistrationsConsumer,
+  'enrollments': createEnrollmentsConsumer,
 } as const;
 export type CommandConsumerName = keyof typeof COMMAND_CONSUMERS;
 

@@ -47,8 +47,13 @@ export function buildProgram(): Command {
 
   program
     .command('consumer')
-    .description('run a consumer: application-decisions | rental-payments | dead-letters')
-    .argument('<name>', 'application-decisions, rental-payments or dead-letters')
+    .description(
+      'run a consumer: application-decisions | rental-payments | customer-registrations | enrollments | dead-letters',
+    )
+    .argument(
+      '<name>',
+      'application-decisions, rental-payments, customer-registrations, enrollments or dead-letters',
+    )
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
 
   program

@@ -32,8 +32,67 @@ export const rentalPaymentCommandSchema = z
   .strict();
 export type RentalPaymentCommand = z.infer<typeof rentalPaymentCommandSchema>;
 
+export const customerRegistrationCommandSchema = z
+  .object({
+    registration_id: z.string().min(1).max(200).describe('unique id of this registration; the guard key'),
+    pms_reference: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe("the PMS's own id of the tenant; echoed in the outcome next to the Partner customer id"),
+    first_name: z.string().min(1).max(200),
+    last_name: z.string().min(1).max(200),
+    email: z.email().max(320).describe('unique per customer (spec 2.2); the read-back matches on it'),
+    phone: z.string().regex(/^\d{1,20}$/, 'a string of digits'),
+    check: z
+      .boolean()
+      .optional()
+      .describe('run POST /partner/v1/customers/check first; a failure rejects with its details'),
+    enroll: z
+      .boolean()
+      .optional()
+      .describe('once created, enroll the customer (a command on commands.enrollments)'),
+  })
+  .strict();
+export type CustomerRegistrationCommand = z.infer<typeof customerRegistrationCommandSchema>;
+
+export const enrollmentCommandSchema = z
+  .object({
+    enrollment_request_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe('unique id of this enrollment request; the guard key'),
+    customer_id: id.describe('the Partner customer to enroll'),
+    pms_reference: z.string().min(1).max(200).optional().describe("the PMS's own id of the tenant"),
+    registration_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('set when the enrollment is the last step of a registration'),
+  })
+  .strict();
+export type EnrollmentCommand = z.infer<typeof enrollmentCommandSchema>;
+
 /** CloudEvent types of commands. */
 export const COMMAND_TYPES = {
   applicationDecision: 'rentbridge.command.application-decision',
   rentalPayment: 'rentbridge.command.rental-payment',
+  customerRegistration: 'rentbridge.command.customer-registration',
+  enrollment: 'rentbridge.command.enrollment',
 } as const;
+
+/** The enrollment request a registration with `enroll: true` leads to: one id per registration. */
+export function enrollmentRequestIdOf(registrationId: string): string {
+  return `${registrationId}.enrollment`;
+}
+
+/**
+ * The Kafka key (and guard target) of a registration: the e-mail, lower-cased. The customer has
+ * no id yet, and the e-mail is what the Partner API keeps unique, so two registrations of one
+ * e-mail run in order on one partition.
+ */
+export function registrationKey(command: Pick<CustomerRegistrationCommand, 'email'>): string {
+  return command.email.toLowerCase();
+}

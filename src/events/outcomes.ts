@@ -7,7 +7,12 @@ import { z } from 'zod';
  * CloudEvent id), so back-office consumers can de-duplicate on it.
  */
 
-export const COMMAND_KINDS = ['application_decision', 'rental_payment'] as const;
+export const COMMAND_KINDS = [
+  'application_decision',
+  'rental_payment',
+  'customer_registration',
+  'enrollment',
+] as const;
 export type CommandKind = (typeof COMMAND_KINDS)[number];
 
 export const OUTCOME_STATUSES = [
@@ -36,6 +41,29 @@ export const commandOutcomeSchema = z
       .object({ code: z.string().nullable(), status: z.number().int().nullable(), message: z.string() })
       .optional()
       .describe('the last failure, when the command did not succeed'),
+    // Onboarding commands (customer_registration, enrollment): the ids the PMS maps its tenant to.
+    pms_reference: z.string().optional().describe("the PMS's own id of the tenant, as the command gave it"),
+    partner_customer_id: z
+      .string()
+      .optional()
+      .describe('registration: the customer created; enrollment: the customer enrolled'),
+    existing_customer_id: z
+      .string()
+      .optional()
+      .describe('registration rejected because the e-mail was already taken: that customer'),
+    check_details: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('registration rejected by POST /customers/check: field → reason, as the API gave them'),
+    partner_enrollment_id: z.string().optional().describe('enrollment: the enrollment created'),
+    existing_enrollment_id: z
+      .string()
+      .optional()
+      .describe("enrollment rejected because the customer already holds an active one: that enrollment"),
+    enrollment_request_id: z
+      .string()
+      .optional()
+      .describe('registration with enroll: the enrollment command it led to (its own outcome follows)'),
   })
   .strict();
 export type CommandOutcome = z.infer<typeof commandOutcomeSchema>;
@@ -44,6 +72,8 @@ export type CommandOutcome = z.infer<typeof commandOutcomeSchema>;
 export const OUTCOME_TYPES = {
   application_decision: 'rentbridge.outcome.application-decision',
   rental_payment: 'rentbridge.outcome.rental-payment',
+  customer_registration: 'rentbridge.outcome.customer-registration',
+  enrollment: 'rentbridge.outcome.enrollment',
 } as const satisfies Record<CommandKind, string>;
 
 export function isSuccess(status: OutcomeStatus): boolean {

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './commands.js';
+import {
+  applicationDecisionCommandSchema,
+  customerRegistrationCommandSchema,
+  enrollmentCommandSchema,
+  rentalPaymentCommandSchema,
+} from './commands.js';
 
 /**
  * What property-management systems send to `POST /webhooks/pms/:source`: an envelope
@@ -8,6 +13,8 @@ import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './
 export const PMS_EVENT_TYPES = {
   rentPaymentReceived: 'rent_payment.received',
   applicationDecided: 'application.decided',
+  customerRegistrationRequested: 'customer.registration_requested',
+  enrollmentRequested: 'enrollment.requested',
 } as const;
 
 /** Any webhook body: a type and its data. Unknown types pass this and go to inbound.unrouted. */
@@ -28,7 +35,21 @@ export const applicationDecidedEventSchema = z.looseObject({
 });
 export type ApplicationDecidedEvent = z.infer<typeof applicationDecidedEventSchema>;
 
+export const customerRegistrationRequestedEventSchema = z.looseObject({
+  type: z.literal(PMS_EVENT_TYPES.customerRegistrationRequested),
+  data: customerRegistrationCommandSchema,
+});
+export type CustomerRegistrationRequestedEvent = z.infer<typeof customerRegistrationRequestedEventSchema>;
+
+export const enrollmentRequestedEventSchema = z.looseObject({
+  type: z.literal(PMS_EVENT_TYPES.enrollmentRequested),
+  data: enrollmentCommandSchema,
+});
+export type EnrollmentRequestedEvent = z.infer<typeof enrollmentRequestedEventSchema>;
+
 export const pmsEventSchema = z.discriminatedUnion('type', [
   rentPaymentReceivedEventSchema,
   applicationDecidedEventSchema,
+  customerRegistrationRequestedEventSchema,
+  enrollmentRequestedEventSchema,
 ]);

@@ -13,6 +13,9 @@ export type {
 export type { ReadBackStrategy, Snapshot, Verdict } from './read-back.js';
 export { applicationDecisionReadBack, DECISION_TARGET_STATUS } from './application-decision-read-back.js';
 export { rentalPaymentReadBack } from './rental-payment-read-back.js';
+export { customerRegistrationReadBack, sameEmail } from './customer-registration-read-back.js';
+export { enrollmentReadBack, enrollmentOf } from './enrollment-read-back.js';
+export { findNewest } from './newest-first.js';
 export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
 export { writeRequestId, readRequestId, requestIdBase } from './request-ids.js';
 export type { GuardPartner } from './partner-port.js';

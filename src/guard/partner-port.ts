@@ -22,6 +22,7 @@ export interface ListEnvelope<T = Record<string, unknown>> {
   items: T[];
   current_page?: number;
   page_count?: number;
+  total_count?: number;
   has_more?: boolean;
 }
 
@@ -39,8 +40,17 @@ export interface GuardPartner {
     body: { rental_payments: RentalPaymentInput[] },
     options: WriteOptions,
   ): Promise<PartnerResult>;
+  /** Customer registration (spec 4.2): `POST /v1/partners/customers`. */
+  createCustomer(
+    body: { first_name: string; last_name: string; email: string; phone: string },
+    options: WriteOptions,
+  ): Promise<PartnerResult>;
+  /** ASSUMPTION (src/partner/assumptions.ts): `POST /partner/v1/enrollments` with `{ customer_id }`. */
+  createEnrollment(body: { customer_id: string }, options: WriteOptions): Promise<PartnerResult>;
+  /** `POST /partner/v1/customers/check` (spec 4.2): no side effect; a failure carries `details`. */
+  checkCustomer(body: Record<string, unknown>, options: ReadOptions | WriteOptions): Promise<PartnerResult>;
   listPage(
-    resource: 'applications' | 'enrollments',
+    resource: 'applications' | 'enrollments' | 'customers',
     query: Record<string, string | number>,
     options: ReadOptions,
   ): Promise<PartnerResult<ListEnvelope>>;

@@ -8,11 +8,20 @@ export const TOPICS = {
   rentalPayments: 'commands.rental-payments',
   applicationDecisionOutcomes: 'outcomes.application-decisions',
   rentalPaymentOutcomes: 'outcomes.rental-payments',
+  customerRegistrations: 'commands.customer-registrations',
+  enrollments: 'commands.enrollments',
+  customerRegistrationOutcomes: 'outcomes.customer-registrations',
+  enrollmentOutcomes: 'outcomes.enrollments',
   unrouted: 'inbound.unrouted',
   dlq: (topic: string) => `${topic}.dlq`,
 } as const;
 
-export const COMMAND_TOPICS = [TOPICS.applicationDecisions, TOPICS.rentalPayments] as const;
+export const COMMAND_TOPICS = [
+  TOPICS.applicationDecisions,
+  TOPICS.rentalPayments,
+  TOPICS.customerRegistrations,
+  TOPICS.enrollments,
+] as const;
 
 /** Every topic rentbridge uses, without prefix. */
 export function allTopics(): string[] {
@@ -22,6 +31,8 @@ export function allTopics(): string[] {
     ...COMMAND_TOPICS.map(TOPICS.dlq),
     TOPICS.applicationDecisionOutcomes,
     TOPICS.rentalPaymentOutcomes,
+    TOPICS.customerRegistrationOutcomes,
+    TOPICS.enrollmentOutcomes,
     TOPICS.unrouted,
   ];
 }

@@ -34,6 +34,15 @@ export type RentalPayment = { amount_cents: number; paid_on: string; period?: st
 export type ReportRentalPaymentsBody = { rental_payments: RentalPayment[] };
 
 /**
+ * ASSUMPTION (spec 3 and 4.3 show enrollments as a list and a business rule, "one active enrollment
+ * per customer", but no create call): `POST /partner/v1/enrollments` with `{ "customer_id" }`,
+ * answering the enrollment record (`status: "active"`). A second active enrollment for the
+ * customer is refused with the legacy business-rule error (spec 7.1, 7.2: `400`, no `code`).
+ */
+export const CREATE_ENROLLMENT_PATH = '/partner/v1/enrollments';
+export type CreateEnrollmentBody = { customer_id: string | number };
+
+/**
  * ASSUMPTION (spec 4.4 "path: not shown"): the users and magic-link collections sit beside the
  * others, paginated, without a date filter.
  */

@@ -5,8 +5,10 @@ import {
   AUTHENTICATE_PATH,
   CHECK_CUSTOMER_PATH,
   CREATE_CUSTOMER_PATH,
+  CREATE_ENROLLMENT_PATH,
   ISSUE_ACCESS_TOKEN_PATH,
   REPORT_RENTAL_PAYMENTS_PATH,
+  type CreateEnrollmentBody,
   type DecisionBody,
   type ReportRentalPaymentsBody,
 } from './assumptions.js';
@@ -73,6 +75,8 @@ export interface PartnerClient {
   ): Promise<PartnerResponse<{ issues: PartnerRecord[] }>>;
   createCustomer(body: CustomerInput, opts?: CallOptions): Promise<PartnerResponse<PartnerRecord>>;
   checkCustomer(body: Record<string, unknown>, opts?: CallOptions): Promise<PartnerResponse<unknown>>;
+  /** ASSUMPTION (assumptions.ts): the create-enrollment path and body. */
+  createEnrollment(body: CreateEnrollmentBody, opts?: CallOptions): Promise<PartnerResponse<PartnerRecord>>;
   issueCustomerAccessToken(
     customerId: string | number,
     opts?: CallOptions,
@@ -214,6 +218,8 @@ export function createPartnerClient(deps: PartnerClientDeps): PartnerClient {
       ),
     createCustomer: (body, opts) => write(CREATE_CUSTOMER_PATH, undefined, body, partnerRecordSchema, opts),
     checkCustomer: (body, opts) => write(CHECK_CUSTOMER_PATH, undefined, body, unknownJson, opts),
+    createEnrollment: (body, opts) =>
+      write(CREATE_ENROLLMENT_PATH, undefined, body, partnerRecordSchema, opts),
     issueCustomerAccessToken: (customerId, opts) =>
       write(ISSUE_ACCESS_TOKEN_PATH, customerId, undefined, z.record(z.string(), z.unknown()), opts),
     approveApplication: (id, body, opts) =>

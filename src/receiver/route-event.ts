@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import { COMMAND_TYPES } from '../events/commands.js';
+import { COMMAND_TYPES, registrationKey } from '../events/commands.js';
 import { parsePartnerEventType, partnerWebhookSchema } from '../events/partner-events.js';
 import {
   PMS_EVENT_TYPES,
   applicationDecidedEventSchema,
+  customerRegistrationRequestedEventSchema,
+  enrollmentRequestedEventSchema,
   rentPaymentReceivedEventSchema,
   webhookEnvelopeSchema,
 } from '../events/pms-events.js';
@@ -138,6 +140,38 @@ export function routePmsEvent(d: Delivery): IngestItem {
         type: COMMAND_TYPES.applicationDecision,
         source: d.path,
         subject: data.decision_id,
+        data,
+        headers: headersOf(d),
+      },
+    };
+  }
+  if (type === PMS_EVENT_TYPES.customerRegistrationRequested) {
+    const { data } = parse(customerRegistrationRequestedEventSchema, d.body);
+    return {
+      ...base,
+      message: {
+        eventId: randomUUID(),
+        topic: TOPICS.customerRegistrations,
+        key: registrationKey(data),
+        type: COMMAND_TYPES.customerRegistration,
+        source: d.path,
+        subject: data.registration_id,
+        data,
+        headers: headersOf(d),
+      },
+    };
+  }
+  if (type === PMS_EVENT_TYPES.enrollmentRequested) {
+    const { data } = parse(enrollmentRequestedEventSchema, d.body);
+    return {
+      ...base,
+      message: {
+        eventId: randomUUID(),
+        topic: TOPICS.enrollments,
+        key: data.customer_id,
+        type: COMMAND_TYPES.enrollment,
+        source: d.path,
+        subject: data.enrollment_request_id,
         data,
         headers: headersOf(d),
       },

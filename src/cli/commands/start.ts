@@ -81,7 +81,12 @@ export async function start(): Promise<void> {
       await relay.start();
       services.push(relay);
 
-      for (const name of ['application-decisions', 'rental-payments'] as const) {
+      for (const name of [
+        'application-decisions',
+        'rental-payments',
+        'customer-registrations',
+        'enrollments',
+      ] as const) {
         services.push(await startCommandConsumer(runtime, name, { partnerUrl: partnerUrl! }));
       }
 

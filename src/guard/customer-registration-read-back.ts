@@ -1,0 +1,67 @@
+import type { CustomerRegistrationCommand } from '../events/commands.js';
+import type { GuardPartner } from './partner-port.js';
+import type { SnapshotPageCache } from './snapshot-page-cache.js';
+import { createdBefore, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
+import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
+
+type PartnerRecord = Record<string, unknown>;
+
+export function sameEmail(record: PartnerRecord, email: string): boolean {
+  return typeof record.email === 'string' && record.email.toLowerCase() === email.toLowerCase();
+}
+
+/** The command's other fields, where the record shows them, are the command's. */
+function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand): boolean {
+  return (['first_name', 'last_name', 'phone'] as const).every(
+    (field) => record[field] === undefined || record[field] === command[field],
+  );
+}
+
+/**
+ * Customer registration (`POST /v1/partners/customers`). The customer has no id before the write,
+ * so the read-back works by position (src/guard/newest-first.ts): the customer list is newest
+ * first by `created_at` (spec 4.2), records created while paging appear at the start (4.6.4).
+ *
+ * - snapshot: page 1 of the list; its newest record is the marker; a customer on it with the
+ *   command's e-mail is noted (`existing_customer_id`: the e-mail was taken before the write).
+ * - verdict: walk from page 1 down to the marker: the customers created since the snapshot.
+ *   One with the command's e-mail (unique per the spec) and details → `applied`; with other
+ *   details → `unknown` (someone else's). None, the walk complete, and every record in it showing
+ *   an e-mail → `not_applied`: a customer our write created would be in that prefix. A customer
+ *   with the e-mail created before the snapshot lies beyond the marker, so it is never taken for
+ *   ours; the retry is then refused (e-mail taken) and the command ends `rejected`.
+ * - anything incomplete (drift that did not settle, a record without an e-mail) → `unknown`.
+ */
+export function customerRegistrationReadBack(
+  partner: GuardPartner,
+  options: { snapshotCache?: SnapshotPageCache } = {},
+): ReadBackStrategy<CustomerRegistrationCommand> {
+  const cache = options.snapshotCache;
+  return {
+    async snapshot(command, ctx) {
+      const page = await firstPage(partner, 'customers', ctx, cache);
+      const existing = page.items.find((r) => sameEmail(r, command.email)) ?? null;
+      return {
+        ...baseSnapshot(existing),
+        marker: markerOf(page),
+        existing_customer_id: existing ? String(existing.id) : null,
+      };
+    },
+
+    async verdict(command, snapshot, ctx) {
+      const marker = (snapshot.marker ?? null) as Marker | null;
+      const { records, complete } = await createdSince(partner, 'customers', marker, createdBefore, ctx);
+      const match = records.find((r) => sameEmail(r, command.email));
+      if (match) return sameDetails(match, command) ? 'applied' : 'unknown';
+      if (!complete) return 'unknown';
+      // A record of unknown shape could be ours: no proof of absence then.
+      if (records.some((r) => typeof r.email !== 'string')) return 'unknown';
+      return 'not_applied';
+    },
+
+    write(command, requestId) {
+      const { first_name, last_name, email, phone } = command;
+      return partner.createCustomer({ first_name, last_name, email, phone }, { requestId, lane: 'write' });
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import type { EnrollmentCommand } from '../events/commands.js';
+import type { GuardPartner } from './partner-port.js';
+import type { SnapshotPageCache } from './snapshot-page-cache.js';
+import { createdSince, firstPage, markerOf, smallerId, type Marker } from './newest-first.js';
+import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
+
+type PartnerRecord = Record<string, unknown>;
+
+export function enrollmentOf(record: PartnerRecord, customerId: string): boolean {
+  return record.customer_id != null && String(record.customer_id) === customerId;
+}
+
+/**
+ * Enrollment (ASSUMPTION, src/partner/assumptions.ts: `POST /partner/v1/enrollments` with
+ * `{ customer_id }`). A customer holds one active enrollment at most (spec 3); a second is
+ * refused with the legacy business-rule error (400, no code), which the guard ends `rejected`.
+ * The read-back tells "ours, applied by a request that timed out" from "someone else's, there
+ * before" by position (src/guard/newest-first.ts): the enrollment list is newest first by id
+ * (spec 4.6.2) and records created while paging appear at the start (4.6.4).
+ *
+ * - snapshot: page 1; its newest record is the marker; an active enrollment of the customer on it
+ *   is noted (`existing_enrollment_id`).
+ * - verdict: the enrollments created since the marker. One for the customer → `applied` (it did
+ *   not exist at the snapshot; a customer's enrollments before that lie beyond the marker and are
+ *   never taken for ours). None, the walk complete, and every record showing its customer_id →
+ *   `not_applied`. Else `unknown`.
+ */
+export function enrollmentReadBack(
+  partner: GuardPartner,
+  options: { snapshotCache?: SnapshotPageCache } = {},
+): ReadBackStrategy<EnrollmentCommand> {
+  const cache = options.snapshotCache;
+  return {
+    async snapshot(command, ctx) {
+      const page = await firstPage(partner, 'enrollments', ctx, cache);
+      const existing =
+        page.items.find((r) => enrollmentOf(r, command.customer_id) && r.status === 'active') ?? null;
+      return {
+        ...baseSnapshot(existing),
+        marker: markerOf(page),
+        existing_enrollment_id: existing ? String(existing.id) : null,
+      };
+    },
+
+    async verdict(command, snapshot, ctx) {
+      const marker = (snapshot.marker ?? null) as Marker | null;
+      const { records, complete } = await createdSince(partner, 'enrollments', marker, smallerId, ctx);
+      if (records.some((r) => enrollmentOf(r, command.customer_id))) return 'applied';
+      if (!complete) return 'unknown';
+      if (records.some((r) => r.customer_id == null)) return 'unknown';
+      return 'not_applied';
+    },
+
+    write(command, requestId) {
+      return partner.createEnrollment({ customer_id: command.customer_id }, { requestId, lane: 'write' });
+    },
+  };
+}
