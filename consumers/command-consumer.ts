@@ -138,8 +138,7 @@ function headerValue(headers: IHeaders | undefined, name: string): string | unde
 function looseCommandId(value: Buffer | null): string | null {
   try {
     const data = (JSON.parse(value?.toString() ?? '') as { data?: Record<string, unknown> }).data;
-    const id =
-      data?.decision_id ?? data?.payment_id ?? data?.registration_id ?? data?.enrollment_request_id;
+    const id = data?.decision_id ?? data?.payment_id ?? data?.registration_id ?? data?.enrollment_request_id;
     return typeof id === 'string' ? id : null;
   } catch {
     return null;

@@ -12,7 +12,7 @@ export const COMMAND_CONSUMERS = {
   'application-decisions': createApplicationDecisionsConsumer,
   'rental-payments': createRentalPaymentsConsumer,
   'customer-registrations': createCustomerRegistrationsConsumer,
-  'enrollments': createEnrollmentsConsumer,
+  enrollments: createEnrollmentsConsumer,
 } as const;
 export type CommandConsumerName = keyof typeof COMMAND_CONSUMERS;
 

@@ -59,7 +59,7 @@ export const commandOutcomeSchema = z
     existing_enrollment_id: z
       .string()
       .optional()
-      .describe("enrollment rejected because the customer already holds an active one: that enrollment"),
+      .describe('enrollment rejected because the customer already holds an active one: that enrollment'),
     enrollment_request_id: z
       .string()
       .optional()

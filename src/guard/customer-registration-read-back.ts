@@ -34,12 +34,12 @@ function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand
  */
 export function customerRegistrationReadBack(
   partner: GuardPartner,
-  options: { snapshotCache?: SnapshotPageCache } = {},
+  // The snapshot page cache is not used: see firstPage.
+  _options: { snapshotCache?: SnapshotPageCache } = {},
 ): ReadBackStrategy<CustomerRegistrationCommand> {
-  const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      const page = await firstPage(partner, 'customers', ctx, cache);
+      const page = await firstPage(partner, 'customers', ctx);
       const existing = page.items.find((r) => sameEmail(r, command.email)) ?? null;
       return {
         ...baseSnapshot(existing),

@@ -27,12 +27,12 @@ export function enrollmentOf(record: PartnerRecord, customerId: string): boolean
  */
 export function enrollmentReadBack(
   partner: GuardPartner,
-  options: { snapshotCache?: SnapshotPageCache } = {},
+  // The snapshot page cache is not used: see firstPage.
+  _options: { snapshotCache?: SnapshotPageCache } = {},
 ): ReadBackStrategy<EnrollmentCommand> {
-  const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      const page = await firstPage(partner, 'enrollments', ctx, cache);
+      const page = await firstPage(partner, 'enrollments', ctx);
       const existing =
         page.items.find((r) => enrollmentOf(r, command.customer_id) && r.status === 'active') ?? null;
       return {

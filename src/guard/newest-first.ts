@@ -1,6 +1,5 @@
 import type { GuardPartner, ListEnvelope } from './partner-port.js';
 import type { ReadContext } from './read-back.js';
-import type { SnapshotPageCache } from './snapshot-page-cache.js';
 
 /**
  * Reading what was created since a snapshot, for the writes that create a record (customers,
@@ -49,17 +48,18 @@ async function readPage(
   return result.data as ListEnvelope;
 }
 
-/** Page 1 of the newest-first list, shared with other snapshots for a moment when `cache` is given. */
+/**
+ * Page 1 of the newest-first list, read fresh: never a page shared through the snapshot cache.
+ * A shared page would be older than this command's snapshot, so its marker too, and a record
+ * created in between (another system's customer with this e-mail, another enrollment of this
+ * customer) would then sit in the prefix the read-back takes for "created since our snapshot".
+ */
 export async function firstPage(
   partner: GuardPartner,
   resource: CreatedResource,
   ctx: ReadContext,
-  cache?: SnapshotPageCache,
 ): Promise<ListEnvelope> {
-  if (!cache) return readPage(partner, resource, 1, ctx);
-  // A shared page may be a little older than this snapshot: its marker is then older too, so the
-  // read-back walks a longer prefix. Never a shorter one, which is what would make it unsound.
-  return (await cache.page(`${resource}?newest-first`, () => readPage(partner, resource, 1, ctx))).envelope;
+  return readPage(partner, resource, 1, ctx);
 }
 
 export function markerOf(envelope: ListEnvelope): Marker | null {

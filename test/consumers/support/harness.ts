@@ -24,6 +24,12 @@ export const COMMAND_TOPICS_ALL = [
   TOPICS.rentalPaymentOutcomes,
   TOPICS.dlq(TOPICS.applicationDecisions),
   TOPICS.dlq(TOPICS.rentalPayments),
+  TOPICS.customerRegistrations,
+  TOPICS.enrollments,
+  TOPICS.customerRegistrationOutcomes,
+  TOPICS.enrollmentOutcomes,
+  TOPICS.dlq(TOPICS.customerRegistrations),
+  TOPICS.dlq(TOPICS.enrollments),
 ];
 
 export interface Received {
