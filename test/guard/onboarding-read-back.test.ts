@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
+import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
+import { createdSince, smallerId } from '../../src/guard/newest-first.js';
+import type { GuardPartner, ListEnvelope } from '../../src/guard/partner-port.js';
+import type { ReadContext } from '../../src/guard/read-back.js';
+import { createLogger } from '../../src/logger.js';
+import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/sandbox/control-client.js';
+
+const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
+const tick = () => new Promise((r) => setTimeout(r, 5));
+let seq = 0;
+
+function buildRegistration(overrides: Record<string, unknown> = {}) {
+  const n = `${Date.now().toString(36)}-${++seq}`;
+  return {
+    registration_id: `reg-${n}`,
+    pms_reference: `t-${n}`,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    email: `ada-${n}@example.com`,
+    phone: '5551234567',
+    ...overrides,
+  };
+}
+
+describe('onboarding read-back strategies', () => {
+  let sandbox: Sandbox;
+  let control: SandboxControl;
+  let partner: PartnerClient;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0 });
+    control = createSandboxControl(sandbox.url);
+    partner = createPartnerClient({
+      baseUrl: sandbox.url,
+      accessKey: 'sandbox-access-key',
+      secretKey: 'sandbox-secret-key',
+      logger: createLogger({ level: 'silent' }),
+    });
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+  });
+
+  describe('customer registration', () => {
+    const strategy = () => customerRegistrationReadBack(partner);
+    const customer = (c: ReturnType<typeof buildRegistration>, overrides: Record<string, unknown> = {}) => ({
+      first_name: c.first_name,
+      last_name: c.last_name,
+      email: c.email,
+      phone: c.phone,
+      ...overrides,
+    });
+
+    it('says applied when a customer with the e-mail and details was created since the snapshot', async () => {
+      const command = buildRegistration();
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      await tick();
+      await control.addRecords('customers', [customer(command, { email: command.email.toUpperCase() })]);
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('applied');
+    });
+
+    it('says not_applied when no customer was created since the snapshot', async () => {
+      const command = buildRegistration();
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('never takes a customer holding the e-mail since before the snapshot for ours', async () => {
+      const command = buildRegistration();
+      const [holder] = await control.addRecords('customers', [customer(command)]);
+      await tick();
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      expect(snapshot.existing_customer_id).toBe(String(holder!.id));
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('says unknown when the customer created since has the e-mail but other details', async () => {
+      const command = buildRegistration();
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      await tick();
+      await control.addRecords('customers', [customer(command, { first_name: 'Grace' })]);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('unknown');
+    });
+
+    it('says unknown when a customer created since shows no e-mail', async () => {
+      const command = buildRegistration();
+      await control.addRecords('customers', [customer(buildRegistration())]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      await tick();
+      await control.addRecords('customers', [{ first_name: 'No', last_name: 'Mail' }]);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('unknown');
+    });
+  });
+
+  describe('enrollment', () => {
+    const strategy = () => enrollmentReadBack(partner);
+    async function newCustomer() {
+      const [c] = await control.addRecords('customers', [
+        { first_name: 'A', last_name: 'B', email: `${Date.now()}-${++seq}@example.com`, phone: '5550000000' },
+      ]);
+      return String(c!.id);
+    }
+    const command = (customerId: string) => ({
+      enrollment_request_id: `e-${++seq}`,
+      customer_id: customerId,
+    });
+
+    it('says applied when an enrollment of the customer was created since the snapshot', async () => {
+      const customerId = await newCustomer();
+      await control.addRecords('enrollments', [{ customer_id: 999_999, status: 'active' }]);
+      const snapshot = await strategy().snapshot(command(customerId), ctx);
+      await control.addRecords('enrollments', [{ customer_id: Number(customerId), status: 'active' }]);
+      expect(await strategy().verdict(command(customerId), snapshot, ctx)).toBe('applied');
+    });
+
+    it("says not_applied when the customer's only enrollment predates the snapshot", async () => {
+      const customerId = await newCustomer();
+      const [held] = await control.addRecords('enrollments', [
+        { customer_id: Number(customerId), status: 'active' },
+      ]);
+      await control.addRecords('enrollments', [{ customer_id: 999_999, status: 'active' }]);
+      const snapshot = await strategy().snapshot(command(customerId), ctx);
+      expect(snapshot.marker).not.toMatchObject({ id: String(held!.id) });
+      expect(await strategy().verdict(command(customerId), snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('says unknown when an enrollment created since shows no customer_id', async () => {
+      const customerId = await newCustomer();
+      const snapshot = await strategy().snapshot(command(customerId), ctx);
+      await control.addRecords('enrollments', [{ status: 'active' }]);
+      expect(await strategy().verdict(command(customerId), snapshot, ctx)).toBe('unknown');
+    });
+  });
+});
+
+describe('createdSince', () => {
+  /** A list whose pages are served from `pages` in turn, one call after another. */
+  function scripted(pages: ListEnvelope[]): GuardPartner {
+    let call = 0;
+    return {
+      listPage: async () => ({
+        data: pages[Math.min(call++, pages.length - 1)]!,
+        status: 200,
+        requestId: 'r',
+      }),
+    } as unknown as GuardPartner;
+  }
+  const records = (ids: number[]) => ids.map((id) => ({ id, customer_id: id }));
+  const page = (ids: number[], n: number, total: number, more: boolean): ListEnvelope => ({
+    items: records(ids),
+    current_page: n,
+    total_count: total,
+    has_more: more,
+  });
+
+  describe('when the list drifts while it is read', () => {
+    it('walks again and returns the records a deletion would have hidden', async () => {
+      const partner = scripted([
+        page([9, 8], 1, 5, true),
+        page([6, 5], 2, 4, true), // 7 deleted meanwhile: page 2 shifted
+        page([9, 8], 1, 4, true),
+        page([6, 5], 2, 4, true),
+      ]);
+      const result = await createdSince(partner, 'enrollments', { id: '5', created_at: null }, smallerId, {
+        nextReadId: () => 'r',
+      });
+      expect(result).toEqual({ records: records([9, 8, 6]), complete: true });
+    });
+
+    it('reports itself incomplete when the drift never settles', async () => {
+      let total = 10;
+      const partner = {
+        listPage: async (_: string, q: Record<string, number>) => ({
+          data: page(q.page === 1 ? [9, 8] : [7, 6], q.page!, total--, true),
+          status: 200,
+          requestId: 'r',
+        }),
+      } as unknown as GuardPartner;
+      const result = await createdSince(partner, 'enrollments', { id: '1', created_at: null }, smallerId, {
+        nextReadId: () => 'r',
+      });
+      expect(result.complete).toBe(false);
+    });
+  });
+});
