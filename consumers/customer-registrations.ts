@@ -41,7 +41,9 @@ function reasons(details: unknown): Record<string, string> | undefined {
  */
 async function check(command: CustomerRegistrationCommand, tools: StepTools) {
   if (!command.check) return null;
-  if (await tools.repository.find(command.registration_id)) return null;
+  // Checked already, unless a redrive put the row back before any write (a corrected command).
+  const row = await tools.repository.find(command.registration_id);
+  if (row && !(row.state === 'pending' && row.attempts === 0)) return null;
   try {
     await tools.partner.checkCustomer(customerInput(command), {
       lane: 'write',
@@ -81,7 +83,11 @@ async function complete(
   tools: StepTools,
 ): Promise<Completion> {
   const fields: Partial<CommandOutcome> = { pms_reference: command.pms_reference };
-  const checkDetails = reasons((record.lastError as { details?: unknown } | null)?.details);
+  // A refusal by the check keeps its details on the row (a later success keeps the old error).
+  const checkDetails =
+    record.state === 'rejected'
+      ? reasons((record.lastError as { details?: unknown } | null)?.details)
+      : undefined;
   if (checkDetails) return { fields: { ...fields, check_details: checkDetails } };
   const ctx = { nextReadId: tools.nextRequestId };
   if (isSuccess(record.state as CommandOutcome['status'])) {

@@ -1,6 +1,11 @@
 import type { z } from 'zod';
 import { cloudEventSchema } from '../events/cloudevent.js';
-import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from '../events/commands.js';
+import {
+  applicationDecisionCommandSchema,
+  customerRegistrationCommandSchema,
+  enrollmentCommandSchema,
+  rentalPaymentCommandSchema,
+} from '../events/commands.js';
 import { logicalTopic, TOPICS } from '../kafka/topics.js';
 import { describeIssues } from './dead-letter-filters.js';
 
@@ -8,6 +13,8 @@ import { describeIssues } from './dead-letter-filters.js';
 const COMMAND_SCHEMAS: Record<string, { schema: z.ZodType; idField: string }> = {
   [TOPICS.applicationDecisions]: { schema: applicationDecisionCommandSchema, idField: 'decision_id' },
   [TOPICS.rentalPayments]: { schema: rentalPaymentCommandSchema, idField: 'payment_id' },
+  [TOPICS.customerRegistrations]: { schema: customerRegistrationCommandSchema, idField: 'registration_id' },
+  [TOPICS.enrollments]: { schema: enrollmentCommandSchema, idField: 'enrollment_request_id' },
 };
 
 export class CorrectionError extends Error {

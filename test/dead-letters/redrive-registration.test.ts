@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customerRegistrations } from '../../consumers/customer-registrations.js';
+import {
+  createDeadLetterIndexer,
+  type DeadLetterIndexer,
+} from '../../src/dead-letters/dead-letter-indexer.js';
+import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
+import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
+import { toCloudEvent } from '../../src/events/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { TOPICS } from '../../src/kafka/topics.js';
+import {
+  createHarness,
+  headersOf,
+  logger,
+  outcomeOf,
+  uid,
+  type Harness,
+} from '../consumers/support/harness.js';
+
+const CREATE_CUSTOMER = '/v1/partners/customers';
+
+/** A registration refused by the check, corrected by ops and redriven through the guard. */
+describe('redrive through the customer-registrations consumer', () => {
+  let h: Harness;
+  let indexer: DeadLetterIndexer;
+
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startConsumer(customerRegistrations);
+    indexer = createDeadLetterIndexer({
+      db: h.database.db,
+      kafka: h.kafka.kafka,
+      logger,
+      topicPrefix: h.kafka.prefix,
+    });
+    await indexer.start();
+  });
+  afterAll(async () => {
+    await indexer?.stop();
+    await h?.close();
+  });
+
+  async function indexedLetterOf(commandId: string): Promise<number> {
+    for (let i = 0; i < 150; i++) {
+      const row = await h.database.db.deadLetter.findFirst({ where: { commandId } });
+      if (row) return Number(row.id);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`dead letter of ${commandId} not indexed`);
+  }
+
+  describe('when a registration refused by the check is corrected and redriven', () => {
+    it('checks again, creates the customer once, and a second redrive closes it as applied', async () => {
+      const id = uid('reg-redrive');
+      const command = {
+        registration_id: id,
+        pms_reference: `t-${id}`,
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        email: `${id}@example.com`,
+        phone: '12',
+        check: true,
+      };
+      await h.publish(
+        TOPICS.customerRegistrations,
+        command.email,
+        JSON.stringify(
+          toCloudEvent({ id, source: '/test', type: COMMAND_TYPES.customerRegistration, data: command }),
+        ),
+      );
+      const [refused] = await h.outcomesOf(id);
+      expect(refused).toMatchObject({
+        status: 'rejected',
+        check_details: { phone: 'must be 10 to 15 digits' },
+      });
+      const letterId = await indexedLetterOf(id);
+      expect((await getDeadLetter(h.database.db, letterId))?.reason).toBe('rejected');
+
+      const deps = { db: h.database.db, producer: h.producer, topicPrefix: h.kafka.prefix, logger };
+      const outcome = await redriveDeadLetter(deps, letterId, {
+        actor: 'ops-test',
+        correction: { ...command, phone: '5551234567' },
+      });
+      expect(outcome).toMatchObject({ action: 'send', guardState: 'rejected', guardReset: true });
+
+      const [applied] = await h.received.waitFor(
+        (r) =>
+          r.topic === TOPICS.customerRegistrationOutcomes &&
+          headersOf(r.message.headers)['command-id'] === id &&
+          outcomeOf(r).status === 'applied',
+      );
+      const customers = (await h.control.records('customers')).filter((c) => c.email === command.email);
+      expect(customers).toHaveLength(1);
+      expect(outcomeOf(applied!)).toMatchObject({ partner_customer_id: String(customers[0]!.id) });
+      expect(outcomeOf(applied!).check_details).toBeUndefined();
+
+      const again = await redriveDeadLetter(deps, letterId, { actor: 'ops-test', force: true });
+      expect(again.action).toBe('close_applied');
+      const writes = (await h.writesTo(CREATE_CUSTOMER)).filter(
+        (w) => (w as { body?: { email?: string } }).body?.email === command.email,
+      );
+      expect(writes).toHaveLength(1);
+    });
+  });
+});
