@@ -287,7 +287,12 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: next.key,
             value: JSON.stringify(command),
-            headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'caused-by': record.commandId },
+            headers: {
+              'content-type': CLOUDEVENT_CONTENT_TYPE,
+              ce_id: next.id,
+              ce_type: next.type,
+              'caused-by': record.commandId,
+            },
           },
         ],
       });
