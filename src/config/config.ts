@@ -75,6 +75,8 @@ export const configSchema = z
     PARTNER_ENHANCED_SECURITY: bool.default(false),
     /** The shared budget of every process on this egress IP (spec 8). Default 650. */
     PARTNER_RATE_LIMIT_PER_MINUTE: positiveInt.default(650),
+    /** The issue_access_token limit of every process on this egress IP (spec 8), a budget of its own. Default 2500. */
+    PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE: positiveInt.default(2500),
     /** Time-out of one Partner API call. Default 10000 ms. */
     PARTNER_TIMEOUT_MS: positiveInt.default(10_000),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */

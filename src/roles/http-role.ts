@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { createCustomerTokens } from '../access-tokens/customer-token-router.js';
 import { createHttpApp } from '../http/http-app.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { createReadiness } from '../readiness.js';
@@ -11,8 +12,15 @@ import type { Service } from '../cli/process.js';
  * The HTTP face of a process on HTTP_PORT: webhooks (/webhooks), the ops API and console (/ops),
  * /metrics, /healthz and /readyz (PostgreSQL, Kafka, migrations).
  */
-export async function startHttpRole(runtime: Runtime): Promise<Service & { port: number }> {
+export async function startHttpRole(
+  runtime: Runtime,
+  options: { partnerUrl?: string } = {},
+): Promise<Service & { port: number }> {
   const { config, logger, db } = runtime;
+  const partnerUrl = options.partnerUrl ?? config.PARTNER_API_URL;
+  // Customer access tokens for SDK use (POST /pms/:source/customer-access-tokens): a budget of
+  // their own, never the 650/min the writes depend on.
+  const tokens = partnerUrl ? createCustomerTokens({ db, partnerUrl, config, logger }) : null;
   const writer = createIngestWriter({ db, databaseUrl: config.DATABASE_URL, logger });
   const ops = createOpsRouter({
     db,
@@ -27,6 +35,7 @@ export async function startHttpRole(runtime: Runtime): Promise<Service & { port:
     mounts: [
       { path: '/webhooks', router: createWebhookRouter({ config, writer, logger }) },
       { path: '/ops', router: ops },
+      ...(tokens ? [{ path: '/pms', router: tokens.router }] : []),
     ],
     ready: () => readiness.checks(),
   });
@@ -35,7 +44,12 @@ export async function startHttpRole(runtime: Runtime): Promise<Service & { port:
     s.once('error', reject);
   });
   const port = (server.address() as { port: number }).port;
-  logger.info({ component: 'http', port }, 'listening: /webhooks, /ops, /metrics, /healthz, /readyz');
+  logger.info(
+    { component: 'http', port },
+    tokens
+      ? 'listening: /webhooks, /pms, /ops, /metrics, /healthz, /readyz'
+      : 'listening: /webhooks, /ops, /metrics, /healthz, /readyz',
+  );
   if (!config.OPS_TOKEN) logger.warn({ component: 'ops' }, 'OPS_TOKEN is not set: the ops API answers 401');
   return {
     port,
@@ -46,6 +60,7 @@ export async function startHttpRole(runtime: Runtime): Promise<Service & { port:
       await writer.close();
       await ops.close();
       await readiness.close();
+      await tokens?.close();
     },
   };
 }

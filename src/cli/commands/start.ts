@@ -74,7 +74,7 @@ export async function start(): Promise<void> {
         );
       }
 
-      const http = await startHttpRole(runtime);
+      const http = await startHttpRole(runtime, partnerUrl ? { partnerUrl } : {});
       services.push(http);
 
       const relay = buildRelay(runtime);

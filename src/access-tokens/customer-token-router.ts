@@ -1,0 +1,185 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/prisma.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { createPartnerClient } from '../partner/partner-client.js';
+import { createRateBudget } from '../partner/rate-budget.js';
+import type { RateBudget } from '../partner/rate-budget-types.js';
+import { createVerifier, type Verifier } from '../receiver/signature.js';
+
+/**
+ * `POST /pms/:source/customer-access-tokens` (mounted at /pms): a property-management system asks,
+ * synchronously, for a customer-level token for the platform's SDK (spec 4.2
+ * `issue_access_token`). Authenticated like the PMS's webhooks: a Standard Webhooks signature with
+ * one of the source's PMS_WEBHOOK_SECRETS over the raw body, which names the customer, so a
+ * signature is good for that customer only (and for WEBHOOK_TOLERANCE_SECONDS).
+ *
+ * The endpoint has its own limit (spec 8: 2,500/min per IP) and its own budget, shared through
+ * PostgreSQL by every process on the IP (`issue_access_token` budget, not the 650/min one the
+ * writes depend on): a 429 from the API pauses every process until Retry-After, and while paused
+ * or full the caller gets our own 429 with Retry-After rather than a request the API would refuse.
+ */
+
+/** The budget's name in PostgreSQL: one per egress IP and limit scope (spec 8). */
+export const TOKEN_BUDGET_NAME = 'issue-access-token';
+
+export interface IssuedToken {
+  data: Record<string, unknown>;
+  requestId: string;
+}
+
+export interface CustomerTokenRouterDeps {
+  /** PMS_WEBHOOK_SECRETS: source → secrets (several during rotation). */
+  secrets: Record<string, readonly string[]>;
+  toleranceSeconds: number;
+  /** Calls `POST /partner/v1/customers/{id}/issue_access_token` through the token budget. */
+  issue(customerId: string, options: { requestId: string; signal: AbortSignal }): Promise<IssuedToken>;
+  /** The token budget (for Retry-After when it is paused). */
+  budget?: Pick<RateBudget, 'snapshot'>;
+  logger: Logger;
+  /** Longest wait for a budget slot and the API's answer. Default 10 000 ms. */
+  waitMs?: number;
+}
+
+const tokenRequestSchema = z
+  .object({
+    customer_id: z
+      .union([
+        z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1 to 64 letters, digits, "_" or "-"'),
+        z.number().int(),
+      ])
+      .transform(String),
+  })
+  .strict();
+
+function throttled(retryAfterSeconds: number, res: Response): AppError {
+  res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterSeconds))));
+  return new AppError(
+    429,
+    'rate_limited',
+    'too many customer token requests; retry after Retry-After seconds',
+    {
+      retriable: true,
+    },
+  );
+}
+
+export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router {
+  const logger = deps.logger.child({ component: 'customer-tokens' });
+  const waitMs = deps.waitMs ?? 10_000;
+  const verifiers = new Map<string, Verifier>(
+    Object.entries(deps.secrets).map(([source, secrets]) => [
+      source,
+      createVerifier(secrets, deps.toleranceSeconds),
+    ]),
+  );
+  const router = express.Router();
+  const raw = express.raw({ type: () => true, limit: 4096 });
+
+  router.post('/:source/customer-access-tokens', raw, async (req: Request, res: Response) => {
+    const source = String(req.params.source);
+    const verifier = verifiers.get(source);
+    if (!verifier) throw new AppError(401, 'unauthenticated', 'unknown PMS source');
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    verifier(body, req.headers);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
+    }
+    const input = tokenRequestSchema.safeParse(parsed);
+    if (!input.success) {
+      throw new AppError(422, 'validation_error', 'the request body does not match its schema', {
+        extra: { errors: input.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`) },
+      });
+    }
+    const customerId = input.data.customer_id;
+    const log = { source, customerId, requestId: req.id };
+    try {
+      const issued = await deps.issue(customerId, {
+        requestId: String(req.id),
+        signal: AbortSignal.timeout(waitMs),
+      });
+      const token = issued.data.token;
+      if (typeof token !== 'string' || token === '') {
+        throw new AppError(502, 'bad_gateway', 'the Partner API answered without a token');
+      }
+      logger.info({ ...log, partnerRequestId: issued.requestId }, 'customer token issued');
+      res.setHeader('Cache-Control', 'no-store');
+      res.status(200).json({
+        customer_id: customerId,
+        token,
+        ...(typeof issued.data.expires_in === 'number' && { expires_in: issued.data.expires_in }),
+      });
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      const e = error as { status?: number; code?: string; retryAfterSeconds?: number; name?: string };
+      if (e.status === 429) throw throttled(e.retryAfterSeconds ?? 1, res);
+      if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+        // No slot in time: the budget is paused by a 429 (any process) or its window is full.
+        const paused = (await deps.budget?.snapshot().catch(() => null))?.pausedUntil;
+        throw throttled(paused ? (paused.getTime() - Date.now()) / 1000 : 1, res);
+      }
+      if (e.status === 404) throw new AppError(404, 'not_found', 'no such customer');
+      logger.warn({ ...log, status: e.status ?? null, code: e.code ?? null }, 'customer token not issued');
+      throw new AppError(502, 'bad_gateway', 'the Partner API did not issue the token', { cause: error });
+    }
+  });
+  return router;
+}
+
+/**
+ * The router with its own Partner API client and budget (`issue-access-token`, shared through
+ * PostgreSQL). The client's authenticate calls (one per API-token lifetime) take slots of this
+ * budget too.
+ */
+export function createCustomerTokens(options: {
+  db: Db;
+  partnerUrl: string;
+  config: Pick<
+    Config,
+    | 'PARTNER_ACCESS_KEY'
+    | 'PARTNER_SECRET_KEY'
+    | 'PARTNER_ENHANCED_SECURITY'
+    | 'PARTNER_TIMEOUT_MS'
+    | 'PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE'
+    | 'PMS_WEBHOOK_SECRETS'
+    | 'WEBHOOK_TOLERANCE_SECONDS'
+  >;
+  logger: Logger;
+  fetch?: typeof fetch;
+  waitMs?: number;
+}): { router: Router; close(): Promise<void> } {
+  const { config, logger } = options;
+  const budget = createRateBudget({
+    db: options.db,
+    name: TOKEN_BUDGET_NAME,
+    limitPerMinute: config.PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE,
+    logger,
+  });
+  const client = createPartnerClient({
+    baseUrl: options.partnerUrl,
+    accessKey: config.PARTNER_ACCESS_KEY,
+    secretKey: config.PARTNER_SECRET_KEY,
+    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+    timeoutMs: config.PARTNER_TIMEOUT_MS,
+    budget,
+    logger,
+    ...(options.fetch && { fetch: options.fetch }),
+  });
+  const router = createCustomerTokenRouter({
+    secrets: config.PMS_WEBHOOK_SECRETS,
+    toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+    budget,
+    logger,
+    ...(options.waitMs !== undefined && { waitMs: options.waitMs }),
+    issue: async (customerId, call) => {
+      const res = await client.issueCustomerAccessToken(customerId, call);
+      return { data: res.data, requestId: res.requestId };
+    },
+  });
+  return { router, close: async () => budget.close?.() };
+}
