@@ -69,7 +69,10 @@ function addFilterOptions(cmd: Command, defaultState: string): Command {
     .addOption(new Option('--reason <reason>', 'failure reason').choices(DEAD_LETTER_REASONS))
     .option('--code <code>', 'error code (e.g. invalid_state_transition)')
     .option('--key <key>', 'message key (the target record id)')
-    .option('--command-id <id>', 'command id (decision_id / payment_id / registration_id / enrollment_request_id)')
+    .option(
+      '--command-id <id>',
+      'command id (decision_id / payment_id / registration_id / enrollment_request_id)',
+    )
     .option('--request-id <id>', 'a Partner API request id of one of the attempts')
     .addOption(
       new Option('--state <state>', 'letter state')
