@@ -41,6 +41,8 @@ export const WRITE_PATHS = [
   '/partner/v1/enrollments/*/report_rental_payments',
   '/partner/v1/applications/*/approve',
   '/partner/v1/applications/*/decline',
+  '/v1/partners/customers',
+  '/partner/v1/enrollments',
 ];
 
 function stormFault(storm: StormKind): Omit<FaultInput, 'method' | 'path'> {

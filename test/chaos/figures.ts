@@ -50,6 +50,8 @@ export function computeFigures(input: FigureInputs): ChaosFigures {
   const commandEvents = [
     ...(analysis.events.get('commands.rental-payments') ?? []),
     ...(analysis.events.get('commands.application-decisions') ?? []),
+    ...(analysis.events.get('commands.customer-registrations') ?? []),
+    ...(analysis.events.get('commands.enrollments') ?? []),
   ];
   const partnerEvents = [...analysis.events].filter(([t]) => t.startsWith('partner.')).flatMap(([, l]) => l);
   const distinct = (list: Array<{ id: string }>) => new Set(list.map((e) => e.id)).size;
@@ -93,6 +95,17 @@ export function computeFigures(input: FigureInputs): ChaosFigures {
         c.conflicting &&
         c.kind === 'decision' &&
         hooks.some((h) => h.commandId === c.commandId && h.kind === 'conflicting_decision'),
+    ).length,
+    'registrations sent (chained enrollments not counted)': [...load.commands.values()].filter(
+      (c) => c.kind === 'registration',
+    ).length,
+    'enrollments (sent or chained)': [...load.commands.values()].filter((c) => c.kind === 'enrollment')
+      .length,
+    'customers created (ledger)': input.ledger.filter(
+      (w) => w.applied && w.method === 'POST' && w.path === '/v1/partners/customers',
+    ).length,
+    'enrollments created (ledger)': input.ledger.filter(
+      (w) => w.applied && w.method === 'POST' && w.path === '/partner/v1/enrollments',
     ).length,
     'applied (ledger, distinct commands)': analysis.appliedByLedger.size,
     'applied twice or more (ledger)': [...analysis.appliedByLedger.values()].filter((n) => n > 1).length,

@@ -28,11 +28,24 @@ export interface Check {
 }
 
 export const FINAL_STATES = new Set(['applied', 'already_applied', 'rejected', 'exhausted', 'unverified']);
-const COMMAND_TOPICS = ['commands.rental-payments', 'commands.application-decisions'] as const;
+const COMMAND_TOPICS = [
+  'commands.rental-payments',
+  'commands.application-decisions',
+  'commands.customer-registrations',
+  'commands.enrollments',
+] as const;
 const OUTCOME_TOPIC: Record<string, string> = {
   'commands.rental-payments': 'outcomes.rental-payments',
   'commands.application-decisions': 'outcomes.application-decisions',
+  'commands.customer-registrations': 'outcomes.customer-registrations',
+  'commands.enrollments': 'outcomes.enrollments',
 };
+
+/** The command id a command's data carries, whatever its kind. */
+function commandIdIn(data: Record<string, unknown> | undefined): string | undefined {
+  const id = data?.payment_id ?? data?.decision_id ?? data?.registration_id ?? data?.enrollment_request_id;
+  return typeof id === 'string' ? id : undefined;
+}
 
 interface ParsedEvent {
   id: string;
@@ -78,7 +91,11 @@ export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCom
   const body = (write.body ?? {}) as {
     reason?: unknown;
     rental_payments?: Array<{ amount_cents?: unknown }>;
+    email?: unknown;
   };
+  if (typeof body.email === 'string') {
+    for (const c of commands.values()) if (c.email === body.email) return c.commandId;
+  }
   if (typeof body.reason === 'string' && body.reason.startsWith('chaos ')) {
     const id = body.reason.slice('chaos '.length);
     if (commands.has(id)) return id;
@@ -91,8 +108,12 @@ export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCom
 }
 
 export function isWritePath(path: string): boolean {
-  return /^\/partner\/v1\/(enrollments\/[^/]+\/report_rental_payments|applications\/[^/]+\/(approve|decline))$/.test(
-    path,
+  return (
+    /^\/partner\/v1\/(enrollments\/[^/]+\/report_rental_payments|applications\/[^/]+\/(approve|decline))$/.test(
+      path,
+    ) ||
+    path === '/v1/partners/customers' ||
+    path === '/partner/v1/enrollments'
   );
 }
 
@@ -148,7 +169,7 @@ export function analyse(evidence: Evidence): Analysis {
       (e) =>
         e.message.topic.endsWith(expectedTopic ?? '') &&
         (hook.commandId
-          ? e.data.payment_id === hook.commandId || e.data.decision_id === hook.commandId
+          ? commandIdIn(e.data) === hook.commandId
           : hook.marker !== undefined && e.message.value.includes(hook.marker)),
     );
     if (!ok)
@@ -209,8 +230,8 @@ export function analyse(evidence: Evidence): Analysis {
   const publishedCommandIds = new Set<string>();
   for (const topic of COMMAND_TOPICS) {
     for (const e of on(topic)) {
-      const id = e.data.payment_id ?? e.data.decision_id;
-      if (typeof id === 'string') publishedCommandIds.add(id);
+      const id = commandIdIn(e.data);
+      if (id) publishedCommandIds.add(id);
     }
   }
   const outcomes = new Map<string, Set<string>>();
@@ -262,6 +283,19 @@ export function analyse(evidence: Evidence): Analysis {
     }
   }
   for (const [app, n] of perApplication) if (n > 1) once.fail(`application ${app} decided ${n} times`);
+  // Onboarding: one customer per e-mail, one enrollment per customer, by the ledger's own bodies.
+  const perEmail = new Map<string, number>();
+  const perCustomer = new Map<string, number>();
+  for (const w of evidence.ledger) {
+    if (w.method !== 'POST' || !w.applied) continue;
+    const body = (w.body ?? {}) as { email?: unknown; customer_id?: unknown };
+    if (w.path === '/v1/partners/customers' && typeof body.email === 'string')
+      perEmail.set(body.email, (perEmail.get(body.email) ?? 0) + 1);
+    if (w.path === '/partner/v1/enrollments' && body.customer_id != null)
+      perCustomer.set(String(body.customer_id), (perCustomer.get(String(body.customer_id)) ?? 0) + 1);
+  }
+  for (const [email, n] of perEmail) if (n > 1) once.fail(`customer ${email} created ${n} times`);
+  for (const [customer, n] of perCustomer) if (n > 1) once.fail(`customer ${customer} enrolled ${n} times`);
   checks.push(once);
 
   const agrees = check("the guard's verdict agrees with the ledger");
@@ -284,9 +318,7 @@ export function analyse(evidence: Evidence): Analysis {
       const reason = m.headers['dlq-reason'] ?? '';
       let id = m.headers['dlq-command-id'];
       if (!id) {
-        const e = parse(m);
-        const v = e?.data.payment_id ?? e?.data.decision_id;
-        id = typeof v === 'string' ? v : undefined;
+        id = commandIdIn(parse(m)?.data);
       }
       if (!id) continue;
       const set = parkedReasons.get(id) ?? new Set<string>();

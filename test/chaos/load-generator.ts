@@ -11,7 +11,14 @@ import type { SandboxControl } from '../../src/sandbox/control-client.js';
  */
 
 export type WebhookKind =
-  'payment' | 'decision' | 'conflicting_decision' | 'resent_command' | 'replay' | 'unrouted';
+  | 'payment'
+  | 'decision'
+  | 'conflicting_decision'
+  | 'registration'
+  | 'enrollment'
+  | 'resent_command'
+  | 'replay'
+  | 'unrouted';
 
 export interface SentWebhook {
   webhookId: string;
@@ -32,10 +39,21 @@ export interface SentWebhook {
 
 export interface SentCommand {
   commandId: string;
-  kind: 'payment' | 'decision';
-  /** enrollment_id or application_id */
+  kind: 'payment' | 'decision' | 'registration' | 'enrollment';
+  /** enrollment_id, application_id, e-mail (registration) or customer id (enrollment) */
   targetId: string;
-  topic: 'commands.rental-payments' | 'commands.application-decisions';
+  topic:
+    | 'commands.rental-payments'
+    | 'commands.application-decisions'
+    | 'commands.customer-registrations'
+    | 'commands.enrollments';
+  /** Registrations: the e-mail, unique per registration. */
+  email?: string;
+  /** Onboarding commands: the webhook type and data, to send them again. */
+  type?: string;
+  data?: Record<string, unknown>;
+  /** An enrollment chained from this registration (not sent by the load: the consumer's). */
+  viaRegistration?: string;
   amountCents?: number;
   decision?: 'approve' | 'decline';
   /** True when another command targets the same application with a different decision. */
@@ -229,13 +247,102 @@ export function createLoadGenerator(options: {
     return p;
   };
 
+  /**
+   * A registration (unique e-mail); half ask to be enrolled too (a chained enrollment command
+   * the consumer publishes), some are checked first, and some of those fail the check.
+   */
+  const newRegistration = () => {
+    const id = `reg_${randomUUID()}`;
+    const email = `${id}@chaos.example`;
+    const enroll = random.chance(0.5);
+    const check = random.chance(0.3);
+    const data = {
+      registration_id: id,
+      pms_reference: `chaos-${id}`,
+      first_name: 'Chaos',
+      last_name: 'Registrant',
+      email,
+      // The check refuses a phone of 3 digits; the create itself accepts it.
+      phone: check && random.chance(0.3) ? '555' : '5550100000',
+      ...(check && { check }),
+      ...(enroll && { enroll }),
+    };
+    const command: SentCommand = {
+      commandId: id,
+      kind: 'registration',
+      targetId: email,
+      topic: 'commands.customer-registrations',
+      email,
+      type: 'customer.registration_requested',
+      data,
+      webhookIds: [],
+    };
+    state.commands.set(id, command);
+    if (enroll) {
+      const chained = `${id}.enrollment`;
+      state.commands.set(chained, {
+        commandId: chained,
+        kind: 'enrollment',
+        targetId: '',
+        topic: 'commands.enrollments',
+        viaRegistration: id,
+        webhookIds: [],
+      });
+    }
+    const p = send('registration', command.type!, data, { commandId: id });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    return p;
+  };
+
+  const enrolled: string[] = [];
+  /** An enrollment of a new customer, or now and then a second one of an enrolled customer. */
+  const newEnrollment = async () => {
+    let customerId: string;
+    if (enrolled.length > 0 && random.chance(0.2)) {
+      customerId = random.pick(enrolled);
+    } else {
+      try {
+        const [created] = await options.sandbox.addRecords('customers', [
+          {
+            first_name: 'Chaos',
+            last_name: 'Enrollee',
+            email: `cust_${randomUUID()}@chaos.example`,
+            phone: '5550100001',
+          },
+        ]);
+        if (!created) throw new Error('the sandbox created no customer');
+        customerId = String(created.id);
+      } catch {
+        state.controlErrors += 1;
+        return;
+      }
+      enrolled.push(customerId);
+    }
+    const id = `enr_${randomUUID()}`;
+    const data = { enrollment_request_id: id, customer_id: customerId, pms_reference: `chaos-${customerId}` };
+    const command: SentCommand = {
+      commandId: id,
+      kind: 'enrollment',
+      targetId: customerId,
+      topic: 'commands.enrollments',
+      type: 'enrollment.requested',
+      data,
+      webhookIds: [],
+    };
+    state.commands.set(id, command);
+    const p = send('enrollment', command.type!, data, { commandId: id });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    await p;
+  };
+
   /** The same command again under a new webhook-id (a PMS that re-sends): the guard's job. */
   const resendCommand = () => {
-    const all = [...state.commands.values()];
+    const all = [...state.commands.values()].filter((c) => !c.viaRegistration);
     if (all.length === 0) return newPayment();
     const command = random.pick(all);
-    const data = command.kind === 'payment' ? paymentData(command) : decisionData(command);
-    const type = command.kind === 'payment' ? 'rent_payment.received' : 'application.decided';
+    const data = command.data ?? (command.kind === 'payment' ? paymentData(command) : decisionData(command));
+    const type =
+      command.type ?? (command.kind === 'payment' ? 'rent_payment.received' : 'application.decided');
     const p = send('resent_command', type, data, { commandId: command.commandId });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
@@ -289,19 +396,23 @@ export function createLoadGenerator(options: {
     if (inFlight.size < 400) {
       const r = random.next();
       const action =
-        r < 0.45
+        r < 0.35
           ? newPayment
-          : r < 0.6
-            ? newDecision
-            : r < 0.65
-              ? conflictingDecision
-              : r < 0.7
-                ? resendCommand
-                : r < 0.75
-                  ? replay
-                  : r < 0.8
-                    ? unrouted
-                    : recordChange;
+          : r < 0.42
+            ? newRegistration
+            : r < 0.47
+              ? newEnrollment
+              : r < 0.6
+                ? newDecision
+                : r < 0.65
+                  ? conflictingDecision
+                  : r < 0.7
+                    ? resendCommand
+                    : r < 0.75
+                      ? replay
+                      : r < 0.8
+                        ? unrouted
+                        : recordChange;
       const p: Promise<void> = Promise.resolve()
         .then(action)
         .catch(() => undefined)

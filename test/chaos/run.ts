@@ -47,7 +47,14 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = join(repoRoot, 'test-artifacts', 'chaos');
 const PREFIX = 'chaos.';
 const SCHEMA = 'rentbridge';
-const ROLES = ['receiver', 'relay', 'consumer-application-decisions', 'consumer-rental-payments'];
+const ROLES = [
+  'receiver',
+  'relay',
+  'consumer-application-decisions',
+  'consumer-rental-payments',
+  'consumer-customer-registrations',
+  'consumer-enrollments',
+];
 
 const started = Date.now();
 function log(message: string): void {
@@ -199,12 +206,16 @@ async function main(): Promise<number> {
       relay: options.httpPortBase + 1,
       'consumer-application-decisions': options.httpPortBase + 2,
       'consumer-rental-payments': options.httpPortBase + 3,
+      'consumer-customer-registrations': options.httpPortBase + 4,
+      'consumer-enrollments': options.httpPortBase + 5,
     };
     const args: Record<string, string[]> = {
       receiver: ['receiver'],
       relay: ['relay'],
       'consumer-application-decisions': ['consumer', 'application-decisions'],
       'consumer-rental-payments': ['consumer', 'rental-payments'],
+      'consumer-customer-registrations': ['consumer', 'customer-registrations'],
+      'consumer-enrollments': ['consumer', 'enrollments'],
     };
     for (const role of ROLES) {
       supervisor.start({ name: role, args: args[role]!, env: { ...env, HTTP_PORT: String(ports[role]) } });
