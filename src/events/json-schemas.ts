@@ -1,9 +1,19 @@
 import { z } from 'zod';
 import { cloudEventSchema } from './cloudevent.js';
-import { applicationDecisionCommandSchema, rentalPaymentCommandSchema } from './commands.js';
+import {
+  applicationDecisionCommandSchema,
+  customerRegistrationCommandSchema,
+  enrollmentCommandSchema,
+  rentalPaymentCommandSchema,
+} from './commands.js';
 import { commandOutcomeSchema } from './outcomes.js';
 import { partnerWebhookSchema } from './partner-events.js';
-import { applicationDecidedEventSchema, rentPaymentReceivedEventSchema } from './pms-events.js';
+import {
+  applicationDecidedEventSchema,
+  customerRegistrationRequestedEventSchema,
+  enrollmentRequestedEventSchema,
+  rentPaymentReceivedEventSchema,
+} from './pms-events.js';
 import { stateChangeSchema } from './state-change.js';
 import { unroutedEventSchema } from './unrouted.js';
 
@@ -17,6 +27,10 @@ export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
   'rental-payment-command': rentalPaymentCommandSchema,
   'pms-rent-payment-received': rentPaymentReceivedEventSchema,
   'pms-application-decided': applicationDecidedEventSchema,
+  'customer-registration-command': customerRegistrationCommandSchema,
+  'enrollment-command': enrollmentCommandSchema,
+  'pms-customer-registration-requested': customerRegistrationRequestedEventSchema,
+  'pms-enrollment-requested': enrollmentRequestedEventSchema,
   'partner-webhook': partnerWebhookSchema,
   'state-change': stateChangeSchema,
   'unrouted-event': unroutedEventSchema,
