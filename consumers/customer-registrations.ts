@@ -10,6 +10,7 @@ import { isSuccess, type CommandOutcome } from '../src/events/outcomes.js';
 import { classifyFailure } from '../src/guard/classify-failure.js';
 import { customerRegistrationReadBack, findNewest, sameEmail } from '../src/guard/index.js';
 import { TOPICS } from '../src/kafka/topics.js';
+import { metrics } from '../src/metrics.js';
 import {
   createCommandConsumer,
   type CommandConsumerDeps,
@@ -67,7 +68,9 @@ async function check(command: CustomerRegistrationCommand, tools: StepTools) {
       ...(details && { details }),
     };
     tools.logger.info({ code: failure.code, fields: Object.keys(details ?? {}) }, 'customer check refused');
-    return tools.repository.finish(command.registration_id, 'rejected', refusal);
+    const record = await tools.repository.finish(command.registration_id, 'rejected', refusal);
+    metrics.commands.inc({ command: 'customer_registration', status: 'rejected' });
+    return record;
   }
 }
 

@@ -88,6 +88,18 @@ describe('rentbridge start', () => {
       ).toBeGreaterThan(0);
     });
 
+    it('registers and enrolls the demo tenants through the guard', async () => {
+      const text = await eventually(async () => {
+        const body = await (await fetch(`${base}/metrics`)).text();
+        return metric(body, 'rentbridge_commands_total', 'command="enrollment",status="applied"') >= 3
+          ? body
+          : undefined;
+      });
+      expect(
+        metric(text, 'rentbridge_commands_total', 'command="customer_registration",status="applied"'),
+      ).toBe(3);
+    });
+
     it('shows dead letters in the ops API with the demo token', async () => {
       const letters = await eventually(async () => {
         const res = await fetch(`${base}/ops/api/dead-letters`, {

@@ -5,8 +5,8 @@ import type { SandboxControl } from '../sandbox/control-client.js';
 
 /**
  * What `rentbridge start` sends when it runs the embedded sandbox, so a newcomer sees the whole
- * flow within a minute: signed PMS webhooks (decisions and payments) into our own receiver, a
- * few of them doomed (an unknown application: rejected, dead-lettered), and record changes in the
+ * flow within a minute: signed PMS webhooks into our own receiver (first a few tenants registered
+ * and enrolled, then decisions and payments), a few of them doomed (an unknown application: rejected, dead-lettered), and record changes in the
  * sandbox, which come back as Partner API webhooks. Stops after `total` events.
  */
 export interface DemoTrafficOptions {
@@ -47,7 +47,31 @@ export function startDemoTraffic(options: DemoTrafficOptions): { stop(): Promise
     logger.info({ type, webhookId: id, status: res.status }, 'demo webhook sent');
   }
 
-  async function step(i: number): Promise<void> {
+  // Onboarding first: each registered (checked, then created) and enrolled, as one chain.
+  const run = randomUUID().slice(0, 8);
+  const tenants = [
+    ['Maya', 'Okafor'],
+    ['Luis', 'Romero'],
+    ['Hana', 'Sato'],
+  ] as const;
+
+  async function step(n: number): Promise<void> {
+    const tenant = tenants[n];
+    if (tenant) {
+      const reference = `demo-tenant-${run}-${n + 1}`;
+      await send('customer.registration_requested', {
+        registration_id: `demo-reg-${randomUUID()}`,
+        pms_reference: reference,
+        first_name: tenant[0],
+        last_name: tenant[1],
+        email: `${reference}@example.com`,
+        phone: `55501000${String(n).padStart(2, '0')}`,
+        check: true,
+        enroll: true,
+      });
+      return;
+    }
+    const i = n - tenants.length;
     const applications = await options.sandbox.records('applications');
     const enrollments = await options.sandbox.records('enrollments');
     const open = applications.filter((a) => a.status === 'submitted' || a.status === 'in_review');
