@@ -3,7 +3,8 @@ import { z } from 'zod';
 /**
  * The commands rentbridge applies to the Partner API. Each carries its own unique id, which is
  * the guard's key: the same id is never applied twice. They travel as the `data` of a CloudEvent
- * on commands.application-decisions / commands.rental-payments, keyed by the target record's id.
+ * on commands.application-decisions / commands.rental-payments / commands.customer-registrations /
+ * commands.enrollments, keyed by the target record's id (a registration: its lower-cased e-mail).
  */
 
 const id = z.union([z.string().min(1).max(200), z.number().int().nonnegative()]).transform(String);

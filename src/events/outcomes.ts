@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The outcome of every command, published on outcomes.application-decisions /
- * outcomes.rental-payments as the `data` of a CloudEvent keyed by the target record's id. A
+ * outcomes.rental-payments / outcomes.customer-registrations / outcomes.enrollments as the `data` of a CloudEvent keyed by the target record's id. A
  * redelivered or redriven command that is already final publishes the same outcome again (same
  * CloudEvent id), so back-office consumers can de-duplicate on it.
  */
@@ -26,9 +26,17 @@ export type OutcomeStatus = (typeof OUTCOME_STATUSES)[number];
 
 export const commandOutcomeSchema = z
   .object({
-    command_id: z.string().min(1).describe('decision_id or payment_id'),
+    command_id: z
+      .string()
+      .min(1)
+      .describe('decision_id, payment_id, registration_id or enrollment_request_id'),
     command_type: z.enum(COMMAND_KINDS),
-    target_id: z.string().min(1).describe('application_id or enrollment_id'),
+    target_id: z
+      .string()
+      .min(1)
+      .describe(
+        'application_id, enrollment_id, the lower-cased e-mail (registration) or customer_id (enrollment)',
+      ),
     status: z
       .enum(OUTCOME_STATUSES)
       .describe(
