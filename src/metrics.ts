@@ -105,4 +105,10 @@ export const metrics = {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: r,
   }),
+  customerTokens: new Counter({
+    name: 'rentbridge_customer_tokens_total',
+    help: 'Customer access-token requests of PMS sources, by source and result',
+    labelNames: ['source', 'result'] as const,
+    registers: r,
+  }),
 };

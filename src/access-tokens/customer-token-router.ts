@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
 import { createPartnerClient } from '../partner/partner-client.js';
 import { createRateBudget } from '../partner/rate-budget.js';
 import type { RateBudget } from '../partner/rate-budget-types.js';
@@ -81,6 +82,19 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
   router.post('/:source/customer-access-tokens', raw, async (req: Request, res: Response) => {
     const source = String(req.params.source);
     const verifier = verifiers.get(source);
+    // Unknown sources share one label: a caller must not be able to grow the metric's series.
+    const label = verifier ? source : 'unknown';
+    try {
+      await issueFor(req, res, source, verifier);
+      metrics.customerTokens.inc({ source: label, result: 'issued' });
+    } catch (error) {
+      const status = error instanceof AppError ? error.status : 500;
+      metrics.customerTokens.inc({ source: label, result: String(status) });
+      throw error;
+    }
+  });
+
+  async function issueFor(req: Request, res: Response, source: string, verifier: Verifier | undefined) {
     if (!verifier) throw new AppError(401, 'unauthenticated', 'unknown PMS source');
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     verifier(body, req.headers);
@@ -127,7 +141,7 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
       logger.warn({ ...log, status: e.status ?? null, code: e.code ?? null }, 'customer token not issued');
       throw new AppError(502, 'bad_gateway', 'the Partner API did not issue the token', { cause: error });
     }
-  });
+  }
   return router;
 }
 

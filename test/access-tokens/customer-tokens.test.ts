@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomerTokens, TOKEN_BUDGET_NAME } from '../../src/access-tokens/customer-token-router.js';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { createLogger } from '../../src/logger.js';
+import { registry } from '../../src/metrics.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -103,6 +104,9 @@ describe('customer access tokens', () => {
       expect(String(claims.customer_id)).toBe(customerId);
       expect(await slotsOf(TOKEN_BUDGET_NAME)).toBeGreaterThan(0);
       expect(await slotsOf('partner-api')).toBe(0);
+      expect(await registry.getSingleMetricAsString('rentbridge_customer_tokens_total')).toContain(
+        'rentbridge_customer_tokens_total{source="acme",result="issued"} 1',
+      );
     });
   });
 
