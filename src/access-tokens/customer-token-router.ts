@@ -112,6 +112,10 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
     }
     const customerId = input.data.customer_id;
     const log = { source, customerId, requestId: req.id };
+    // Paused by a 429 (this process or another on the IP): say so at once rather than hold the
+    // caller until the wait runs out.
+    const paused = (await deps.budget?.snapshot().catch(() => null))?.pausedUntil;
+    if (paused && paused.getTime() > Date.now()) throw throttled((paused.getTime() - Date.now()) / 1000, res);
     try {
       const issued = await deps.issue(customerId, {
         requestId: String(req.id),
