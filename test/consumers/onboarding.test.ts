@@ -135,8 +135,8 @@ describe('onboarding consumers (customer-registrations, enrollments)', () => {
       const [existing] = await h.control.addRecords('customers', [
         { first_name: 'Someone', last_name: 'Else', email: command.email, phone: '5550000000' },
       ]);
-      // Push the existing customer off the snapshot's first page is not needed: it is older than
-      // the marker either way once another customer is created after it.
+      // Another customer after it: the snapshot's marker is newer than the e-mail's holder, so a
+      // read-back that took the holder for ours would have to walk past the marker.
       await h.control.addRecords('customers', [
         { first_name: 'N', last_name: 'N', email: `${uid('other')}@example.com`, phone: '5550000001' },
       ]);
