@@ -1,11 +1,41 @@
+import type { Db } from './db/prisma.js';
 import { pendingMigrations } from './db/migrate.js';
+import { metrics } from './metrics.js';
+import { oldestUnpublished } from './relay/outbox-reader.js';
 import type { Runtime } from './runtime.js';
+
+/**
+ * The relay makes progress: the oldest unpublished outbox row (parked rows apart) is younger
+ * than `stallSeconds`. Read from the outbox itself, so it tells the truth whichever process
+ * runs the relay, and even when none does. Sets rentbridge_relay_stalled as well.
+ */
+export async function relayProgressCheck(db: Db, stallSeconds: number): Promise<true | string> {
+  const oldest = await oldestUnpublished(db);
+  const age = oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0;
+  const stalled = age > stallSeconds;
+  metrics.relayStalled.set(stalled ? 1 : 0);
+  return stalled
+    ? `not making progress: the oldest unpublished outbox row is ${Math.round(age)} s old (bound ${stallSeconds} s)`
+    : true;
+}
+
+/** Webhook storage answers: no write has waited longer than `timeoutMs` for PostgreSQL. */
+export function storageCheck(writer: { oldestWaitMs(): number }, timeoutMs: number): true | string {
+  const waited = writer.oldestWaitMs();
+  return waited > timeoutMs
+    ? `webhook writes are waiting for PostgreSQL (oldest ${Math.round(waited)} ms, bound ${timeoutMs} ms)`
+    : true;
+}
 
 /**
  * What /readyz checks: PostgreSQL answers, Kafka answers, every migration is applied. Each
  * check is bounded so a hung dependency answers "not ready" instead of hanging the probe.
  */
-export function createReadiness(runtime: Runtime, timeoutMs = 3000) {
+export function createReadiness(
+  runtime: Runtime,
+  timeoutMs = 3000,
+  extra: { writer?: { oldestWaitMs(): number } } = {},
+) {
   const admin = runtime.kafka.admin();
   let adminConnected = false;
 
@@ -27,7 +57,8 @@ export function createReadiness(runtime: Runtime, timeoutMs = 3000) {
 
   return {
     async checks(): Promise<Record<string, true | string>> {
-      const [postgres, kafka, migrations] = await Promise.all([
+      const { config } = runtime;
+      const [postgres, kafka, migrations, relay] = await Promise.all([
         check(async () => {
           await runtime.db.$queryRaw`SELECT 1`;
           return true;
@@ -44,8 +75,10 @@ export function createReadiness(runtime: Runtime, timeoutMs = 3000) {
           const pending = await pendingMigrations(runtime.config.DATABASE_URL);
           return pending.length === 0 ? true : `pending: ${pending.join(', ')}`;
         }),
+        check(() => relayProgressCheck(runtime.db, config.RELAY_STALL_SECONDS)),
       ]);
-      return { postgres, kafka, migrations };
+      const storage = extra.writer ? storageCheck(extra.writer, config.WEBHOOK_STORAGE_TIMEOUT_MS) : true;
+      return { postgres, kafka, migrations, relay, storage };
     },
     async close() {
       if (adminConnected) await admin.disconnect();

@@ -226,10 +226,12 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   const router = express.Router() as OpsRouter;
   router.use('/api', api);
   // Relative asset and API URLs in the console need the trailing slash: /ops → /ops/.
+  // Built from the mount path alone, never from the request line: an absolute-form request
+  // (`GET http://other.example/ops`) must not redirect to another host.
   router.get('/', (req, res, next) => {
     const [path, query] = req.originalUrl.split('?');
     if (path && !path.endsWith('/')) {
-      res.redirect(301, `${path}/${query ? `?${query}` : ''}`);
+      res.redirect(301, `${req.baseUrl}/${query ? `?${query}` : ''}`);
       return;
     }
     next();

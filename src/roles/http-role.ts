@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { createHttpApp } from '../http/http-app.js';
+import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { createReadiness } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
@@ -13,7 +14,12 @@ import type { Service } from '../cli/process.js';
  */
 export async function startHttpRole(runtime: Runtime): Promise<Service & { port: number }> {
   const { config, logger, db } = runtime;
-  const writer = createIngestWriter({ db, databaseUrl: config.DATABASE_URL, logger });
+  const writer = createIngestWriter({
+    db,
+    databaseUrl: config.DATABASE_URL,
+    logger,
+    timeoutMs: config.WEBHOOK_STORAGE_TIMEOUT_MS,
+  });
   const ops = createOpsRouter({
     db,
     kafka: runtime.kafka,
@@ -21,7 +27,7 @@ export async function startHttpRole(runtime: Runtime): Promise<Service & { port:
     opsToken: config.OPS_TOKEN,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
   });
-  const readiness = createReadiness(runtime);
+  const readiness = createReadiness(runtime, 3000, { writer });
   const app = createHttpApp({
     logger,
     mounts: [
@@ -29,10 +35,12 @@ export async function startHttpRole(runtime: Runtime): Promise<Service & { port:
       { path: '/ops', router: ops },
     ],
     ready: () => readiness.checks(),
+    metricsToken: config.METRICS_TOKEN,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.HTTP_PORT, () => resolve(s));
+    const s = createLimitedServer(app, config);
     s.once('error', reject);
+    s.listen(config.HTTP_PORT, () => resolve(s));
   });
   const port = (server.address() as { port: number }).port;
   logger.info({ component: 'http', port }, 'listening: /webhooks, /ops, /metrics, /healthz, /readyz');
