@@ -19,12 +19,25 @@ export async function relayProgressCheck(db: Db, stallSeconds: number): Promise<
     : true;
 }
 
-/** Webhook storage answers: no write has waited longer than `timeoutMs` for PostgreSQL. */
-export function storageCheck(writer: { oldestWaitMs(): number }, timeoutMs: number): true | string {
+/**
+ * Webhook storage answers in time: no write has waited longer than `timeoutMs`, and a read of
+ * the receipts table through the writer's pool answers within it (a lock or a stalled server
+ * fails it as it fails the writes, where `SELECT 1` would still pass).
+ */
+export async function storageCheck(
+  writer: { oldestWaitMs(): number; probe(): Promise<void> },
+  timeoutMs: number,
+): Promise<true | string> {
   const waited = writer.oldestWaitMs();
-  return waited > timeoutMs
-    ? `webhook writes are waiting for PostgreSQL (oldest ${Math.round(waited)} ms, bound ${timeoutMs} ms)`
-    : true;
+  if (waited > timeoutMs) {
+    return `webhook writes are waiting for PostgreSQL (oldest ${Math.round(waited)} ms, bound ${timeoutMs} ms)`;
+  }
+  try {
+    await writer.probe();
+    return true;
+  } catch (error) {
+    return `webhook storage is not answering: ${(error as Error).message}`;
+  }
 }
 
 /**
@@ -34,7 +47,7 @@ export function storageCheck(writer: { oldestWaitMs(): number }, timeoutMs: numb
 export function createReadiness(
   runtime: Runtime,
   timeoutMs = 3000,
-  extra: { writer?: { oldestWaitMs(): number } } = {},
+  extra: { writer?: { oldestWaitMs(): number; probe(): Promise<void> } } = {},
 ) {
   const admin = runtime.kafka.admin();
   let adminConnected = false;
@@ -58,7 +71,7 @@ export function createReadiness(
   return {
     async checks(): Promise<Record<string, true | string>> {
       const { config } = runtime;
-      const [postgres, kafka, migrations, relay] = await Promise.all([
+      const [postgres, kafka, migrations, relay, storage] = await Promise.all([
         check(async () => {
           await runtime.db.$queryRaw`SELECT 1`;
           return true;
@@ -76,8 +89,10 @@ export function createReadiness(
           return pending.length === 0 ? true : `pending: ${pending.join(', ')}`;
         }),
         check(() => relayProgressCheck(runtime.db, config.RELAY_STALL_SECONDS)),
+        check(async () =>
+          extra.writer ? storageCheck(extra.writer, Math.min(config.WEBHOOK_STORAGE_TIMEOUT_MS, timeoutMs)) : true,
+        ),
       ]);
-      const storage = extra.writer ? storageCheck(extra.writer, config.WEBHOOK_STORAGE_TIMEOUT_MS) : true;
       return { postgres, kafka, migrations, relay, storage };
     },
     async close() {

@@ -56,6 +56,11 @@ export interface IngestWriter {
   write(item: IngestItem): Promise<IngestResult>;
   /** How long the oldest write in hand has waited (0 when none): readiness reads it. */
   oldestWaitMs(): number;
+  /**
+   * Reads the receipts table through the writer's own pool, bounded by `timeoutMs`: a table
+   * locked or a PostgreSQL that does not answer fails it, as it would fail the writes.
+   */
+  probe(): Promise<void>;
   /** Waits for the writes in hand. */
   close(): Promise<void>;
 }
@@ -207,6 +212,19 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
         queue.push(pending);
         pump();
       });
+    },
+    async probe() {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          pool.query('SELECT 1 FROM webhook_receipts LIMIT 1'),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new StorageTimeoutError(timeoutMs)), timeoutMs);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     oldestWaitMs() {
       let oldest = Infinity;
