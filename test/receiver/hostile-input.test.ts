@@ -37,12 +37,19 @@ describe('webhook receiver under hostile input', () => {
   });
 
   describe('when the path is not valid percent-encoding', () => {
-    it.each(['/webhooks/pms/%', '/webhooks/pms/%E0%A4%A'])('answers 400 in the envelope for %s', async (path) => {
-      const res = await fetch(`${receiver.url}${path}`, { method: 'POST', body: '{}' });
-      expect(res.status).toBe(400);
-      const body = (await res.json()) as { error: { code: string; status: number; request_id: string } };
-      expect(body.error).toMatchObject({ status: 400, code: 'invalid_request', request_id: expect.any(String) });
-    });
+    it.each(['/webhooks/pms/%', '/webhooks/pms/%E0%A4%A'])(
+      'answers 400 in the envelope for %s',
+      async (path) => {
+        const res = await fetch(`${receiver.url}${path}`, { method: 'POST', body: '{}' });
+        expect(res.status).toBe(400);
+        const body = (await res.json()) as { error: { code: string; status: number; request_id: string } };
+        expect(body.error).toMatchObject({
+          status: 400,
+          code: 'invalid_request',
+          request_id: expect.any(String),
+        });
+      },
+    );
   });
 
   describe('when the signature covers the raw bytes', () => {
@@ -52,7 +59,11 @@ describe('webhook receiver under hostile input', () => {
 
     it('accepts a sender that signed the bytes it sent, and refuses them as not UTF-8 after', async () => {
       const body = bodyWith(0xff);
-      const res = await send(receiver.url, '/webhooks/pms/acme', null, { secret: acme, raw: body, signBytes: body });
+      const res = await send(receiver.url, '/webhooks/pms/acme', null, {
+        secret: acme,
+        raw: body,
+        signBytes: body,
+      });
       // Verified (not 401), then decoded: JSON text must be UTF-8.
       expect(res.status).toBe(400);
       expect(res.json).toMatchObject({ error: { code: 'invalid_request_body' } });
@@ -91,16 +102,24 @@ describe('webhook receiver under hostile input', () => {
       const res = await send(
         receiver.url,
         '/webhooks/partner',
-        { type: 'application.updated', data: { id: 'app-1', updated_at: `2026-11-01T00:00:00Z${'9'.repeat(3000)}` } },
+        {
+          type: 'application.updated',
+          data: { id: 'app-1', updated_at: `2026-11-01T00:00:00Z${'9'.repeat(3000)}` },
+        },
         { secret: partner },
       );
       expect(res.status).toBe(422);
     });
 
     it('answers 422 for a 3,000-character payment id', async () => {
-      const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ payment_id: 'p'.repeat(3000) }), {
-        secret: acme,
-      });
+      const res = await send(
+        receiver.url,
+        '/webhooks/pms/acme',
+        buildRentPayment({ payment_id: 'p'.repeat(3000) }),
+        {
+          secret: acme,
+        },
+      );
       expect(res.status).toBe(422);
     });
   });
