@@ -5,18 +5,18 @@ import { DEAD_LETTER_REASONS } from './dead-letter-headers.js';
 export const DEAD_LETTER_STATES = ['open', 'redriven', 'discarded', 'closed_applied'] as const;
 export type DeadLetterState = (typeof DEAD_LETTER_STATES)[number];
 
-/** Years PostgreSQL's timestamptz and ISO 8601 both hold without an extension. */
+/** Years 1 to 9999: what ISO 8601 holds without an extension and PostgreSQL reads (it has no year 0). */
 function inYearRange(v: string): boolean {
   const t = Date.parse(v);
   if (Number.isNaN(t)) return false;
   const year = new Date(t).getUTCFullYear();
-  return year >= 0 && year <= 9999;
+  return year >= 1 && year <= 9999;
 }
 
 const isoDate = z
   .string()
   .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date or date-time')
-  .refine(inYearRange, 'must be a date in the years 0 to 9999')
+  .refine(inYearRange, 'must be a date in the years 1 to 9999')
   .transform((v) => new Date(v));
 
 /** Text filters: PostgreSQL text cannot hold NUL, so a filter with one is the caller's 400, not our 500. */
