@@ -10,6 +10,7 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { retry } from '../receiver/webhooks.js';
 
 /**
  * The ops API as a careless operator or a hostile caller meets it (issue 14, points 2, 3, 5,
@@ -33,7 +34,7 @@ describe('ops API under hostile input', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions]);
+    await retry(() => kafka.createTopics([TOPICS.applicationDecisions]));
     producer = kafka.kafka.producer();
     await producer.connect();
     const logger = createLogger({ level: 'silent' });
