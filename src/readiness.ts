@@ -90,7 +90,9 @@ export function createReadiness(
         }),
         check(() => relayProgressCheck(runtime.db, config.RELAY_STALL_SECONDS)),
         check(async () =>
-          extra.writer ? storageCheck(extra.writer, Math.min(config.WEBHOOK_STORAGE_TIMEOUT_MS, timeoutMs)) : true,
+          extra.writer
+            ? storageCheck(extra.writer, Math.min(config.WEBHOOK_STORAGE_TIMEOUT_MS, timeoutMs))
+            : true,
         ),
       ]);
       return { postgres, kafka, migrations, relay, storage };

@@ -28,7 +28,13 @@ function metricsAuth(token: string | undefined): RequestHandler {
     const match = /^Bearer\s+(.+)$/i.exec(req.header('authorization') ?? '');
     if (!match?.[1]) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="rentbridge-metrics"');
-      sendError(req, res, 401, 'unauthenticated', 'missing bearer token (Authorization: Bearer <METRICS_TOKEN>)');
+      sendError(
+        req,
+        res,
+        401,
+        'unauthenticated',
+        'missing bearer token (Authorization: Bearer <METRICS_TOKEN>)',
+      );
       return;
     }
     if (!timingSafeEqual(sha256(match[1].trim()), expected)) {

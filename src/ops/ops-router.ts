@@ -134,7 +134,11 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     const length = Number(req.headers['content-length'] ?? 0);
     const hasBody = req.headers['transfer-encoding'] !== undefined || length > 0;
     if (req.method !== 'GET' && req.method !== 'HEAD' && hasBody && !req.is('application/json')) {
-      throw new AppError(415, 'unsupported_media_type', 'the ops API reads JSON bodies only (Content-Type: application/json)');
+      throw new AppError(
+        415,
+        'unsupported_media_type',
+        'the ops API reads JSON bodies only (Content-Type: application/json)',
+      );
     }
     next();
   });

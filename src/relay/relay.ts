@@ -72,7 +72,9 @@ export function messageBytes(message: Message): number {
   n += typeof message.value === 'string' ? Buffer.byteLength(message.value) : (message.value?.length ?? 0);
   n += typeof message.key === 'string' ? Buffer.byteLength(message.key) : (message.key?.length ?? 0);
   for (const [k, v] of Object.entries(message.headers ?? {})) {
-    n += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
+    n +=
+      Buffer.byteLength(k) +
+      (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
   }
   return n;
 }
@@ -209,7 +211,10 @@ export function createRelay(options: RelayOptions): Relay {
       byTopic.set(row.topic, list);
     }
     for (const { row, bytes } of oversized) {
-      await park([row], `CloudEvent of ${bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`);
+      await park(
+        [row],
+        `CloudEvent of ${bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`,
+      );
     }
     let published = 0;
     let firstError: unknown;
@@ -233,7 +238,10 @@ export function createRelay(options: RelayOptions): Relay {
         const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
         const wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
         topicBackoff.set(topic, { failures, until: Date.now() + wait });
-        logger.warn({ err: error, topic, failures, backoffMs: wait }, 'topic not published: its rows wait, others go on');
+        logger.warn(
+          { err: error, topic, failures, backoffMs: wait },
+          'topic not published: its rows wait, others go on',
+        );
       }
     }
     if (published === 0 && oversized.length === 0 && firstError !== undefined) throw firstError;
