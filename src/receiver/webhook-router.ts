@@ -121,7 +121,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         });
       }
       const item = route({ source, path, webhookId: signed.webhookId, requestId: req.id, body: parsed });
-      // docs/decisions/012: an event Kafka would refuse is refused here, while the sender can see why.
+      // docs/decisions/014: an event Kafka would refuse is refused here, while the sender can see why.
       if (body.length + ENVELOPE_ALLOWANCE > maxEventBytes) {
         const bytes = eventBytes(item);
         if (bytes > maxEventBytes) {
