@@ -99,7 +99,7 @@ export async function runHostilePhase(options: {
   async function rssMb(): Promise<number | null> {
     try {
       const text = await (await fetch(`${receiverUrl}/metrics`)).text();
-      const m = /^rentbridge_process_resident_memory_bytes (\d+(?:\.\d+)?)/m.exec(text);
+      const m = /^rentbridge_process_(?:process_)?resident_memory_bytes (\d+(?:\.\d+)?)/m.exec(text);
       return m ? Math.round(Number(m[1]) / 1e6) : null;
     } catch {
       return null;
