@@ -26,6 +26,22 @@ export const metrics = {
     help: 'Age of the oldest unpublished outbox row',
     registers: r,
   }),
+  relayParked: new Counter({
+    name: 'rentbridge_relay_parked_total',
+    help: 'Outbox rows parked because the broker can never take them (too large), by topic',
+    labelNames: ['topic'] as const,
+    registers: r,
+  }),
+  outboxParked: new Gauge({
+    name: 'rentbridge_outbox_parked',
+    help: 'Outbox rows parked (never published; last_error says why)',
+    registers: r,
+  }),
+  relayStalled: new Gauge({
+    name: 'rentbridge_relay_stalled',
+    help: '1 when the oldest unpublished outbox row is older than RELAY_STALL_SECONDS (the relay is not making progress)',
+    registers: r,
+  }),
   relayPublished: new Counter({
     name: 'rentbridge_relay_published_total',
     help: 'Outbox rows published to Kafka, by topic',

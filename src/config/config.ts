@@ -93,6 +93,24 @@ export const configSchema = z
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */
     WEBHOOK_TOLERANCE_SECONDS: positiveInt.default(300),
+    /** How long a webhook waits for PostgreSQL before a 503 + Retry-After (nothing stored). Default 5000 ms. */
+    WEBHOOK_STORAGE_TIMEOUT_MS: positiveInt.default(5000),
+    /** Webhooks held at once (bodies in memory); beyond it a 503 + Retry-After at once. Default 256. */
+    WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(256),
+    /** Most bytes per Kafka request and per message; below the broker's message.max.bytes. Default 900000. */
+    RELAY_MAX_BATCH_BYTES: z.coerce.number().int().min(1024).default(900_000),
+    /** /readyz fails and rentbridge_relay_stalled is 1 when the oldest unpublished row is older. Default 120 s. */
+    RELAY_STALL_SECONDS: positiveInt.default(120),
+    /** Time to receive a request's headers; a slower sender is cut off. Default 10000 ms. */
+    HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
+    /** Time to receive a whole request (headers and body). Default 30000 ms. */
+    HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+    /** How long an idle keep-alive connection is kept. Default 5000 ms. */
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt.default(5000),
+    /** Most open connections at once; more are closed at once. Default 1024. */
+    HTTP_MAX_CONNECTIONS: positiveInt.default(1024),
+    /** Bearer token for /metrics. Unset (default): /metrics is open. */
+    METRICS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
     /** How long published outbox rows are kept. Default 72 h. */
     OUTBOX_RETENTION_HOURS: positiveInt.default(72),
     /** Default interval between poller passes of a resource. Default 300 s. */

@@ -5,10 +5,27 @@ import { DEAD_LETTER_REASONS } from './dead-letter-headers.js';
 export const DEAD_LETTER_STATES = ['open', 'redriven', 'discarded', 'closed_applied'] as const;
 export type DeadLetterState = (typeof DEAD_LETTER_STATES)[number];
 
+/** Years 1 to 9999: what ISO 8601 holds without an extension and PostgreSQL reads (it has no year 0). */
+function inYearRange(v: string): boolean {
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) return false;
+  const year = new Date(t).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
 const isoDate = z
   .string()
   .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date or date-time')
+  .refine(inYearRange, 'must be a date in the years 1 to 9999')
   .transform((v) => new Date(v));
+
+/** Text filters: PostgreSQL text cannot hold NUL, so a filter with one is the caller's 400, not our 500. */
+const text = z
+  .string()
+  .min(1)
+  .max(2000)
+  // eslint-disable-next-line no-control-regex -- NUL is exactly what must be refused
+  .refine((v) => !/\u0000/.test(v), 'must not contain a NUL character');
 
 /**
  * The search filters shared by `rentbridge dlq list`, `dlq redrive --where` and
@@ -16,12 +33,12 @@ const isoDate = z
  */
 export const deadLetterFiltersSchema = z.object({
   /** A DLQ topic or an original topic, with or without KAFKA_TOPIC_PREFIX. */
-  topic: z.string().min(1).optional(),
+  topic: text.optional(),
   reason: z.enum(DEAD_LETTER_REASONS).optional(),
-  code: z.string().min(1).optional(),
-  key: z.string().min(1).optional(),
-  commandId: z.string().min(1).optional(),
-  requestId: z.string().min(1).optional(),
+  code: text.optional(),
+  key: text.optional(),
+  commandId: text.optional(),
+  requestId: text.optional(),
   /** Default `open`; `all` for every state. */
   state: z.enum([...DEAD_LETTER_STATES, 'all']).default('open'),
   since: isoDate.optional(),
@@ -29,7 +46,7 @@ export const deadLetterFiltersSchema = z.object({
   /** Which time `since`/`until` apply to (default `indexed`). */
   timeField: z.enum(['indexed', 'last_failure']).default('indexed'),
   /** Case-insensitive substring of the value, the error message or the key. */
-  search: z.string().min(1).optional(),
+  search: text.optional(),
   limit: z.coerce.number().int().min(1).max(10_000).default(100),
 });
 export type DeadLetterFilters = z.infer<typeof deadLetterFiltersSchema>;

@@ -148,7 +148,8 @@ function whereOf(filters: Partial<DeadLetterFilters>, topicPrefix: string): Pris
     and.push(filters.timeField === 'last_failure' ? { lastFailureAt: range } : { indexedAt: range });
   }
   if (filters.search) {
-    const contains = { contains: filters.search, mode: 'insensitive' as const };
+    // Literal text: LIKE's wildcards (and its escape, the backslash) are escaped.
+    const contains = { contains: escapeLike(filters.search), mode: 'insensitive' as const };
     and.push({
       OR: [{ value: contains }, { errorMessage: contains }, { key: contains }, { correctedValue: contains }],
     });
@@ -243,4 +244,9 @@ export async function findDeadLetterIds(
     select: { id: true },
   });
   return rows.map((r) => Number(r.id));
+}
+
+/** `%`, `_` and `\` taken literally in a LIKE pattern (PostgreSQL's default escape is `\`). */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idString, idStringOrNumber } from './ids.js';
 
 /**
  * The commands rentbridge applies to the Partner API. Each carries its own unique id, which is
@@ -7,11 +8,12 @@ import { z } from 'zod';
  * commands.enrollments, keyed by the target record's id (a registration: its lower-cased e-mail).
  */
 
-const id = z.union([z.string().min(1).max(200), z.number().int().nonnegative()]).transform(String);
+/** Ids follow one pattern (src/events/ids.ts): 1-128 of A-Z a-z 0-9 _ . -, never "." or "..". */
+const id = idStringOrNumber;
 
 export const applicationDecisionCommandSchema = z
   .object({
-    decision_id: z.string().min(1).max(200).describe('unique id of this decision; the guard key'),
+    decision_id: idString.describe('unique id of this decision; the guard key'),
     application_id: id.describe('the application to decide'),
     decision: z.enum(['approve', 'decline']),
     reason: z.string().max(2000).optional(),
@@ -21,7 +23,7 @@ export type ApplicationDecisionCommand = z.infer<typeof applicationDecisionComma
 
 export const rentalPaymentCommandSchema = z
   .object({
-    payment_id: z.string().min(1).max(200).describe('unique id of this payment; the guard key'),
+    payment_id: idString.describe('unique id of this payment; the guard key'),
     enrollment_id: id.describe('the enrollment the payment is reported for'),
     amount_cents: z.number().int().positive(),
     paid_on: z.iso.date().describe('YYYY-MM-DD'),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RESOURCES, SINGULAR, type Resource } from '../partner/resources.js';
+import { idString } from './ids.js';
 
 /**
  * The Partner API's webhooks (an assumption, DESIGN.md "What the spec does not show"):
@@ -10,9 +11,24 @@ export const partnerRecordSchema = z.looseObject({
   updated_at: z.string().min(1),
 });
 
+/**
+ * A record as a webhook brings it: checked at the edge, so that an id or a time no index can
+ * hold is the sender's 422, not our 503. The id follows src/events/ids.ts; `updated_at` is a
+ * date-time of at most 64 characters.
+ */
+export const partnerWebhookRecordSchema = z.looseObject({
+  // Kept as sent (a number stays a number in the published record).
+  id: z.union([idString, z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)]),
+  updated_at: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
+});
+
 export const partnerWebhookSchema = z.looseObject({
   type: z.string().regex(/^[a-z_]+\.(updated|deleted)$/, '<singular>.updated or <singular>.deleted'),
-  data: partnerRecordSchema,
+  data: partnerWebhookRecordSchema,
 });
 export type PartnerWebhook = z.infer<typeof partnerWebhookSchema>;
 

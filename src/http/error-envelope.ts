@@ -42,6 +42,16 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       sendError(req, res, 400, 'invalid_request_body', 'request body is not valid JSON');
       return;
     }
+    if (error instanceof URIError) {
+      // The router could not decode a path segment (`%`, `%E0%A4%A`): the caller's mistake.
+      sendError(req, res, 400, 'invalid_request', 'the path is not valid percent-encoding');
+      return;
+    }
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+      // Any other client error raised by express or body-parser keeps its status.
+      sendError(req, res, e.status, 'invalid_request', e.message || 'invalid request');
+      return;
+    }
     logger.error({ err: error, requestId: req.id, path: req.path }, 'unhandled error in HTTP handler');
     sendError(req, res, 500, 'api_error', 'internal error');
   };

@@ -1,7 +1,8 @@
-import express, { type Router } from 'express';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type RequestHandler, type Router } from 'express';
 import type { Logger } from '../logger.js';
 import { registry } from '../metrics.js';
-import { errorHandler, notFound } from './error-envelope.js';
+import { errorHandler, notFound, sendError } from './error-envelope.js';
 import { requestId } from './request-id.js';
 
 /**
@@ -13,6 +14,35 @@ export interface HttpAppOptions {
   mounts: Array<{ path: string; router: Router }>;
   /** Readiness checks: `true` passes, `false` or a string (the reason) fails. Default: none (ready). */
   ready?: () => Promise<Record<string, boolean | string>>;
+  /** METRICS_TOKEN: when set, /metrics wants `Authorization: Bearer <token>`. Default: open. */
+  metricsToken?: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** Bearer METRICS_TOKEN on /metrics, compared in constant time; no token configured: open. */
+function metricsAuth(token: string | undefined): RequestHandler {
+  const expected = token ? sha256(token) : null;
+  return (req, res, next) => {
+    if (!expected) return next();
+    const match = /^Bearer\s+(.+)$/i.exec(req.header('authorization') ?? '');
+    if (!match?.[1]) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="rentbridge-metrics"');
+      sendError(
+        req,
+        res,
+        401,
+        'unauthenticated',
+        'missing bearer token (Authorization: Bearer <METRICS_TOKEN>)',
+      );
+      return;
+    }
+    if (!timingSafeEqual(sha256(match[1].trim()), expected)) {
+      sendError(req, res, 403, 'forbidden', 'invalid metrics token');
+      return;
+    }
+    next();
+  };
 }
 
 export function createHttpApp(options: HttpAppOptions): express.Express {
@@ -22,7 +52,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   app.use(requestId());
   for (const mount of options.mounts) app.use(mount.path, mount.router);
 
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', metricsAuth(options.metricsToken), async (_req, res) => {
     res.setHeader('Content-Type', registry.contentType);
     res.send(await registry.metrics());
   });

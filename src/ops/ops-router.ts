@@ -83,6 +83,9 @@ const bulkRedriveBody = z.object({
 const discardBody = z.object({ reason: z.string().max(2000).optional() });
 
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+    throw new AppError(400, 'validation_error', 'the body must be a JSON object');
+  }
   const parsed = schema.safeParse(body ?? {});
   if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
   return parsed.data;
@@ -125,6 +128,20 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   const api = express.Router();
   api.use((req, res, next) => (req.id ? next() : requestId()(req, res, next)));
   api.use(requireOpsToken(options.opsToken));
+  // A body the API cannot read is refused, never taken as "no options": a form-encoded
+  // `{"dry_run":true}` (what `curl -d` sends) would otherwise redrive for real.
+  api.use((req, _res, next) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    const hasBody = req.headers['transfer-encoding'] !== undefined || length > 0;
+    if (req.method !== 'GET' && req.method !== 'HEAD' && hasBody && !req.is('application/json')) {
+      throw new AppError(
+        415,
+        'unsupported_media_type',
+        'the ops API reads JSON bodies only (Content-Type: application/json)',
+      );
+    }
+    next();
+  });
   api.use(express.json({ limit: '1mb' }));
 
   api.get('/dead-letters', async (req, res) => {
@@ -226,10 +243,12 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   const router = express.Router() as OpsRouter;
   router.use('/api', api);
   // Relative asset and API URLs in the console need the trailing slash: /ops → /ops/.
+  // Built from the mount path alone, never from the request line: an absolute-form request
+  // (`GET http://other.example/ops`) must not redirect to another host.
   router.get('/', (req, res, next) => {
     const [path, query] = req.originalUrl.split('?');
     if (path && !path.endsWith('/')) {
-      res.redirect(301, `${path}/${query ? `?${query}` : ''}`);
+      res.redirect(301, `${req.baseUrl}/${query ? `?${query}` : ''}`);
       return;
     }
     next();

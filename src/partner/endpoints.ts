@@ -79,7 +79,25 @@ export function toSearchParams(query: Record<string, unknown>): URLSearchParams 
   return params;
 }
 
-/** Fills `{id}` in a path template, URL-encoded. */
+/**
+ * Fills `{id}` in a path template, URL-encoded. An empty id or a dot segment (`.`, `..`) is
+ * refused: encoding leaves dots as they are and URL resolution would move the call to another
+ * path (`/applications/../approve` is `/approve`). Ids are checked where they enter
+ * (src/events/ids.ts); this is the last defence, so that no write goes anywhere but its endpoint.
+ */
 export function fillPath(template: string, id: string | number): string {
-  return template.replace('{id}', encodeURIComponent(String(id)));
+  const text = String(id);
+  if (text === '' || text === '.' || text === '..') {
+    throw new InvalidPathIdError(text);
+  }
+  return template.replace('{id}', encodeURIComponent(text));
+}
+
+/** An id that cannot stand as a path segment: never retried, the command is invalid. */
+export class InvalidPathIdError extends Error {
+  readonly retriable = false;
+  constructor(readonly id: string) {
+    super(`id ${JSON.stringify(id)} cannot be a path segment (empty or a dot segment)`);
+    this.name = 'InvalidPathIdError';
+  }
 }

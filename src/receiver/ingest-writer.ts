@@ -52,7 +52,15 @@ export type IngestResult =
   | { duplicate: true };
 
 export interface IngestWriter {
+  /** Rejects with a StorageTimeoutError when PostgreSQL did not answer within `timeoutMs`. */
   write(item: IngestItem): Promise<IngestResult>;
+  /** How long the oldest write in hand has waited (0 when none): readiness reads it. */
+  oldestWaitMs(): number;
+  /**
+   * Reads the receipts table through the writer's own pool, bounded by `timeoutMs`: a table
+   * locked or a PostgreSQL that does not answer fails it, as it would fail the writes.
+   */
+  probe(): Promise<void>;
   /** Waits for the writes in hand. */
   close(): Promise<void>;
 }
@@ -66,10 +74,24 @@ export interface IngestWriterOptions {
   maxBatch?: number;
   /** Transactions in flight at once (each holds a connection); fewer means larger groups. Default 2. */
   concurrency?: number;
+  /**
+   * Longest wait for PostgreSQL per write (WEBHOOK_STORAGE_TIMEOUT_MS), also the statements'
+   * statement_timeout so that a write given up on is rolled back, not committed later. Default 5000 ms.
+   */
+  timeoutMs?: number;
+}
+
+/** PostgreSQL did not answer in time: nothing was acknowledged, the sender should retry. */
+export class StorageTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`PostgreSQL did not answer within ${timeoutMs} ms`);
+    this.name = 'StorageTimeoutError';
+  }
 }
 
 interface Pending {
   item: IngestItem;
+  since: number;
   resolve(result: IngestResult): void;
   reject(error: unknown): void;
 }
@@ -78,14 +100,22 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   const { db, logger } = options;
   const maxBatch = options.maxBatch ?? 200;
   const concurrency = options.concurrency ?? 2;
+  const timeoutMs = options.timeoutMs ?? 5000;
   const queue: Pending[] = [];
+  /** Every write not answered yet, queued or in a transaction. */
+  const unanswered = new Set<Pending>();
   const inFlight = new Set<Promise<void>>();
+  /** Start time of each transaction in flight (one whose writes all timed out still holds a connection). */
+  const inFlightSince = new Map<Promise<void>, number>();
   const { connectionString, schema } = parseDatabaseUrl(options.databaseUrl);
   const pool = new pg.Pool({
     connectionString,
     max: concurrency,
     options: `-c search_path=${schema}`,
     application_name: 'rentbridge-receiver',
+    // Bounded on the server too: a statement waiting on a lock is cancelled and rolled back.
+    statement_timeout: timeoutMs,
+    connectionTimeoutMillis: timeoutMs,
   });
   pool.on('error', (error) => logger.warn({ err: error }, 'idle receiver connection failed'));
 
@@ -94,9 +124,11 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
       const batch = queue.splice(0, maxBatch);
       const run = commit(batch).finally(() => {
         inFlight.delete(run);
+        inFlightSince.delete(run);
         pump();
       });
       inFlight.add(run);
+      inFlightSince.set(run, Date.now());
     }
   }
 
@@ -139,7 +171,12 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
           }
         }
       }),
-      changes.length === 0 ? undefined : db.$transaction((tx) => writeStateChanges(tx, changes, results)),
+      changes.length === 0
+        ? undefined
+        : db.$transaction((tx) => writeStateChanges(tx, changes, results), {
+            maxWait: timeoutMs,
+            timeout: timeoutMs,
+          }),
     ]);
     return items.map((item) => results.get(item) ?? { duplicate: true });
   }
@@ -147,9 +184,53 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   return {
     write(item) {
       return new Promise<IngestResult>((resolve, reject) => {
-        queue.push({ item, resolve, reject });
+        const timer = setTimeout(() => {
+          // Still queued: it never reaches PostgreSQL. In a transaction: statement_timeout rolls
+          // it back; should it commit all the same, the sender's retry is answered as a duplicate.
+          const at = queue.indexOf(pending);
+          if (at >= 0) queue.splice(at, 1);
+          unanswered.delete(pending);
+          reject(new StorageTimeoutError(timeoutMs));
+        }, timeoutMs);
+        const settle = () => {
+          clearTimeout(timer);
+          unanswered.delete(pending);
+        };
+        const pending: Pending = {
+          item,
+          since: Date.now(),
+          resolve: (r) => {
+            settle();
+            resolve(r);
+          },
+          reject: (e) => {
+            settle();
+            reject(e);
+          },
+        };
+        unanswered.add(pending);
+        queue.push(pending);
         pump();
       });
+    },
+    async probe() {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          pool.query('SELECT 1 FROM webhook_receipts LIMIT 1'),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new StorageTimeoutError(timeoutMs)), timeoutMs);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    oldestWaitMs() {
+      let oldest = Infinity;
+      for (const p of unanswered) oldest = Math.min(oldest, p.since);
+      for (const since of inFlightSince.values()) oldest = Math.min(oldest, since);
+      return oldest === Infinity ? 0 : Date.now() - oldest;
     },
     async close() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);

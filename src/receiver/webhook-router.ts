@@ -4,30 +4,65 @@ import { UNROUTED_TYPE } from '../events/unrouted.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../relay/relay.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
 
 /**
  * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
- * checks: body size (413), signature over the raw bytes (401), JSON (400), shape (422); then the
- * receipt and the outbox row in one transaction, and the 202 after its commit.
+ * checks: webhooks in hand (503), body size (413), signature over the raw bytes (401), UTF-8 and
+ * JSON (400), shape (422), the CloudEvent's size against what the relay may send (413); then the
+ * receipt and the outbox row in one transaction, and the 202 after its commit (503 + Retry-After
+ * when PostgreSQL does not answer within WEBHOOK_STORAGE_TIMEOUT_MS).
  */
 export interface WebhookRouterDeps {
   config: Pick<
     Config,
     'PARTNER_WEBHOOK_SECRETS' | 'PMS_WEBHOOK_SECRETS' | 'WEBHOOK_MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS'
-  >;
+  > &
+    Partial<Pick<Config, 'WEBHOOK_MAX_IN_FLIGHT' | 'RELAY_MAX_BATCH_BYTES'>>;
   writer: IngestWriter;
   logger: Logger;
 }
 
 type Route = (d: Delivery) => IngestItem;
 
+/** Room left in a CloudEvent for everything but the webhook's own data (envelope, headers). */
+const ENVELOPE_ALLOWANCE = 4096;
+
+/** Bytes the item's CloudEvent will take in Kafka: exact for a message, bounded for a state change. */
+function eventBytes(item: IngestItem): number {
+  if (item.kind === 'message') {
+    const m = item.message;
+    return messageBytes(
+      toKafkaMessage({
+        id: 0n,
+        eventId: m.eventId,
+        topic: m.topic,
+        key: m.key,
+        type: m.type,
+        source: m.source,
+        subject: m.subject ?? null,
+        data: m.data,
+        headers: m.headers ?? {},
+        createdAt: new Date(),
+        attempts: 0,
+      }),
+    );
+  }
+  return Buffer.byteLength(JSON.stringify(item.change.record)) + ENVELOPE_ALLOWANCE;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 export function createWebhookRouter(deps: WebhookRouterDeps): Router {
   const { config, writer } = deps;
   const logger = deps.logger.child({ component: 'receiver' });
   const tolerance = config.WEBHOOK_TOLERANCE_SECONDS;
+  const maxInFlight = config.WEBHOOK_MAX_IN_FLIGHT ?? 256;
+  const maxEventBytes = config.RELAY_MAX_BATCH_BYTES ?? DEFAULT_MAX_BATCH_BYTES;
+  let holding = 0;
   const partnerVerifier = createVerifier(config.PARTNER_WEBHOOK_SECRETS, tolerance);
   const pmsVerifiers = new Map<string, Verifier>(
     Object.entries(config.PMS_WEBHOOK_SECRETS).map(([source, secrets]) => [
@@ -66,9 +101,16 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         throw error;
       }
       webhookId = signed.webhookId;
+      // Decoded only after the signature held over the bytes as sent; JSON text is UTF-8 (RFC 8259).
+      let text: string;
+      try {
+        text = utf8.decode(body);
+      } catch {
+        throw new AppError(400, 'invalid_request_body', 'request body is not valid UTF-8');
+      }
       let parsed: unknown;
       try {
-        parsed = JSON.parse(body.toString('utf8'));
+        parsed = JSON.parse(text);
       } catch {
         throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
       }
@@ -79,6 +121,18 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         });
       }
       const item = route({ source, path, webhookId: signed.webhookId, requestId: req.id, body: parsed });
+      // docs/decisions/014: an event Kafka would refuse is refused here, while the sender can see why.
+      if (body.length + ENVELOPE_ALLOWANCE > maxEventBytes) {
+        const bytes = eventBytes(item);
+        if (bytes > maxEventBytes) {
+          result = 'too_large';
+          throw new AppError(
+            413,
+            'payload_too_large',
+            `the event would be ${bytes} bytes, more than the ${maxEventBytes} bytes it may take in Kafka`,
+          );
+        }
+      }
       let written: Awaited<ReturnType<IngestWriter['write']>>;
       try {
         written = await writer.write(item);
@@ -87,6 +141,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         // must retry; a 503 with Retry-After says so, where a 500 would read as our bug.
         result = 'unavailable';
         logger.error({ ...ids, webhookId, err: error }, 'webhook not stored: storage unavailable');
+        // The time-out (WEBHOOK_STORAGE_TIMEOUT_MS) or a failure: a 503 either way, with Retry-After.
         res.setHeader('Retry-After', '5');
         throw new AppError(503, 'service_unavailable', 'the webhook could not be stored; retry later', {
           retriable: true,
@@ -140,6 +195,36 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
     };
   }
 
+  /**
+   * Bounds the webhooks held at once (their bodies in memory while PostgreSQL is slow): beyond
+   * WEBHOOK_MAX_IN_FLIGHT, a 503 + Retry-After before the body is read.
+   */
+  function admit(req: Request, res: Response, next: NextFunction): void {
+    if (holding >= maxInFlight) {
+      metrics.webhooks.inc({ source: 'unknown', result: 'overloaded' });
+      res.setHeader('Retry-After', '5');
+      // The body is not read: the connection cannot be reused.
+      res.setHeader('Connection', 'close');
+      next(
+        new AppError(503, 'service_unavailable', 'too many webhooks in hand; retry later', {
+          retriable: true,
+        }),
+      );
+      return;
+    }
+    holding += 1;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      holding -= 1;
+    };
+    res.once('finish', release);
+    res.once('close', release);
+    next();
+  }
+
+  router.use(admit);
   router.post(
     '/partner',
     raw,

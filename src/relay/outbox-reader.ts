@@ -16,10 +16,18 @@ export interface OutboxRow {
   attempts: number;
 }
 
-/** The oldest unpublished rows, in id (commit) order. */
-export async function fetchUnpublished(db: Db, limit: number): Promise<OutboxRow[]> {
+/** The oldest unpublished rows, in id (commit) order; parked rows are never fetched again. */
+export async function fetchUnpublished(
+  db: Db,
+  limit: number,
+  exceptTopics: string[] = [],
+): Promise<OutboxRow[]> {
   const rows = await db.outboxMessage.findMany({
-    where: { publishedAt: null },
+    where: {
+      publishedAt: null,
+      parkedAt: null,
+      ...(exceptTopics.length > 0 ? { topic: { notIn: exceptTopics } } : {}),
+    },
     orderBy: { id: 'asc' },
     take: limit,
   });
@@ -52,6 +60,14 @@ export async function markFailed(db: Db, ids: bigint[], error: string): Promise<
   });
 }
 
+/** Parks rows that can never be published: kept with their reason, no longer fetched. */
+export async function markParked(db: Db, ids: bigint[], reason: string): Promise<void> {
+  await db.outboxMessage.updateMany({
+    where: { id: { in: ids } },
+    data: { parkedAt: new Date(), attempts: { increment: 1 }, lastError: reason.slice(0, 2000) },
+  });
+}
+
 /** Deletes published rows older than the retention, a chunk at a time; returns how many. */
 export async function prunePublished(db: Db, retentionHours: number, chunk = 5000): Promise<number> {
   const before = new Date(Date.now() - retentionHours * 3_600_000);
@@ -65,8 +81,23 @@ export async function prunePublished(db: Db, retentionHours: number, chunk = 500
   }
 }
 
-export async function backlog(db: Db): Promise<{ count: number; oldest: Date | null }> {
-  const [row] = await db.$queryRaw<{ count: bigint; oldest: Date | null }[]>`
-    SELECT count(*) AS count, min(created_at) AS oldest FROM outbox WHERE published_at IS NULL`;
-  return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
+/** Rows waiting to be published (parked rows apart) and the oldest one's time; parked rows. */
+export async function backlog(db: Db): Promise<{ count: number; oldest: Date | null; parked: number }> {
+  const [row] = await db.$queryRaw<{ count: bigint; oldest: Date | null; parked: bigint }[]>`
+    SELECT count(*) FILTER (WHERE parked_at IS NULL) AS count,
+           min(created_at) FILTER (WHERE parked_at IS NULL) AS oldest,
+           count(*) FILTER (WHERE parked_at IS NOT NULL) AS parked
+    FROM outbox WHERE published_at IS NULL`;
+  return {
+    count: Number(row?.count ?? 0),
+    oldest: row?.oldest ?? null,
+    parked: Number(row?.parked ?? 0),
+  };
+}
+
+/** Creation time of the oldest row still to publish (parked rows apart), or null. */
+export async function oldestUnpublished(db: Db): Promise<Date | null> {
+  const [row] = await db.$queryRaw<{ oldest: Date | null }[]>`
+    SELECT min(created_at) AS oldest FROM outbox WHERE published_at IS NULL AND parked_at IS NULL`;
+  return row?.oldest ?? null;
 }

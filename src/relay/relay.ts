@@ -11,6 +11,7 @@ import {
   backlog,
   fetchUnpublished,
   markFailed,
+  markParked,
   markPublished,
   prunePublished,
   type OutboxRow,
@@ -32,8 +33,16 @@ export interface RelayOptions {
   topicPrefix: string;
   /** Published rows older than this are deleted (OUTBOX_RETENTION_HOURS). */
   retentionHours: number;
-  /** Rows per Kafka request. Default 500. */
+  /** Rows read per pass. Default 500. */
   batchSize?: number;
+  /**
+   * Most bytes per Kafka request, and so the largest one message (RELAY_MAX_BATCH_BYTES). Keep it
+   * below the broker's `message.max.bytes` (1 MiB by default). Default 900000. A row whose message
+   * alone is larger, or that the broker refuses as too large, is parked.
+   */
+  maxBatchBytes?: number;
+  /** Oldest unpublished row older than this: rentbridge_relay_stalled is 1 (RELAY_STALL_SECONDS). Default 120. */
+  stallSeconds?: number;
   /** Fallback wake-up when no NOTIFY came (and how often a standby tries the lock). Default 1000 ms. */
   sweepMs?: number;
   /** Longest back-off after failures. Default 30000 ms. */
@@ -53,6 +62,39 @@ export interface Relay {
 
 const PRUNE_EVERY_MS = 60_000;
 const METRICS_EVERY_MS = 1_000;
+export const DEFAULT_MAX_BATCH_BYTES = 900_000;
+/** Record and request framing Kafka adds to each message, roughly: a safety margin. */
+const MESSAGE_OVERHEAD_BYTES = 100;
+
+/** The bytes a message takes in a produce request (value, key, headers, framing). */
+export function messageBytes(message: Message): number {
+  let n = MESSAGE_OVERHEAD_BYTES;
+  n += typeof message.value === 'string' ? Buffer.byteLength(message.value) : (message.value?.length ?? 0);
+  n += typeof message.key === 'string' ? Buffer.byteLength(message.key) : (message.key?.length ?? 0);
+  for (const [k, v] of Object.entries(message.headers ?? {})) {
+    n +=
+      Buffer.byteLength(k) +
+      (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
+  }
+  return n;
+}
+
+/** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
+export function isTooLarge(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  const stack: unknown[] = [error];
+  while (stack.length > 0) {
+    const e = stack.pop() as
+      | { type?: string; message?: string; cause?: unknown; originalError?: unknown; errors?: unknown[] }
+      | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    if (e.type === 'MESSAGE_TOO_LARGE' || e.type === 'RECORD_LIST_TOO_LARGE') return true;
+    if (typeof e.message === 'string' && /larger than the max message size/i.test(e.message)) return true;
+    stack.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return false;
+}
 
 export function toKafkaMessage(row: OutboxRow): Message {
   const event = toCloudEvent({
@@ -80,6 +122,9 @@ export function createRelay(options: RelayOptions): Relay {
   const { db, kafka, topicPrefix } = options;
   const logger = options.logger.child({ component: 'relay' });
   const batchSize = options.batchSize ?? 500;
+  const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+  /** Topic → when it may be tried again: a topic that failed waits, the others go on. */
+  const topicBackoff = new Map<string, { failures: number; until: number }>();
   const sweepMs = options.sweepMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
 
@@ -140,25 +185,94 @@ export function createRelay(options: RelayOptions): Relay {
     await p?.disconnect().catch(() => undefined);
   }
 
-  /** Publishes one batch; returns how many rows it published. */
+  /**
+   * Publishes one pass; returns how many rows it read (a full pass means more are waiting).
+   * Topic by topic, each in requests of at most maxBatchBytes, marked published after each ack:
+   * a topic the broker refuses waits (its rows keep their order), the other topics go on, and a
+   * retry never sends again what an earlier request of the pass already delivered. Throws only
+   * when the pass delivered nothing and something failed (the broker is down: back off).
+   */
   async function publishBatch(): Promise<number> {
-    const rows = await fetchUnpublished(db, batchSize);
+    const now = Date.now();
+    const waiting = [...topicBackoff].filter(([, b]) => b.until > now).map(([t]) => t);
+    const rows = await fetchUnpublished(db, batchSize, waiting);
     if (rows.length === 0) return 0;
-    // Rows keep their id order within each topic; one request holds them all.
-    const byTopic = new Map<string, Message[]>();
+    const byTopic = new Map<string, Array<{ row: OutboxRow; message: Message; bytes: number }>>();
+    const oversized: Array<{ row: OutboxRow; bytes: number }> = [];
     for (const row of rows) {
-      const topic = topicName(topicPrefix, row.topic);
-      const list = byTopic.get(topic) ?? [];
-      list.push(toKafkaMessage(row));
-      byTopic.set(topic, list);
+      const message = toKafkaMessage(row);
+      const bytes = messageBytes(message);
+      if (bytes > maxBatchBytes) {
+        oversized.push({ row, bytes });
+        continue;
+      }
+      const list = byTopic.get(row.topic) ?? [];
+      list.push({ row, message, bytes });
+      byTopic.set(row.topic, list);
     }
+    for (const { row, bytes } of oversized) {
+      await park(
+        [row],
+        `CloudEvent of ${bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`,
+      );
+    }
+    let published = 0;
+    let firstError: unknown;
+    for (const [topic, items] of byTopic) {
+      try {
+        let chunk: typeof items = [];
+        let chunkBytes = 0;
+        for (const item of items) {
+          if (chunk.length > 0 && chunkBytes + item.bytes > maxBatchBytes) {
+            published += await send(topic, chunk);
+            chunk = [];
+            chunkBytes = 0;
+          }
+          chunk.push(item);
+          chunkBytes += item.bytes;
+        }
+        if (chunk.length > 0) published += await send(topic, chunk);
+        topicBackoff.delete(topic);
+      } catch (error) {
+        firstError ??= error;
+        const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
+        const wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        topicBackoff.set(topic, { failures, until: Date.now() + wait });
+        logger.warn(
+          { err: error, topic, failures, backoffMs: wait },
+          'topic not published: its rows wait, others go on',
+        );
+      }
+    }
+    if (published === 0 && oversized.length === 0 && firstError !== undefined) throw firstError;
+    return rows.length;
+  }
+
+  /**
+   * Sends rows of one topic in one request and marks them published. A request the broker refuses
+   * as too large is split; one row it refuses alone is parked. Other errors mark the rows failed
+   * and throw (the rows are retried later, in order).
+   */
+  async function send(
+    topic: string,
+    items: Array<{ row: OutboxRow; message: Message; bytes: number }>,
+  ): Promise<number> {
+    const rows = items.map((i) => i.row);
     try {
       const p = await connectedProducer();
       await p.sendBatch({
         acks: -1,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+        topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
       });
     } catch (error) {
+      if (isTooLarge(error)) {
+        if (items.length === 1) {
+          await park(rows, `the broker refused the message as too large: ${toError(error).message}`);
+          return 0;
+        }
+        const half = Math.ceil(items.length / 2);
+        return (await send(topic, items.slice(0, half))) + (await send(topic, items.slice(half)));
+      }
       await markFailed(
         db,
         rows.map((r) => r.id),
@@ -178,10 +292,32 @@ export function createRelay(options: RelayOptions): Relay {
       logger.debug({ eventId: row.eventId, topic: row.topic, outboxId: row.id.toString() }, 'published');
     }
     logger.info(
-      { count: rows.length, firstOutboxId: rows[0]!.id.toString(), lastOutboxId: rows.at(-1)!.id.toString() },
+      {
+        topic,
+        count: rows.length,
+        bytes: items.reduce((n, i) => n + i.bytes, 0),
+        firstOutboxId: rows[0]!.id.toString(),
+        lastOutboxId: rows.at(-1)!.id.toString(),
+      },
       'outbox rows published',
     );
     return rows.length;
+  }
+
+  /** A row that can never be published: kept with its reason, never blocking the rows behind it. */
+  async function park(rows: OutboxRow[], reason: string): Promise<void> {
+    await markParked(
+      db,
+      rows.map((r) => r.id),
+      reason,
+    );
+    for (const row of rows) {
+      metrics.relayParked.inc({ topic: row.topic });
+      logger.error(
+        { eventId: row.eventId, topic: row.topic, outboxId: row.id.toString(), reason },
+        'outbox row parked: it can never be published',
+      );
+    }
   }
 
   async function housekeeping(): Promise<void> {
@@ -190,7 +326,10 @@ export function createRelay(options: RelayOptions): Relay {
       lastMetrics = now;
       const b = await backlog(db);
       metrics.outboxBacklog.set(b.count);
-      metrics.relayLagSeconds.set(b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0);
+      metrics.outboxParked.set(b.parked);
+      const lag = b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0;
+      metrics.relayLagSeconds.set(lag);
+      metrics.relayStalled.set(lag > (options.stallSeconds ?? 120) ? 1 : 0);
     }
     if (now - lastPrune >= PRUNE_EVERY_MS) {
       lastPrune = now;
@@ -238,7 +377,7 @@ export function createRelay(options: RelayOptions): Relay {
       if (running) return;
       running = true;
       loop = run();
-      logger.info({ batchSize, sweepMs }, 'relay started');
+      logger.info({ batchSize, maxBatchBytes, sweepMs }, 'relay started');
     },
     async stop() {
       running = false;

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { createCustomerTokens } from '../access-tokens/customer-token-router.js';
 import { createHttpApp } from '../http/http-app.js';
+import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { createReadiness } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
@@ -21,7 +22,12 @@ export async function startHttpRole(
   // Customer access tokens for SDK use (POST /pms/:source/customer-access-tokens): a budget of
   // their own, never the 650/min the writes depend on.
   const tokens = partnerUrl ? createCustomerTokens({ db, partnerUrl, config, logger }) : null;
-  const writer = createIngestWriter({ db, databaseUrl: config.DATABASE_URL, logger });
+  const writer = createIngestWriter({
+    db,
+    databaseUrl: config.DATABASE_URL,
+    logger,
+    timeoutMs: config.WEBHOOK_STORAGE_TIMEOUT_MS,
+  });
   const ops = createOpsRouter({
     db,
     kafka: runtime.kafka,
@@ -29,7 +35,7 @@ export async function startHttpRole(
     opsToken: config.OPS_TOKEN,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
   });
-  const readiness = createReadiness(runtime);
+  const readiness = createReadiness(runtime, 3000, { writer });
   const app = createHttpApp({
     logger,
     mounts: [
@@ -38,10 +44,12 @@ export async function startHttpRole(
       ...(tokens ? [{ path: '/pms', router: tokens.router }] : []),
     ],
     ready: () => readiness.checks(),
+    metricsToken: config.METRICS_TOKEN,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.HTTP_PORT, () => resolve(s));
+    const s = createLimitedServer(app, config);
     s.once('error', reject);
+    s.listen(config.HTTP_PORT, () => resolve(s));
   });
   const port = (server.address() as { port: number }).port;
   logger.info(

@@ -25,6 +25,7 @@ import { planFaults } from './fault-schedule.js';
 import { computeFigures, figuresMarkdown, type ChaosFigures } from './figures.js';
 import { analyse, FINAL_STATES } from './invariants.js';
 import { createKafkaBroker, type KafkaBroker } from './kafka-broker.js';
+import { runHostilePhase } from './hostile-traffic.js';
 import { createLoadGenerator } from './load-generator.js';
 import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.js';
 import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
@@ -155,6 +156,7 @@ async function main(): Promise<number> {
       PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
       PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret] }),
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
+      OPS_TOKEN: 'chaos-ops-token-0123456789',
       LOG_LEVEL: 'info',
     };
 
@@ -422,6 +424,18 @@ async function main(): Promise<number> {
       );
     }
     const analysis = analyse({ load: load.state, topics, commandStates, ledger, deliveries });
+    // After the evidence is read: its webhooks are not part of the load the invariants check.
+    log('hostile phase: burst, near-limit bodies, odd paths, long ids, non-JSON ops bodies');
+    const hostile = await runHostilePhase({
+      receiverUrl,
+      pmsSecret,
+      opsToken: env.OPS_TOKEN!,
+      unpublished: async () =>
+        (await scalar('SELECT count(*) AS v FROM outbox WHERE published_at IS NULL AND parked_at IS NULL')) ??
+        0,
+      log,
+    });
+    log(`hostile phase: ${JSON.stringify(hostile)}`);
     const figures: ChaosFigures = computeFigures({
       load: load.state,
       analysis,
@@ -440,6 +454,13 @@ async function main(): Promise<number> {
         'drain (s)': Number((drainMs / 1000).toFixed(1)),
         'settled before the drain limit': settledFor >= 3 ? 'yes' : `no (${lastStatus})`,
         'load started at (ms)': t0,
+        'hostile requests': hostile.requests,
+        'hostile 5xx': hostile.fiveXx,
+        'drain after the 20 × 250 KB burst (s)':
+          hostile.burstDrainMs === null
+            ? 'not drained in 120 s'
+            : Number((hostile.burstDrainMs / 1000).toFixed(1)),
+        'receiver RSS before / after the hostile phase (MB)': `${hostile.rssBeforeMb ?? '?'} / ${hostile.rssAfterMb ?? '?'}`,
       },
     });
 

@@ -1,9 +1,8 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
@@ -48,13 +47,15 @@ function post(base: URL, path: string, headers: Record<string, string>, body: Bu
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
+        res.on('end', () => {
+          tally.requests += 1;
+          if ((res.statusCode ?? 0) >= 500) tally.fiveXx += 1;
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
             text: Buffer.concat(chunks).toString(),
-          }),
-        );
+          });
+        });
         res.on('error', reject);
       },
     );
@@ -64,9 +65,14 @@ function post(base: URL, path: string, headers: Record<string, string>, body: Bu
   });
 }
 
+/** Standard Webhooks: the HMAC covers `id.timestamp.` and the body's bytes exactly as sent. */
 function sign(secret: string, webhookId: string, timestamp: number, body: Buffer): string {
-  return new Webhook(secret).sign(webhookId, new Date(timestamp * 1000), body.toString('utf8'));
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${webhookId}.${timestamp}.`).update(body).digest('base64')}`;
 }
+
+/** Every request the fuzz sent and every 5xx among the answers (reported at the end). */
+const tally = { requests: 0, fiveXx: 0 };
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -334,6 +340,7 @@ describe('webhook receiver fuzzing', () => {
   });
 
   afterAll(async () => {
+    console.log(`receiver fuzz: ${tally.requests} requests, ${tally.fiveXx} answered 5xx`);
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await writer?.close();
@@ -617,6 +624,171 @@ describe('webhook receiver fuzzing', () => {
       }
       await stillAnswers();
       expect(await rowCounts()).toEqual(before);
+    });
+  });
+
+  // ---- issue 14: odd paths, long ids, near-limit bodies, bursts --------------------------------
+
+  describe('when paths carry broken percent-encoding or dot segments', () => {
+    const segments = fc.oneof(
+      fc.constantFrom(
+        '%',
+        '%E0%A4%A',
+        '%zz',
+        '%%',
+        '%2e%2e',
+        '..',
+        '.',
+        '%00',
+        '%ff',
+        '%C0%AE',
+        'acm%65',
+        '%',
+        '%e2%82',
+      ),
+      fc.stringMatching(/^[%A-Za-z0-9._~-]{1,40}$/),
+    );
+    it('answers 4xx in the envelope (never 5xx) unless the segment decodes to a known source', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          segments,
+          fc.constantFrom('/webhooks/pms/', '/webhooks/'),
+          validPayment,
+          async (seg, prefix, p) => {
+            const path = `${prefix}${seg}`;
+            let decoded: string | null = null;
+            try {
+              decoded = decodeURIComponent(seg);
+            } catch {
+              /* broken encoding */
+            }
+            const bytes = Buffer.from(JSON.stringify({ type: 'rent_payment.received', data: p }));
+            const { headers } = buildHeaders(
+              '/webhooks/pms/acme',
+              { label: 'odd path', bytes },
+              { kind: 'valid' },
+              {
+                contentType: 'application/json',
+                odd: {},
+              },
+            );
+            const known = prefix === '/webhooks/pms/' && decoded === 'acme';
+            const answer = await sendAndCheck(path, headers, bytes, { mayBeAccepted: known });
+            if (!known) expect(answer.status).toBeGreaterThanOrEqual(400);
+          },
+        ),
+        { numRuns: 300 },
+      );
+      await stillAnswers();
+    });
+  });
+
+  describe('when ids are long, dot segments or hold other characters', () => {
+    const badIds = fc.oneof(
+      fc.integer({ min: 129, max: 4000 }).map((n) => 'i'.repeat(n)),
+      fc.constantFrom('.', '..', '', 'a/b', '../x', 'a b', 'a?b', 'a#b', '%2e%2e', 'é', 'a\\b'),
+      fc.string({ minLength: 1, maxLength: 20 }).filter((v) => !/^[A-Za-z0-9_.-]+$/.test(v)),
+    );
+    it('answers 422 for each id field of each command and for partner records, and writes nothing', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          validPayment,
+          badIds,
+          fc.constantFrom(
+            'payment_id',
+            'enrollment_id',
+            'decision_id',
+            'application_id',
+            'partner_id',
+            'partner_updated_at',
+          ),
+          async (p, bad, field) => {
+            let body: Record<string, unknown>;
+            let path = '/webhooks/pms/acme';
+            if (field === 'payment_id' || field === 'enrollment_id') {
+              body = { type: 'rent_payment.received', data: { ...p, [field]: bad } };
+            } else if (field === 'decision_id' || field === 'application_id') {
+              body = {
+                type: 'application.decided',
+                data: { decision_id: 'd-1', application_id: 'a-1', decision: 'approve', [field]: bad },
+              };
+            } else {
+              path = '/webhooks/partner';
+              body = {
+                type: 'application.updated',
+                data:
+                  field === 'partner_id'
+                    ? { id: bad, updated_at: '2026-11-01T00:00:00Z' }
+                    : { id: 'app-1', updated_at: bad.length > 64 ? bad : `${bad}${'9'.repeat(70)}` },
+              };
+            }
+            const bytes = Buffer.from(JSON.stringify(body));
+            const { headers } = buildHeaders(
+              path,
+              { label: 'bad id', bytes },
+              { kind: 'valid' },
+              { odd: {} },
+            );
+            const answer = await sendAndCheck(path, headers, bytes, { mayBeAccepted: false });
+            expect(answer.status, answer.text).toBe(422);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  });
+
+  /** A validly signed unknown-type webhook of exactly `size` bytes. */
+  function sized(size: number, n: number): Buffer {
+    const head = `{"type":"bulk.snapshot","data":{"n":${n},"b":"`;
+    const tail = '"}}';
+    return Buffer.from(`${head}${'x'.repeat(Math.max(0, size - head.length - tail.length))}${tail}`);
+  }
+
+  describe('when bodies are at or just under the limit', () => {
+    it('accepts them (202), signed over their bytes', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: MAX_BODY - 512, max: MAX_BODY }), async (size) => {
+          const bytes = sized(size, size);
+          const { headers } = buildHeaders(
+            '/webhooks/pms/acme',
+            { label: 'near limit', bytes },
+            { kind: 'valid' },
+            {
+              contentType: 'application/json',
+              odd: {},
+            },
+          );
+          const answer = await sendAndCheck('/webhooks/pms/acme', headers, bytes, { mayBeAccepted: true });
+          expect(answer.status).toBe(202);
+        }),
+        { numRuns: 40 },
+      );
+    });
+  });
+
+  describe('when a burst of near-limit webhooks arrives at once', () => {
+    it('accepts every one, answers no 5xx, and stores each once', async () => {
+      const before = await rowCounts();
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => {
+          const bytes = sized(MAX_BODY - 64, i);
+          const { headers } = buildHeaders(
+            '/webhooks/pms/acme',
+            { label: 'burst', bytes },
+            { kind: 'valid' },
+            {
+              contentType: 'application/json',
+              odd: {},
+            },
+          );
+          return post(base, '/webhooks/pms/acme', headers, bytes);
+        }),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(60).fill(202));
+      const after = await rowCounts();
+      expect(after.outbox - before.outbox).toBe(60);
+      await stillAnswers();
     });
   });
 });

@@ -1,10 +1,11 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { createLogger } from '../../src/logger.js';
 import type { Db } from '../../src/db/prisma.js';
+import { createLimitedServer, type ServerLimits } from '../../src/http/server-limits.js';
 import { createIngestWriter, type IngestWriter } from '../../src/receiver/ingest-writer.js';
 import { createWebhookRouter } from '../../src/receiver/webhook-router.js';
 
@@ -41,7 +42,9 @@ export interface SendOptions {
   /** Unix seconds; default now. */
   timestamp?: number;
   /** The raw body instead of JSON.stringify(body). */
-  raw?: string;
+  raw?: string | Buffer;
+  /** Sign these bytes instead of the body (HMAC over raw bytes, as Standard Webhooks says). */
+  signBytes?: Buffer;
   headers?: Record<string, string>;
   unsigned?: boolean;
 }
@@ -59,11 +62,13 @@ export async function send(
   if (!options.unsigned) {
     headers['webhook-id'] = webhookId;
     headers['webhook-timestamp'] = String(timestamp);
-    headers['webhook-signature'] = new Webhook(options.secret ?? '').sign(
-      webhookId,
-      new Date(timestamp * 1000),
-      payload,
-    );
+    headers['webhook-signature'] = options.signBytes
+      ? signRaw(options.secret ?? '', webhookId, timestamp, options.signBytes)
+      : new Webhook(options.secret ?? '').sign(
+          webhookId,
+          new Date(timestamp * 1000),
+          typeof payload === 'string' ? payload : payload.toString('utf8'),
+        );
   }
   const res = await fetch(`${baseUrl}${path}`, { method: 'POST', body: payload, headers });
   const text = await res.text();
@@ -74,6 +79,13 @@ export async function send(
     /* not JSON */
   }
   return { status: res.status, json, headers: res.headers, webhookId };
+}
+
+/** A Standard Webhooks signature over `id.timestamp.` and the body's bytes exactly. */
+export function signRaw(secret: string, webhookId: string, timestamp: number, body: Buffer): string {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const mac = createHmac('sha256', key).update(`${webhookId}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
 }
 
 export interface TestReceiver {
@@ -88,9 +100,24 @@ export async function startReceiver(options: {
   partnerSecrets: string[];
   pmsSecrets: Record<string, string[]>;
   maxBodyBytes?: number;
+  /** WEBHOOK_STORAGE_TIMEOUT_MS of the writer. */
+  storageTimeoutMs?: number;
+  maxInFlight?: number;
+  /** RELAY_MAX_BATCH_BYTES as the receiver reads it (the largest event it accepts). */
+  maxEventBytes?: number;
+  /** Readiness checks; default: ready. */
+  ready?: (writer: IngestWriter) => Promise<Record<string, boolean | string>>;
+  /** The HTTP server's limits (default: Node's). */
+  limits?: ServerLimits;
+  metricsToken?: string;
 }): Promise<TestReceiver> {
   const logger = createLogger({ level: 'silent' });
-  const writer = createIngestWriter({ db: options.db, databaseUrl: options.databaseUrl, logger });
+  const writer = createIngestWriter({
+    db: options.db,
+    databaseUrl: options.databaseUrl,
+    logger,
+    ...(options.storageTimeoutMs ? { timeoutMs: options.storageTimeoutMs } : {}),
+  });
   const app = createHttpApp({
     logger,
     mounts: [
@@ -104,14 +131,21 @@ export async function startReceiver(options: {
             PMS_WEBHOOK_SECRETS: options.pmsSecrets,
             WEBHOOK_MAX_BODY_BYTES: options.maxBodyBytes ?? 4096,
             WEBHOOK_TOLERANCE_SECONDS: 300,
+            ...(options.maxInFlight ? { WEBHOOK_MAX_IN_FLIGHT: options.maxInFlight } : {}),
+            ...(options.maxEventBytes ? { RELAY_MAX_BATCH_BYTES: options.maxEventBytes } : {}),
           },
         }),
       },
     ],
-    ready: async () => ({ database: true }),
+    ready: options.ready ? () => options.ready!(writer) : async () => ({ database: true }),
+    ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),
   });
   const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = options.limits ? createLimitedServer(app, options.limits) : undefined;
+    if (s) s.listen(0, '127.0.0.1', () => resolve(s));
+    else {
+      const t = app.listen(0, '127.0.0.1', () => resolve(t));
+    }
   });
   const { port } = server.address() as AddressInfo;
   return {

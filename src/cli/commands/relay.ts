@@ -13,6 +13,8 @@ export function buildRelay(runtime: Runtime): Relay {
     databaseUrl: config.DATABASE_URL,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     retentionHours: config.OUTBOX_RETENTION_HOURS,
+    maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
+    stallSeconds: config.RELAY_STALL_SECONDS,
   });
 }
 
