@@ -34,7 +34,8 @@ export async function startCommandConsumer(
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
     sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
-    ...(options.guard && { guard: options.guard }),
+    // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
+    guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },
   });
   await consumer.start();
   return {

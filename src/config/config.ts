@@ -77,6 +77,12 @@ export const configSchema = z
     PARTNER_RATE_LIMIT_PER_MINUTE: positiveInt.default(650),
     /** Time-out of one Partner API call. Default 10000 ms. */
     PARTNER_TIMEOUT_MS: positiveInt.default(10_000),
+    /**
+     * The Partner API's longest processing time of a write (src/partner/assumptions.ts): past it
+     * a write answers 503 request_timeout and is not applied, so the guard concludes "not
+     * applied" only from a read made this long after its last send. Default 30000 ms.
+     */
+    PARTNER_MAX_PROCESSING_MS: positiveInt.default(30_000),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */

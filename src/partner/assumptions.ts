@@ -87,3 +87,17 @@ export function webhookEventType(singular: string, action: WebhookEventAction): 
  * client slower, never throttled.
  */
 export const EVERY_CALL_TAKES_A_BUDGET_SLOT = true;
+
+/**
+ * ASSUMPTION (spec 7.2 shows `503 request_timeout`, "processing time exceeded", but not the
+ * bound): the Partner API stops working on a write after at most this long, and a write not
+ * applied by then never will be. The guard rests on it (DESIGN.md, "The guarded write"): it
+ * concludes "not applied" only from a read made at least this long after its last send, and
+ * before that waits and reads again, never writes. Overridden by `PARTNER_MAX_PROCESSING_MS`.
+ *
+ * If false (a write can land later than this): a read-back made after the bound says
+ * "unchanged", the guard writes again and the late write lands too — a double payment.
+ * Checked by: `rentbridge probe --write`, step `write.visible_within_bound` (how long a change
+ * took to show on its record).
+ */
+export const PARTNER_MAX_PROCESSING_MS_DEFAULT = 30_000;

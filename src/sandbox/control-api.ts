@@ -47,6 +47,7 @@ const configInput = z
       ),
     webhook_max_attempts: z.number().int().min(1),
     webhook_retry_base_ms: z.number().int().min(0),
+    max_processing_ms: z.number().int().positive(),
   })
   .partial()
   .strict();
