@@ -142,7 +142,12 @@ function finish(state: MachineState, final: FinalState, failure: FailureInfo | n
   };
 }
 
-function write(state: MachineState, waitMs: number, pending: FailureInfo | null, throttled = false): Decision {
+function write(
+  state: MachineState,
+  waitMs: number,
+  pending: FailureInfo | null,
+  throttled = false,
+): Decision {
   return {
     state: { ...state, row: 'in_flight', checking: null, failure: null, reads: 0 },
     action: { type: 'write', attempt: state.attempts + 1, waitMs, pending, throttled },

@@ -328,7 +328,10 @@ async function walk<C>(
         const waitMs = action.notBefore - Date.now();
         if (waitMs > 0) {
           if (action.whyNow === 'bound')
-            log.info({ waitMs, attempt }, 'write unanswered: waiting out the processing bound before concluding');
+            log.info(
+              { waitMs, attempt },
+              'write unanswered: waiting out the processing bound before concluding',
+            );
           await sleep(waitMs, undefined, { signal });
         }
         const at = Date.now();
