@@ -5,6 +5,7 @@ import { createRuntime, type Runtime } from '../src/runtime.js';
 import { createApplicationDecisionsConsumer } from './application-decisions.js';
 import type { CommandConsumer } from './command-consumer.js';
 import { createRentalPaymentsConsumer } from './rental-payments.js';
+import { requireMigrated } from '../src/cli/require-migrated.js';
 
 export const COMMAND_CONSUMERS = {
   'application-decisions': createApplicationDecisionsConsumer,
@@ -51,6 +52,7 @@ export async function startCommandConsumer(
 /** `rentbridge consumer application-decisions|rental-payments`: runs until SIGTERM / SIGINT. */
 export async function runCommandConsumer(name: CommandConsumerName): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   const partnerUrl = runtime.config.PARTNER_API_URL;
   if (!partnerUrl) {
     throw new UsageError(
