@@ -34,6 +34,13 @@ export function applicationDecisionReadBack(
       );
       if (now) {
         if (now.status === DECISION_TARGET_STATUS[command.decision]) return 'applied';
+        // Guard assumption DECISION_VISIBLE_ON_APPLICATION: no status or updated_at, no evidence.
+        if (now.status == null || now.updated_at == null) {
+          ctx.missing?.(
+            'the application record carries no status or updated_at (assumption DECISION_VISIBLE_ON_APPLICATION)',
+          );
+          return 'unknown';
+        }
         if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at))
           return 'not_applied';
         return 'unknown';

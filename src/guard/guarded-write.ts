@@ -163,7 +163,14 @@ async function walk<C>(
 
   let attempt = 0;
   let reads = 0;
-  const ctx: ReadContext = { nextReadId: () => readRequestId(commandId, attempt, ++reads) };
+  /** What evidence the last read-back lacked, if it could not tell (for the unverified reason). */
+  let missing: string | null = null;
+  const ctx: ReadContext = {
+    nextReadId: () => readRequestId(commandId, attempt, ++reads),
+    missing: (evidence) => {
+      missing = evidence;
+    },
+  };
   const backoff = (n: number) =>
     Math.min(options.maxBackoffMs, options.backoffMs * 2 ** Math.max(0, n - 1)) *
     (0.75 + Math.random() * 0.5);
@@ -313,9 +320,18 @@ async function walk<C>(
   for (;;) {
     const action = d.action;
     switch (action.type) {
-      case 'finish':
+      case 'finish': {
         if (action.alreadyFinal) return { record, alreadyFinal: true, settled: Promise.resolve() };
-        return finish(action.state, action.failure ?? undefined);
+        let failure = action.failure ?? undefined;
+        if (action.state === 'unverified' && missing && failure) {
+          // Say what evidence the read-back lacked, so ops (and the dead letter) know why.
+          failure = {
+            ...failure,
+            message: `read-back could not tell: ${missing as string}; the write: ${failure.message}`,
+          };
+        }
+        return finish(action.state, failure);
+      }
 
       case 'snapshot':
         // A snapshot read before the lock was taken at once is as good (nobody else was writing).
@@ -335,6 +351,7 @@ async function walk<C>(
           await sleep(waitMs, undefined, { signal });
         }
         const at = Date.now();
+        missing = null;
         const verdict = await readBack(baseline!);
         d = decide(d.state, { type: 'read', at, verdict }, limits);
         continue;

@@ -28,6 +28,18 @@ export interface SandboxConfig {
    * even if the client has gone. Default 30000 ms.
    */
   max_processing_ms: number;
+  /**
+   * Sandbox only, to break the guard's assumptions on purpose (the probe must name each):
+   * `false` lists enrollments without `rental_payments` (payments kept "elsewhere"). Default true.
+   */
+  enrollment_payments_visible: boolean;
+  /** Sandbox only: `false` leaves an enrollment's `updated_at` alone when a payment is reported. Default true. */
+  report_moves_updated_at: boolean;
+  /**
+   * Sandbox only: a decision or payment report answers at once but shows on its record only this
+   * long after (0: at once). Set above `max_processing_ms`, it breaks the processing bound.
+   */
+  write_visibility_delay_ms: number;
 }
 
 export function defaultConfig(): SandboxConfig {
@@ -42,5 +54,8 @@ export function defaultConfig(): SandboxConfig {
     webhook_max_attempts: 5,
     webhook_retry_base_ms: 500,
     max_processing_ms: 30_000,
+    enrollment_payments_visible: true,
+    report_moves_updated_at: true,
+    write_visibility_delay_ms: 0,
   };
 }

@@ -46,7 +46,7 @@ export function planFaults(options: {
   // Second half: the servers' restarts and the consumers' deaths.
   const plan: PlannedFault[] = [
     { kind: 'storm', atMs: at(0.05), storm: 'apply_then_error', durationMs: stormMs },
-    { kind: 'storm', atMs: at(0.09), storm: 'late_writes', durationMs: Math.max(stormMs, 8000) },
+    { kind: 'storm', atMs: at(0.09), storm: 'late_writes', durationMs: Math.max(stormMs * 3, 24_000) },
     { kind: 'storm', atMs: at(0.13), storm: 'apply_then_timeout', durationMs: stormMs },
     { kind: 'storm', atMs: at(0.21), storm: '503', durationMs: stormMs },
     { kind: 'storm', atMs: at(0.29), storm: '429', durationMs: stormMs },

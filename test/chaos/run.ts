@@ -183,7 +183,12 @@ async function main(): Promise<number> {
     await waitFor('the sandbox', () => answers(`${sandboxUrl}/__sandbox/config`, true), 60_000);
     const sandbox: SandboxControl = createSandboxControl(sandboxUrl);
     await sandbox.reset();
-    await sandbox.setConfig({ rate_limit_per_minute: 3000, max_processing_ms: CHAOS_MAX_PROCESSING_MS });
+    await sandbox.setConfig({
+      rate_limit_per_minute: 3000,
+      max_processing_ms: CHAOS_MAX_PROCESSING_MS,
+      ...(options.hidePayments && { enrollment_payments_visible: false, report_moves_updated_at: false }),
+    });
+    if (options.hidePayments) log('sandbox hides payments from enrollment records (CHAOS_HIDE_PAYMENTS=1)');
     const enrollments = await sandbox.addRecords(
       'enrollments',
       Array.from({ length: 24 }, (_, i) => ({ status: 'active', customer_id: 1000 + i })),
@@ -441,6 +446,7 @@ async function main(): Promise<number> {
     );
     const perCommand = [...analysis.appliedByLedger.values()];
     const lateWrites = {
+      'payments hidden from enrollment records': options.hidePayments ? 'yes' : 'no',
       'client time-out (ms)': CHAOS_CLIENT_TIMEOUT_MS,
       'processing bound, sandbox and guard (ms)': CHAOS_MAX_PROCESSING_MS,
       'commands sent': load.state.commands.size,

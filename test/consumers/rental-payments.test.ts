@@ -184,6 +184,31 @@ describe('rental-payments consumer', () => {
     });
   });
 
+  describe('when the platform keeps payments off the enrollment record and leaves updated_at alone', () => {
+    it('never reads "not applied" from missing evidence: parks the payment, saying what was missing', async () => {
+      const enrollment = await newEnrollment();
+      await h.control.setConfig({ enrollment_payments_visible: false, report_moves_updated_at: false });
+      try {
+        await h.control.addFault({
+          method: 'POST',
+          path: REPORT(enrollment),
+          kind: 'apply_then_error',
+          status: 500,
+        });
+        const id = await h.payment(payment(enrollment));
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
+        expect(outcome!.error!.message).toMatch(/no rental_payments list/);
+        const [letter] = await h.deadLettersOf(id);
+        expect(headersOf(letter!.message.headers)).toMatchObject({ 'dlq-reason': 'unverified' });
+        // The one write landed; it was never sent again.
+        expect((await h.writesTo(REPORT(enrollment))).map((w) => w.applied)).toEqual([true]);
+      } finally {
+        await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
+      }
+    });
+  });
+
   describe('when the card payment is declined', () => {
     it('rejects it with the processor error and dead-letters it', async () => {
       const enrollment = await newEnrollment();
