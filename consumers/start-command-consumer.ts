@@ -6,6 +6,7 @@ import { createApplicationDecisionsConsumer } from './application-decisions.js';
 import type { CommandConsumer } from './command-consumer.js';
 import { createRentalPaymentsConsumer } from './rental-payments.js';
 import { requireMigrated } from '../src/cli/require-migrated.js';
+import { requireProbeAssumptions } from '../src/probe/probe-gate.js';
 
 export const COMMAND_CONSUMERS = {
   'application-decisions': createApplicationDecisionsConsumer,
@@ -53,6 +54,7 @@ export async function startCommandConsumer(
 export async function runCommandConsumer(name: CommandConsumerName): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
   await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
+  requireProbeAssumptions(runtime.config, runtime.logger);
   const partnerUrl = runtime.config.PARTNER_API_URL;
   if (!partnerUrl) {
     throw new UsageError(

@@ -52,6 +52,24 @@ export function buildProgram(): Command {
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
 
   program
+    .command('probe')
+    .description(
+      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
+    )
+    .option(
+      '--write',
+      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
+    )
+    .option('--application <id>', 'with --write: an application the probe may decide')
+    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
+    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
+    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
+    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
+    .action(async (opts: import('./commands/probe.js').ProbeCliOptions) =>
+      (await import('./commands/probe.js')).probe(opts),
+    );
+
+  program
     .command('sandbox')
     .description('run the Partner API sandbox (in memory, no other configuration needed)')
     .option('-p, --port <port>', 'port to listen on', integer, 4010)
