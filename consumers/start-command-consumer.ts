@@ -53,8 +53,8 @@ export async function startCommandConsumer(
 /** `rentbridge consumer application-decisions|rental-payments`: runs until SIGTERM / SIGINT. */
 export async function runCommandConsumer(name: CommandConsumerName): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
-  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   requireProbeAssumptions(runtime.config, runtime.logger);
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   const partnerUrl = runtime.config.PARTNER_API_URL;
   if (!partnerUrl) {
     throw new UsageError(

@@ -264,10 +264,10 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   // Bank accounts and customer issues (not paginated, shapes not shown).
   {
     const a = await http.call('GET', BANK_ACCOUNTS_PATH);
-    const shapeOk = Array.isArray(a.body) || Array.isArray(obj(a.body).items);
+    const shapeOk = Array.isArray(a.body);
     add({
       step: 'bank accounts',
-      assumption: `GET ${BANK_ACCOUNTS_PATH} answers a list of records`,
+      assumption: `GET ${BANK_ACCOUNTS_PATH} answers an array, without the envelope (spec 4.4)`,
       result: a.status === 200 ? (shapeOk ? 'holds' : 'does_not_hold') : 'could_not_tell',
       evidence: describeAnswer(a),
       request_ids: [a.requestId],
@@ -281,10 +281,10 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
       );
       add({
         step: 'customer issues',
-        assumption: `GET ${CUSTOMER_ISSUES_PATH} answers a list of records`,
+        assumption: `GET ${CUSTOMER_ISSUES_PATH} answers { issues: [...] } (spec 4.2)`,
         result:
           issues.status === 200
-            ? Array.isArray(issues.body) || Array.isArray(obj(issues.body).items)
+            ? Array.isArray(obj(issues.body).issues)
               ? 'holds'
               : 'does_not_hold'
             : 'could_not_tell',
@@ -294,7 +294,7 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     } else {
       add({
         step: 'customer issues',
-        assumption: `GET ${CUSTOMER_ISSUES_PATH} answers a list of records`,
+        assumption: `GET ${CUSTOMER_ISSUES_PATH} answers { issues: [...] } (spec 4.2)`,
         result: 'could_not_tell',
         evidence: 'no customer to ask about',
         request_ids: [customers.requestId],
