@@ -1,4 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 
 /**
@@ -65,9 +66,7 @@ export function buildProgram(): Command {
     .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
     .option('--amount-cents <n>', 'with --write: the payment to report', '100')
     .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
-    .action(async (opts: import('./commands/probe.js').ProbeCliOptions) =>
-      (await import('./commands/probe.js')).probe(opts),
-    );
+    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
 
   program
     .command('sandbox')

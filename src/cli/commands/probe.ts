@@ -59,7 +59,6 @@ export async function probe(opts: ProbeCliOptions): Promise<void> {
     progress: (line) => process.stderr.write(`probe: ${line}\n`),
   });
   writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
-  console.log(probeTable(report));
-  console.log(`\nwritten to ${opts.out}`);
+  process.stdout.write(`${probeTable(report)}\n\nwritten to ${opts.out}\n`);
   if (!report.guard_assumptions_hold) process.exitCode = 1;
 }
