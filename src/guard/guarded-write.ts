@@ -211,7 +211,15 @@ async function walk<C>(
 
   const readBack = async (snapshot: Snapshot): Promise<Verdict> => {
     const requestId = readRequestId(commandId, attempt, reads + 1);
-    const verdict = await read('read-back', () => strategy.verdict(input.command, snapshot, ctx));
+    const verdict = await read('read-back', () =>
+      strategy.verdict(input.command, snapshot, ctx).catch((error: unknown) => {
+        // An answer of a shape the client does not recognise is no evidence either way: the
+        // same read would fail the same way, so it is "unknown", never a retried read.
+        if ((error as { name?: unknown } | null)?.name !== 'PartnerResponseError') throw error;
+        missing = `the answer's shape is not recognised (${(error as Error).message})`;
+        return 'unknown' as const;
+      }),
+    );
     metrics.readBacks.inc({ command: input.commandType, verdict });
     await repo.logRead(commandId, { attempt, requestId, kind: 'read_back', result: verdict });
     log.info({ verdict, attempt }, 'read back');

@@ -186,6 +186,27 @@ describe('application-decisions consumer', () => {
     });
   });
 
+  describe('when the read-back meets a record of a shape it does not recognise', () => {
+    it('never concludes not applied: parks the decision as unverified, saying why', async () => {
+      const app = await newApplication();
+      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'error', status: 500 });
+      const id = await h.decision({ decision_id: uid('shape'), application_id: app, decision: 'approve' });
+      for (let i = 0; i < 100 && (await h.writesTo(APPROVE(app))).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // A status the client's schema refuses: every read of the list fails its shape check.
+      await h.control.patchRecord('applications', app, { status: null });
+      try {
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
+        expect(outcome!.error!.message).toMatch(/shape is not recognised/);
+        expect(await h.writesTo(APPROVE(app))).toHaveLength(1);
+      } finally {
+        await h.control.deleteRecord('applications', app);
+      }
+    });
+  });
+
   describe('when the application cannot take the decision', () => {
     it('settles the 409 as rejected and dead-letters it', async () => {
       const app = await newApplication('declined');
