@@ -136,12 +136,22 @@ function headerValue(headers: IHeaders | undefined, name: string): string | unde
 
 /** Best effort: the command id of a message that failed its schema, for the dead letter. */
 function looseCommandId(value: Buffer | null): string | null {
+  return looseCommand(value).commandId;
+}
+
+/** Best effort: the command and target ids of a message that failed its type or schema. */
+function looseCommand(value: Buffer | null): { commandId: string | null; targetId: string | null } {
   try {
     const data = (JSON.parse(value?.toString() ?? '') as { data?: Record<string, unknown> }).data;
     const id = data?.decision_id ?? data?.payment_id ?? data?.registration_id ?? data?.enrollment_request_id;
-    return typeof id === 'string' ? id : null;
+    const email = typeof data?.email === 'string' ? data.email.toLowerCase() : undefined;
+    const target = data?.application_id ?? data?.enrollment_id ?? data?.customer_id ?? email;
+    return {
+      commandId: typeof id === 'string' && id !== '' ? id : null,
+      targetId: typeof target === 'string' || typeof target === 'number' ? String(target) : null,
+    };
   } catch {
-    return null;
+    return { commandId: null, targetId: null };
   }
 }
 
@@ -340,7 +350,45 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         lastFailureAt: now,
         partnerRequestIds: [],
       });
-      await producer.sendBatch({ topicMessages: [batch], acks: -1 });
+      // Every command is promised an outcome: when its id can be read (an unknown CloudEvent type,
+      // a field that fails the schema), a rejected one goes with the dead letter. Its CloudEvent id
+      // names the message, so a valid command with the same id later keeps an outcome id of its own.
+      const loose = looseCommand(origin.message.value);
+      const batches: TopicMessages[] = [batch];
+      if (loose.commandId) {
+        const targetId = loose.targetId ?? origin.message.key?.toString() ?? loose.commandId;
+        const outcome: CommandOutcome = {
+          command_id: loose.commandId,
+          command_type: spec.kind,
+          target_id: targetId,
+          status: 'rejected',
+          attempts: 0,
+          partner_request_ids: [],
+          error: {
+            code: 'invalid_message',
+            status: null,
+            message: (error as Error).message ?? String(error),
+          },
+        };
+        const event = toCloudEvent({
+          id: `outcome.${loose.commandId}.invalid.${origin.partition}-${origin.message.offset}`,
+          source: SOURCE(spec.name),
+          type: OUTCOME_TYPES[spec.kind],
+          subject: targetId,
+          data: outcome,
+        });
+        batches.push({
+          topic: outcomeTopic,
+          messages: [
+            {
+              key: targetId,
+              value: JSON.stringify(event),
+              headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'command-id': loose.commandId },
+            },
+          ],
+        });
+      }
+      await producer.sendBatch({ topicMessages: batches, acks: -1 });
       metrics.deadLetters.inc({ topic: spec.topic, reason: 'invalid_message' });
       return;
     }

@@ -7,6 +7,8 @@ import type { CommandConsumer } from './command-consumer.js';
 import { createCustomerRegistrationsConsumer } from './customer-registrations.js';
 import { createEnrollmentsConsumer } from './enrollments.js';
 import { createRentalPaymentsConsumer } from './rental-payments.js';
+import { requireMigrated } from '../src/cli/require-migrated.js';
+import { requireProbeAssumptions } from '../src/probe/probe-gate.js';
 
 export const COMMAND_CONSUMERS = {
   'application-decisions': createApplicationDecisionsConsumer,
@@ -38,7 +40,8 @@ export async function startCommandConsumer(
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
     sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
-    ...(options.guard && { guard: options.guard }),
+    // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
+    guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },
   });
   await consumer.start();
   return {
@@ -54,6 +57,8 @@ export async function startCommandConsumer(
 /** `rentbridge consumer application-decisions|rental-payments`: runs until SIGTERM / SIGINT. */
 export async function runCommandConsumer(name: CommandConsumerName): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
+  requireProbeAssumptions(runtime.config, runtime.logger);
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   const partnerUrl = runtime.config.PARTNER_API_URL;
   if (!partnerUrl) {
     throw new UsageError(

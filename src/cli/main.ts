@@ -1,4 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 
 /**
@@ -55,6 +56,22 @@ export function buildProgram(): Command {
       'application-decisions, rental-payments, customer-registrations, enrollments or dead-letters',
     )
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
+
+  program
+    .command('probe')
+    .description(
+      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
+    )
+    .option(
+      '--write',
+      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
+    )
+    .option('--application <id>', 'with --write: an application the probe may decide')
+    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
+    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
+    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
+    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
+    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
 
   program
     .command('sandbox')

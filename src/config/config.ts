@@ -79,6 +79,24 @@ export const configSchema = z
     PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE: positiveInt.default(2500),
     /** Time-out of one Partner API call. Default 10000 ms. */
     PARTNER_TIMEOUT_MS: positiveInt.default(10_000),
+    /**
+     * The Partner API's longest processing time of a write (src/partner/assumptions.ts): past it
+     * a write answers 503 request_timeout and is not applied, so the guard concludes "not
+     * applied" only from a read made this long after its last send. Default 30000 ms.
+     */
+    PARTNER_MAX_PROCESSING_MS: positiveInt.default(30_000),
+    /**
+     * Which environment PARTNER_API_URL is (spec: separate sandbox and production environments).
+     * `rentbridge probe --write` runs only when this says `sandbox`. Unset: not declared.
+     */
+    PARTNER_ENVIRONMENT: z.enum(['sandbox', 'production']).optional(),
+    /**
+     * A `rentbridge probe` result (JSON): the command consumers refuse to start (exit 2) when it
+     * says an assumption the guard relies on does not hold. Unset: not checked.
+     */
+    PARTNER_PROBE_RESULT: z.string().min(1).optional(),
+    /** Start the consumers although PARTNER_PROBE_RESULT says a guard assumption does not hold. Default false. */
+    PARTNER_PROBE_OVERRIDE: bool.default(false),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */

@@ -10,7 +10,8 @@ export const DECISION_TARGET_STATUS = { approve: 'approved', decline: 'declined'
  * Applications: a decision moves `status` to approved/declined and `updated_at` to now, so the
  * date-filtered list from the snapshot's day (inclusive, whole UTC days, spec 4.7) holds the
  * record if it changed after the snapshot. Absent from that list while its snapshot's updated_at
- * was before that day: it has not changed since, so the write did not land.
+ * was before that day: it has not changed since, so the write did not land, and it still holds
+ * the snapshot's status (one list page, whatever day it was last changed).
  */
 export function applicationDecisionReadBack(
   partner: GuardPartner,
@@ -33,13 +34,23 @@ export function applicationDecisionReadBack(
       );
       if (now) {
         if (now.status === DECISION_TARGET_STATUS[command.decision]) return 'applied';
+        // Guard assumption DECISION_VISIBLE_ON_APPLICATION: no status or updated_at, no evidence.
+        if (now.status == null || now.updated_at == null) {
+          ctx.missing?.(
+            'the application record carries no status or updated_at (assumption DECISION_VISIBLE_ON_APPLICATION)',
+          );
+          return 'unknown';
+        }
         if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at))
           return 'not_applied';
         return 'unknown';
       }
       if (!snapshot.found) return 'not_applied';
       // Not updated since `from` began: untouched since the snapshot, unless it changed that day.
-      if (snapshot.updated_at != null && utcDay(snapshot.updated_at) < from) return 'not_applied';
+      // Untouched, it still holds the snapshot's status: one decided on an earlier day is in the
+      // target state already (a 409 invalid_state_transition then settles as already_applied).
+      if (snapshot.updated_at != null && utcDay(snapshot.updated_at) < from)
+        return snapshot.status === DECISION_TARGET_STATUS[command.decision] ? 'applied' : 'not_applied';
       return 'unknown';
     },
 

@@ -187,15 +187,18 @@ export function createCommandRepository(db: Db) {
     },
 
     /**
-     * Commits `in_flight` with the snapshot and the attempt's request id BEFORE the write is sent:
-     * whatever happens next (crash, time-out), a later run knows a write may have landed.
+     * Commits `in_flight` with the attempt's request id BEFORE the write is sent: whatever happens
+     * next (crash, time-out), a later run knows a write may have landed. `snapshot` is stored only
+     * when the row has none: the baseline of every read-back is the snapshot taken before the
+     * command's FIRST write, never a later one (a later one may already hold a late write).
      */
     async beginWrite(commandId: string, input: { attempt: number; requestId: string; snapshot: Snapshot }) {
       // One statement, so atomic: the row and its attempt commit together.
       await db.$executeRaw`
         WITH u AS (
           UPDATE commands
-             SET state = 'in_flight', attempts = ${input.attempt}, snapshot = ${JSON.stringify(input.snapshot)}::jsonb,
+             SET state = 'in_flight', attempts = ${input.attempt},
+                 snapshot = coalesce(snapshot, ${JSON.stringify(input.snapshot)}::jsonb),
                  request_ids = array_append(coalesce(request_ids, '{}'), ${input.requestId}::text),
                  updated_at = now()
            WHERE command_id = ${commandId}

@@ -2,34 +2,42 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '@prisma/client';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
+import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
 import { classifyFailure, type FailureInfo } from './classify-failure.js';
 import type { CommandLock, CommandLocks } from './command-lock.js';
 import type { CommandRecord, CommandRepository, FinalState } from './command-repository.js';
 import { isFinal } from './command-repository.js';
+import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
 import { readRequestId, writeRequestId } from './request-ids.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**
  * The guarded write (DESIGN.md, "The guarded write"): the Partner API takes no idempotency key
- * and a write that failed with a 5xx or timed out may have landed (spec 7.4), so a write is never
- * retried on a guess. Per command id a row walks:
+ * and a write that failed with a 5xx or timed out may have been applied, or may be applied later
+ * (spec 7.4), so a write is never retried on a guess. What to do next is decided by the pure
+ * state machine in guard-machine.ts; this file is its driver: it performs each action (read the
+ * baseline, commit and send a write, wait and read back, commit the final state) and reports
+ * what happened. Per command id a row walks:
  *
- *   pending ─snapshot─▶ in_flight (committed) ─write─▶ 2xx: applied
+ *   pending ─baseline─▶ in_flight (committed) ─write─▶ 2xx: applied
  *                                              ├─ 429: pending, whole consumer waits Retry-After
  *                                              ├─ 401 (the client already renewed once): rejected
  *                                              ├─ 409 invalid_state_transition: read → already_applied | rejected
- *                                              ├─ 409 lock_failed: pending, read again, retry (bounded → exhausted)
+ *                                              ├─ 409 lock_failed: pending, retry (bounded → exhausted)
  *                                              ├─ other 4xx: rejected
  *                                              └─ 5xx / time-out / network / restart in in_flight: READ BACK
- *                                                   applied → applied; unchanged → pending, retry with
- *                                                   back-off (bounded → exhausted); else → unverified
+ *                                                   applied → applied; before the processing bound:
+ *                                                   wait, read again; past it: unchanged since the
+ *                                                   baseline → pending, retry (bounded → exhausted);
+ *                                                   else → unverified
  *
  * One writer per command (docs/decisions/011-one-writer-per-command.md): the whole walk runs
  * under the command's lock (src/guard/command-lock.ts), which dies with its process. A process
  * that meets a command another one is working on (a Kafka rebalance redelivered it) waits for
  * the lock, then walks the row as the holder left it: final → publish again, write nothing;
- * still in_flight → the holder died mid-write: read back.
+ * still in_flight → the holder died mid-write: read back, and wait out the processing bound
+ * (counted from the takeover) before it may conclude "not applied".
  */
 
 export interface GuardOptions {
@@ -46,16 +54,18 @@ export interface GuardOptions {
   /** Back-off cap. Default 30 s. */
   maxBackoffMs?: number;
   /**
-   * Wait before reading back after a 5xx, time-out or network error: a server that is slow,
-   * not dead, may still be applying the write. Default 1000 ms.
+   * First read-back after a 5xx, time-out or network error, counted from the end of the call: it
+   * can prove "applied" early. Later reads double the gap, up to the processing bound. Default
+   * 1000 ms.
    */
   readBackDelayMs?: number;
   /**
-   * A row found `in_flight` (a crashed run) is read back only this long after its write was
-   * sent, so the read cannot race the write still being processed by the partner. Keep it above
-   * the client's time-out. Default 15 s.
+   * The Partner API's longest processing time of a write (PARTNER_MAX_PROCESSING_MS,
+   * src/partner/assumptions.ts): "not applied" is concluded only from a read made this long
+   * after the last write's call ended (or after a takeover of a row left in flight). Default
+   * 30000 ms.
    */
-  inFlightSettleMs?: number;
+  maxProcessingMs?: number;
   /**
    * How long to wait for a command another process is working on before giving up with
    * `GuardBusyError` (the consumer then tries the command again later). Default 30 s.
@@ -116,7 +126,7 @@ const DEFAULTS: Required<GuardOptions> = {
   backoffMs: 500,
   maxBackoffMs: 30_000,
   readBackDelayMs: 1000,
-  inFlightSettleMs: 15_000,
+  maxProcessingMs: PARTNER_MAX_PROCESSING_MS_DEFAULT,
   lockWaitMs: 30_000,
 };
 
@@ -153,7 +163,14 @@ async function walk<C>(
 
   let attempt = 0;
   let reads = 0;
-  const ctx: ReadContext = { nextReadId: () => readRequestId(commandId, attempt, ++reads) };
+  /** What evidence the last read-back lacked, if it could not tell (for the unverified reason). */
+  let missing: string | null = null;
+  const ctx: ReadContext = {
+    nextReadId: () => readRequestId(commandId, attempt, ++reads),
+    missing: (evidence) => {
+      missing = evidence;
+    },
+  };
   const backoff = (n: number) =>
     Math.min(options.maxBackoffMs, options.backoffMs * 2 ** Math.max(0, n - 1)) *
     (0.75 + Math.random() * 0.5);
@@ -194,7 +211,15 @@ async function walk<C>(
 
   const readBack = async (snapshot: Snapshot): Promise<Verdict> => {
     const requestId = readRequestId(commandId, attempt, reads + 1);
-    const verdict = await read('read-back', () => strategy.verdict(input.command, snapshot, ctx));
+    const verdict = await read('read-back', () =>
+      strategy.verdict(input.command, snapshot, ctx).catch((error: unknown) => {
+        // An answer of a shape the client does not recognise is no evidence either way: the
+        // same read would fail the same way, so it is "unknown", never a retried read.
+        if ((error as { name?: unknown } | null)?.name !== 'PartnerResponseError') throw error;
+        missing = `the answer's shape is not recognised (${(error as Error).message})`;
+        return 'unknown' as const;
+      }),
+    );
     metrics.readBacks.inc({ command: input.commandType, verdict });
     await repo.logRead(commandId, { attempt, requestId, kind: 'read_back', result: verdict });
     log.info({ verdict, attempt }, 'read back');
@@ -268,119 +293,134 @@ async function walk<C>(
   attempt = record.attempts;
   const requestIds = [...record.requestIds];
 
-  let retries = 0;
-  let lockRetries = 0;
-  let throttles = 0;
-
+  const limits: MachineLimits = {
+    maxRetries: options.maxRetries,
+    maxLockRetries: options.maxLockRetries,
+    maxThrottles: options.maxThrottles,
+    backoffMs: options.backoffMs,
+    maxBackoffMs: options.maxBackoffMs,
+    readBackDelayMs: options.readBackDelayMs,
+    maxProcessingMs: options.maxProcessingMs,
+  };
+  // The baseline: the snapshot read before the command's first write, kept on the row across
+  // attempts, restarts and owners. A row created here in flight carries the one just read.
+  let baseline: Snapshot | null = begun ? begun.snapshot : record.snapshot;
+  const startedAt = Date.now();
   if (!begun && record.state === 'in_flight') {
     // A previous run committed in_flight and never recorded the answer (crash, kill, lost
-    // connection): the write may have landed. Read back; never write again on a guess.
-    early = undefined;
+    // connection): the write may have landed, or may land yet. Read back; never write on a guess.
     log.warn({ attempt }, 'command found in flight: reading back');
-    const lost = {
-      kind: 'uncertain',
-      code: 'interrupted',
-      status: null,
-      message: 'write interrupted before its answer was recorded',
-      requestId: null,
-      retryAfterSeconds: null,
-    } as const;
     await repo.endWrite(commandId, attempt, { result: 'interrupted' });
-    const settleMs = record.updatedAt.getTime() + options.inFlightSettleMs - Date.now();
-    if (settleMs > 0) await sleep(settleMs, undefined, { signal });
-    if (!record.snapshot) return finish('unverified', lost);
-    const verdict = await readBack(record.snapshot);
-    if (verdict === 'applied') return finish('applied');
-    if (verdict === 'unknown') return finish('unverified', lost);
-    retries++;
-    await repo.markPending(commandId, asFailure(lost));
-    if (retries > options.maxRetries) return finish('exhausted', lost);
   }
+  let d = decide(
+    initialState(),
+    {
+      type: 'started',
+      at: startedAt,
+      // A row created in flight here has not been sent yet: to the machine it is pending.
+      row: begun ? 'pending' : record.state,
+      attempts: begun ? 0 : record.attempts,
+      baseline: baseline != null,
+    },
+    limits,
+  );
 
   for (;;) {
-    let snapshot: Snapshot;
-    let requestId: string;
-    if (begun) {
-      ({ snapshot, requestId } = begun);
-      begun = undefined;
-    } else {
-      await deps.throttle?.wait(signal);
-      snapshot = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
-      early = undefined;
-      attempt++;
-      requestId = writeRequestId(commandId, attempt);
-      await repo.beginWrite(commandId, { attempt, requestId, snapshot });
-      requestIds.push(requestId);
-    }
-    reads = 0;
-    const wlog = log.child({ partnerRequestId: requestId, attempt });
-    // The lock's session died (connection lost): another process may take the command over, so
-    // this one must not send. The row is in_flight: whoever takes it reads back first.
-    if (!lock.held) throw new GuardInterruptedError('command lock lost before the write was sent');
-    let failure: FailureInfo;
-    try {
-      const result = await strategy.write(input.command, requestId);
-      // The outcome is known now; its commit runs while the caller publishes it.
-      const settled = repo.applied(commandId, attempt, result.status).then(() => undefined);
-      settled.catch(() => undefined);
-      const now = new Date();
-      record = {
-        ...record,
-        state: 'applied',
-        attempts: attempt,
-        requestIds,
-        snapshot,
-        updatedAt: now,
-        finishedAt: now,
-      };
-      return { ...counted(), settled };
-    } catch (error) {
-      failure = classifyFailure(error);
-      wlog.warn(
-        { kind: failure.kind, status: failure.status, code: failure.code, err: error },
-        'write failed',
-      );
-      await repo.endWrite(commandId, attempt, {
-        result: failure.kind,
-        status: failure.status,
-        code: failure.code,
-        message: failure.message,
-      });
-    }
+    const action = d.action;
+    switch (action.type) {
+      case 'finish': {
+        if (action.alreadyFinal) return { record, alreadyFinal: true, settled: Promise.resolve() };
+        let failure = action.failure ?? undefined;
+        if (action.state === 'unverified' && missing && failure) {
+          // Say what evidence the read-back lacked, so ops (and the dead letter) know why.
+          failure = {
+            ...failure,
+            message: `read-back could not tell: ${missing as string}; the write: ${failure.message}`,
+          };
+        }
+        return finish(action.state, failure);
+      }
 
-    switch (failure.kind) {
-      case 'throttled': {
-        // Spec 7.4.2: a throttled request was not applied.
-        await repo.markPending(commandId, asFailure(failure));
-        if (++throttles > options.maxThrottles) return finish('exhausted', failure);
-        const waitMs = (failure.retryAfterSeconds ?? 1) * 1000;
-        await deps.throttle?.pause(new Date(Date.now() + waitMs));
-        if (!deps.throttle) await sleep(waitMs, undefined, { signal });
+      case 'snapshot':
+        // A snapshot read before the lock was taken at once is as good (nobody else was writing).
+        baseline = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
+        early = undefined;
+        d = decide(d.state, { type: 'snapshot_taken', at: Date.now() }, limits);
+        continue;
+
+      case 'read_back': {
+        const waitMs = action.notBefore - Date.now();
+        if (waitMs > 0) {
+          if (action.whyNow === 'bound')
+            log.info(
+              { waitMs, attempt },
+              'write unanswered: waiting out the processing bound before concluding',
+            );
+          await sleep(waitMs, undefined, { signal });
+        }
+        const at = Date.now();
+        missing = null;
+        const verdict = await readBack(baseline!);
+        d = decide(d.state, { type: 'read', at, verdict }, limits);
         continue;
       }
-      case 'unauthenticated':
-        // Not applied; the client has already renewed its token and repeated the write once
-        // (DESIGN: "renew the token once"), so a 401 here means the key itself is refused.
-        return finish('rejected', failure);
-      case 'lock_failed':
-        await repo.markPending(commandId, asFailure(failure));
-        if (++lockRetries > options.maxLockRetries) return finish('exhausted', failure);
-        await sleep(backoff(lockRetries), undefined, { signal });
-        continue; // the loop reads the record again before the next write
-      case 'invalid_state':
-        return (await readBack(snapshot)) === 'applied'
-          ? finish('already_applied', failure)
-          : finish('rejected', failure);
-      case 'rejected':
-        return finish('rejected', failure);
-      case 'uncertain': {
-        if (options.readBackDelayMs > 0) await sleep(options.readBackDelayMs, undefined, { signal });
-        const verdict = await readBack(snapshot);
-        if (verdict === 'applied') return finish('applied', failure);
-        if (verdict === 'unknown') return finish('unverified', failure);
-        await repo.markPending(commandId, asFailure(failure));
-        if (++retries > options.maxRetries) return finish('exhausted', failure);
-        await sleep(backoff(retries), undefined, { signal });
+
+      case 'write': {
+        if (action.pending) await repo.markPending(commandId, asFailure(action.pending));
+        if (action.throttled) {
+          await deps.throttle?.pause(new Date(Date.now() + action.waitMs));
+          if (!deps.throttle) await sleep(action.waitMs, undefined, { signal });
+        } else if (action.waitMs > 0) {
+          await sleep(action.waitMs * (0.75 + Math.random() * 0.5), undefined, { signal });
+        }
+        attempt = action.attempt;
+        let requestId: string;
+        if (begun && attempt === 1) {
+          requestId = begun.requestId;
+          begun = undefined;
+        } else {
+          await deps.throttle?.wait(signal);
+          requestId = writeRequestId(commandId, attempt);
+          // The baseline is never replaced: the row keeps the first one (see beginWrite).
+          await repo.beginWrite(commandId, { attempt, requestId, snapshot: baseline! });
+          requestIds.push(requestId);
+        }
+        reads = 0;
+        const wlog = log.child({ partnerRequestId: requestId, attempt });
+        // The lock's session died (connection lost): another process may take the command over,
+        // so this one must not send. The row is in_flight: whoever takes it reads back first.
+        if (!lock.held) throw new GuardInterruptedError('command lock lost before the write was sent');
+        let failure: FailureInfo;
+        try {
+          const result = await strategy.write(input.command, requestId);
+          // The outcome is known now; its commit runs while the caller publishes it.
+          const settled = repo.applied(commandId, attempt, result.status).then(() => undefined);
+          settled.catch(() => undefined);
+          const now = new Date();
+          record = {
+            ...record,
+            state: 'applied',
+            attempts: attempt,
+            requestIds,
+            snapshot: baseline,
+            updatedAt: now,
+            finishedAt: now,
+          };
+          return { ...counted(), settled };
+        } catch (error) {
+          failure = classifyFailure(error);
+          wlog.warn(
+            { kind: failure.kind, status: failure.status, code: failure.code, err: error },
+            'write failed',
+          );
+          await repo.endWrite(commandId, attempt, {
+            result: failure.kind,
+            status: failure.status,
+            code: failure.code,
+            message: failure.message,
+          });
+        }
+        d = decide(d.state, { type: 'answered', at: Date.now(), failure }, limits);
         continue;
       }
     }

@@ -23,6 +23,12 @@ export interface Snapshot {
 export interface ReadContext {
   /** The X-Request-Id of the next read (derived from the command id). */
   nextReadId(): string;
+  /**
+   * A strategy that answers `unknown` because the record lacks the evidence its rule needs (a
+   * field missing, a shape it does not recognise) says what was missing here: the reason goes
+   * into the `unverified` outcome and dead letter. Optional to call.
+   */
+  missing?(evidence: string): void;
 }
 
 export interface ReadBackStrategy<C> {
@@ -30,7 +36,10 @@ export interface ReadBackStrategy<C> {
   snapshot(command: C, ctx: ReadContext): Promise<Snapshot>;
   /**
    * Did the write land? `applied`: the target reached the command's effect; `not_applied`: the
-   * target is provably unchanged since the snapshot; `unknown`: anything else (never guessed).
+   * target is provably unchanged since the snapshot (positive evidence: the fields the rule
+   * reads are there and equal); `unknown`: anything else, including a record that lacks the
+   * evidence the rule needs (never guessed; say what was missing with `ctx.missing`). The guard
+   * itself makes sure a `not_applied` counts only once the processing bound has passed.
    */
   verdict(command: C, snapshot: Snapshot, ctx: ReadContext): Promise<Verdict>;
   /** The write itself, with the attempt's request id. */

@@ -18,7 +18,8 @@ function countMatching(command: RentalPaymentCommand, record: Record<string, unk
 }
 
 /**
- * Payments, by the snapshot rule: the enrollment list has no date filter, so the enrollment is
+ * Payments, by the snapshot rule (guard assumptions PAYMENT_VISIBLE_ON_ENROLLMENT and
+ * REPORT_MOVES_UPDATED_AT, src/partner/assumptions.ts): the enrollment list has no date filter, so the enrollment is
  * found by paging. One more payment with this amount, date and period than the snapshot held →
  * applied; `updated_at` unchanged → not applied; anything else (changed, but not by a payment
  * we can recognise) → unknown.
@@ -31,15 +32,35 @@ export function rentalPaymentReadBack(
   return {
     async snapshot(command, ctx) {
       const record = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx, cache);
-      return { ...baseSnapshot(record), matching_payments: countMatching(command, record) };
+      return {
+        ...baseSnapshot(record),
+        matching_payments: countMatching(command, record),
+        payments_visible: record == null || Array.isArray(record.rental_payments),
+      };
     },
 
     async verdict(command, snapshot, ctx) {
       const now = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx);
-      if (!now) return snapshot.found ? 'unknown' : 'not_applied';
+      if (!now) {
+        if (!snapshot.found) return 'not_applied';
+        ctx.missing?.('the enrollment is no longer listed');
+        return 'unknown';
+      }
+      // Guard assumption PAYMENT_VISIBLE_ON_ENROLLMENT: without the list of payments on the
+      // record, "no new payment" is no evidence at all.
+      if (!Array.isArray(now.rental_payments) || snapshot.payments_visible === false) {
+        ctx.missing?.(
+          'the enrollment record carries no rental_payments list, so a reported payment cannot be seen on it (assumption PAYMENT_VISIBLE_ON_ENROLLMENT)',
+        );
+        return 'unknown';
+      }
       const before = typeof snapshot.matching_payments === 'number' ? snapshot.matching_payments : 0;
       if (countMatching(command, now) > before) return 'applied';
-      if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at)) return 'not_applied';
+      if (now.updated_at == null || snapshot.updated_at == null) {
+        ctx.missing?.('the enrollment record carries no updated_at (assumption REPORT_MOVES_UPDATED_AT)');
+        return 'unknown';
+      }
+      if (snapshot.found && sameTime(String(now.updated_at), snapshot.updated_at)) return 'not_applied';
       return 'unknown';
     },
 

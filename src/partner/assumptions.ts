@@ -96,3 +96,106 @@ export function webhookEventType(singular: string, action: WebhookEventAction): 
  * client slower, never throttled.
  */
 export const EVERY_CALL_TAKES_A_BUDGET_SLOT = true;
+
+/**
+ * ASSUMPTION (spec 7.2 shows `503 request_timeout`, "processing time exceeded", but not the
+ * bound): the Partner API stops working on a write after at most this long, and a write not
+ * applied by then never will be. The guard rests on it (DESIGN.md, "The guarded write"): it
+ * concludes "not applied" only from a read made at least this long after its last send, and
+ * before that waits and reads again, never writes. Overridden by `PARTNER_MAX_PROCESSING_MS`.
+ *
+ * If false (a write can land later than this): a read-back made after the bound says
+ * "unchanged", the guard writes again and the late write lands too — a double payment.
+ * Checked by: `rentbridge probe --write`, step `write.visible_within_bound` (how long a change
+ * took to show on its record).
+ */
+export const PARTNER_MAX_PROCESSING_MS_DEFAULT = 30_000;
+
+/**
+ * GUARD ASSUMPTION (spec 4.3: the report's body and response are "not shown"; the spec says
+ * only that every record carries `updated_at`): a reported payment appears on its enrollment's
+ * record, in `rental_payments`, with its `amount_cents`, `paid_on` and `period`. The payment
+ * read-back counts matching payments there.
+ *
+ * If false (payments kept elsewhere): "no new payment on the record" proves nothing. The guard
+ * then answers `unknown` (never `not_applied`) and parks the payment as `unverified`, so nothing
+ * is paid twice, but every ambiguous payment needs ops. Checked by: `rentbridge probe --write`,
+ * step `payment_visible_on_enrollment`.
+ */
+export const PAYMENT_VISIBLE_ON_ENROLLMENT = { field: 'rental_payments' } as const;
+
+/**
+ * GUARD ASSUMPTION (not shown): reporting a payment moves the enrollment's `updated_at`. The
+ * payment read-back reads "`updated_at` unchanged since the baseline" as "not applied".
+ *
+ * If false while payments are visible: harmless (a landed payment is counted). If false while
+ * payments are not visible, an unchanged `updated_at` would say "not applied" after a write
+ * that landed: a double payment — which is why a record without `rental_payments` gives
+ * `unknown` whatever its `updated_at`. Checked by: `rentbridge probe --write`, step
+ * `report_moves_updated_at`.
+ */
+export const REPORT_MOVES_UPDATED_AT = true;
+
+/**
+ * GUARD ASSUMPTION (spec 4.3 decisions "not shown"; 4.7 date filters): a decision moves the
+ * application's `status` to `approved`/`declined` and its `updated_at` to now, and the list's
+ * `last_updated_from_date` filter (inclusive, whole UTC days) then finds it. The decision
+ * read-back reads the status, and "absent from the list since the baseline's day" as unchanged.
+ *
+ * If false: a landed decision could read as "not applied" and be sent again (the second one
+ * would meet a 409, but a decline after an approve that landed would not). Checked by:
+ * `rentbridge probe` step `date_filters` (read-only) and `--write` step
+ * `decision_visible_on_application`.
+ */
+export const DECISION_VISIBLE_ON_APPLICATION = { status: 'status', updatedAt: 'updated_at' } as const;
+
+/** One assumption the guarded write's proof rests on, as the probe reports it. */
+export interface GuardAssumption {
+  id:
+    | 'max_processing_time'
+    | 'payment_visible_on_enrollment'
+    | 'report_moves_updated_at'
+    | 'decision_visible_on_application'
+    | 'date_filters';
+  statement: string;
+  breaksIfFalse: string;
+  /** The probe step that checks it; `--write` steps need a sandbox environment. */
+  probeStep: string;
+}
+
+/** Every assumption the guard relies on (DESIGN.md, "What the spec does not show"). */
+export const GUARD_ASSUMPTIONS: readonly GuardAssumption[] = [
+  {
+    id: 'max_processing_time',
+    statement: 'a write shows on its record within PARTNER_MAX_PROCESSING_MS of being sent, or never',
+    breaksIfFalse: 'a write landing after the bound is sent again: applied twice',
+    probeStep: 'write: time until the decision and the payment show (must be below the bound)',
+  },
+  {
+    id: 'payment_visible_on_enrollment',
+    statement:
+      "a reported payment appears in the enrollment record's rental_payments (amount_cents, paid_on, period)",
+    breaksIfFalse:
+      'the payment read-back cannot see a landed payment: every ambiguous payment is parked unverified',
+    probeStep: 'write: report one payment, read the enrollment back',
+  },
+  {
+    id: 'report_moves_updated_at',
+    statement: "a payment report moves the enrollment's updated_at",
+    breaksIfFalse:
+      'with payments invisible too, "unchanged" would read as "not applied": paid twice (the guard answers unknown instead)',
+    probeStep: 'write: report one payment, compare updated_at before and after',
+  },
+  {
+    id: 'decision_visible_on_application',
+    statement: "a decision moves the application's status and updated_at",
+    breaksIfFalse: 'a landed decision reads as not applied and is sent again',
+    probeStep: "write: decide one application, read it back by the guard's rule",
+  },
+  {
+    id: 'date_filters',
+    statement: 'last_updated_from_date keeps records updated on or after that whole UTC day (spec 4.7)',
+    breaksIfFalse: 'the decision read-back could miss a changed application and call it unchanged',
+    probeStep: 'read: applications list with and without the filter',
+  },
+];

@@ -47,6 +47,10 @@ const configInput = z
       ),
     webhook_max_attempts: z.number().int().min(1),
     webhook_retry_base_ms: z.number().int().min(0),
+    max_processing_ms: z.number().int().positive(),
+    enrollment_payments_visible: z.boolean(),
+    report_moves_updated_at: z.boolean(),
+    write_visibility_delay_ms: z.number().int().min(0),
   })
   .partial()
   .strict();

@@ -26,6 +26,8 @@ export interface SandboxControl {
   revokeKey(accessKey: string): Promise<void>;
   setConfig(config: Partial<SandboxConfig>): Promise<SandboxConfig>;
   addFault(fault: FaultInput): Promise<Fault>;
+  /** The faults still in force (a fault used up its `times` is gone). */
+  faults(): Promise<Fault[]>;
   clearFaults(): Promise<void>;
   ledger(): Promise<{ writes: LedgerEntry[] }>;
   webhooks(): Promise<WebhookDelivery[]>;
@@ -65,6 +67,7 @@ export function createSandboxControl(baseUrl: string): SandboxControl {
     },
     setConfig: (config) => call('PUT', '/config', config),
     addFault: (fault) => call('POST', '/faults', fault),
+    faults: async () => (await call<{ faults: Fault[] }>('GET', '/faults')).faults,
     clearFaults: async () => {
       await call('DELETE', '/faults');
     },

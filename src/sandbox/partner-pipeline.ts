@@ -175,7 +175,17 @@ export function partnerPipeline(state: SandboxState, logger: Logger, hanging: Se
       }
 
       const fault = state.faults.take(req.method, path);
-      if (fault?.kind === 'delay') await sleep(fault.delay_ms);
+      if (fault?.kind === 'delay') {
+        // The platform's processing bound (spec 7.2, DESIGN.md's assumption): a request still
+        // unfinished at max_processing_ms is abandoned, answered 503 and never applied; a
+        // shorter delay applies it when the delay ends, whether or not the client still waits.
+        const bound = state.config.max_processing_ms;
+        if (fault.delay_ms >= bound) {
+          await sleep(bound);
+          throw new SandboxError(503, 'request_timeout', 'processing time exceeded');
+        }
+        await sleep(fault.delay_ms);
+      }
       if (fault?.kind === 'error') throw faultError(fault);
 
       const result: RouteResult = await route.handle({

@@ -1,6 +1,6 @@
 /**
- * The sandbox's settings, changed through `PUT /__sandbox/config`. The first six are the
- * DESIGN.md contract; the rest are sandbox-only knobs so tests need not wait real minutes.
+ * The sandbox's settings, changed through `PUT /__sandbox/config`. The first six and
+ * `max_processing_ms` are the DESIGN.md contract; the rest are sandbox-only knobs so tests need not wait real minutes.
  */
 export interface SandboxConfig {
   /** Requests per rolling window per source IP on `/partner/v1/*`; null turns the limit off. Default 650 (spec 8). */
@@ -21,6 +21,25 @@ export interface SandboxConfig {
   webhook_max_attempts: number;
   /** Back-off before the second attempt, doubled each time after. Default 500 ms. */
   webhook_retry_base_ms: number;
+  /**
+   * The longest processing time of a request (spec 7.2 `503 request_timeout`; the bound the
+   * guard assumes, PARTNER_MAX_PROCESSING_MS): a request delayed past it (a `delay` fault) answers
+   * `503 request_timeout` and is NOT applied; one delayed less is applied when its delay ends,
+   * even if the client has gone. Default 30000 ms.
+   */
+  max_processing_ms: number;
+  /**
+   * Sandbox only, to break the guard's assumptions on purpose (the probe must name each):
+   * `false` lists enrollments without `rental_payments` (payments kept "elsewhere"). Default true.
+   */
+  enrollment_payments_visible: boolean;
+  /** Sandbox only: `false` leaves an enrollment's `updated_at` alone when a payment is reported. Default true. */
+  report_moves_updated_at: boolean;
+  /**
+   * Sandbox only: a decision or payment report answers at once but shows on its record only this
+   * long after (0: at once). Set above `max_processing_ms`, it breaks the processing bound.
+   */
+  write_visibility_delay_ms: number;
 }
 
 export function defaultConfig(): SandboxConfig {
@@ -34,5 +53,9 @@ export function defaultConfig(): SandboxConfig {
     webhook_secret: null,
     webhook_max_attempts: 5,
     webhook_retry_base_ms: 500,
+    max_processing_ms: 30_000,
+    enrollment_payments_visible: true,
+    report_moves_updated_at: true,
+    write_visibility_delay_ms: 0,
   };
 }

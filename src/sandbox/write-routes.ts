@@ -70,18 +70,28 @@ function decide(target: 'approved' | 'declined'): Route['handle'] {
       throw validationError(['reason must be a string']);
     const status = String(application.status);
     if (!DECIDABLE.has(status)) throw invalidTransition(`application is ${status}; it cannot be ${target}`);
-    const now = new Date().toISOString();
-    const record = ctx.state.store.collection('applications').patch(
-      application.id,
-      {
-        status: target,
-        decided_at: now,
-        decision_reason: typeof body.reason === 'string' ? body.reason : null,
-      },
-      now,
-    );
+    const apply = () => {
+      const now = new Date().toISOString();
+      const record = ctx.state.store.collection('applications').patch(
+        application.id,
+        {
+          status: target,
+          decided_at: now,
+          decision_reason: typeof body.reason === 'string' ? body.reason : null,
+        },
+        now,
+      );
+      if (record) ctx.state.changed('applications', record);
+      return record;
+    };
+    const later = ctx.state.config.write_visibility_delay_ms;
+    if (later > 0) {
+      // A knob to break the processing-bound assumption: answered now, visible later.
+      setTimeout(apply, later).unref();
+      return { status: 200, body: { ...application, status: target } };
+    }
+    const record = apply();
     if (!record) throw notFoundError('application');
-    ctx.state.changed('applications', record);
     return { status: 200, body: record };
   };
 }
@@ -224,12 +234,23 @@ export function writeRoutes(): Route[] {
         ...(p.period !== undefined ? { period: p.period } : {}),
         reported_at: now,
       }));
-      const previous = Array.isArray(enrollment.rental_payments) ? enrollment.rental_payments : [];
-      const record = ctx.state.store
-        .collection('enrollments')
-        .patch(enrollment.id, { rental_payments: [...previous, ...added] }, now);
-      if (!record) throw notFoundError('enrollment');
-      ctx.state.changed('enrollments', record);
+      const config = ctx.state.config;
+      const apply = () => {
+        const current = ctx.state.store.collection('enrollments').get(enrollment.id) ?? enrollment;
+        const previous = Array.isArray(current.rental_payments) ? current.rental_payments : [];
+        // `updated_at` given as it was keeps it (a knob to break the guard's assumption).
+        const at = config.report_moves_updated_at ? new Date().toISOString() : String(current.updated_at);
+        const record = ctx.state.store
+          .collection('enrollments')
+          .patch(enrollment.id, { rental_payments: [...previous, ...added] }, at);
+        if (record) ctx.state.changed('enrollments', record);
+        return record;
+      };
+      if (config.write_visibility_delay_ms > 0) {
+        setTimeout(apply, config.write_visibility_delay_ms).unref();
+        return { status: 201, body: { rental_payments: added } };
+      }
+      if (!apply()) throw notFoundError('enrollment');
       return { status: 201, body: { rental_payments: added } };
     }),
 

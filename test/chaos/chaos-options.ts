@@ -22,6 +22,11 @@ export interface ChaosOptions {
   stormSeconds: number | null;
   /** Write the figures into docs/chaos.md. `CHAOS_WRITE_DOCS=0` to skip. Default on. */
   writeDocs: boolean;
+  /**
+   * Run against a sandbox that breaks the payment read-back's assumptions: enrollments listed
+   * without `rental_payments`, reports that leave `updated_at` alone. `CHAOS_HIDE_PAYMENTS=1`.
+   */
+  hidePayments: boolean;
 }
 
 function num(name: string, fallback: number): number {
@@ -45,6 +50,7 @@ export function chaosOptions(): ChaosOptions {
     httpPortBase: num('CHAOS_HTTP_PORT_BASE', 18080),
     stormSeconds: process.env.CHAOS_STORM_SECONDS ? num('CHAOS_STORM_SECONDS', 0) : null,
     writeDocs: process.env.CHAOS_WRITE_DOCS !== '0',
+    hidePayments: process.env.CHAOS_HIDE_PAYMENTS === '1',
   };
 }
 

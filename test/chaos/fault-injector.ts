@@ -45,7 +45,29 @@ export const WRITE_PATHS = [
   '/partner/v1/enrollments',
 ];
 
-function stormFault(storm: StormKind): Omit<FaultInput, 'method' | 'path'> {
+/**
+ * The chaos run's timings of a late write (run.ts sets them): the client gives up at
+ * PARTNER_TIMEOUT_MS, the sandbox drops a write still unfinished at max_processing_ms, and the
+ * guard is told the same bound (PARTNER_MAX_PROCESSING_MS).
+ */
+export const CHAOS_CLIENT_TIMEOUT_MS = 3000;
+export const CHAOS_MAX_PROCESSING_MS = 6000;
+
+/**
+ * Delays of the late-write storm, used one per write in turn: most land 0.5 to 2.8 s after the
+ * client's time-out (within the bound), about one in four is still unfinished at the bound (the
+ * sandbox answers 503 request_timeout and drops it).
+ */
+export const LATE_DELAYS_MS = [3500, 4200, 7000, 5800, 3300, 4800, 8000, 5200];
+
+/** What a late-write storm did, counted from the faults it used up. */
+export interface LateWriteCount {
+  injected: number;
+  withinBound: number;
+  pastBound: number;
+}
+
+function stormFault(storm: Exclude<StormKind, 'late_writes'>): Omit<FaultInput, 'method' | 'path'> {
   switch (storm) {
     case 'apply_then_error':
       return { kind: 'apply_then_error', status: 500, code: 'api_error' };
@@ -67,6 +89,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createFaultInjector(targets: FaultTargets) {
   const records: FaultRecord[] = [];
+  const late: LateWriteCount = { injected: 0, withinBound: 0, pastBound: 0 };
   const pending = new Set<Promise<void>>();
   /** Faults of the servers and storms run one at a time; kills run whenever they fall. */
   let serial: Promise<void> = Promise.resolve();
@@ -154,6 +177,39 @@ export function createFaultInjector(targets: FaultTargets) {
           break;
         }
         case 'storm': {
+          if (fault.storm === 'late_writes') {
+            // One delay fault per write (times 1), so each use can be counted afterwards.
+            const added = new Map<string, number>();
+            for (const path of WRITE_PATHS) {
+              for (let i = 0; i < 60; i++) {
+                const delay = LATE_DELAYS_MS[i % LATE_DELAYS_MS.length]!;
+                const f = await sandbox.addFault({
+                  method: 'POST',
+                  path,
+                  kind: 'delay',
+                  delay_ms: delay,
+                  times: 1,
+                });
+                added.set(f.id, delay);
+              }
+            }
+            record.detail = `every write delayed past the client's ${CHAOS_CLIENT_TIMEOUT_MS} ms time-out (${LATE_DELAYS_MS.join(', ')} ms in turn; bound ${CHAOS_MAX_PROCESSING_MS} ms) for ${fault.durationMs} ms`;
+            log(`fault: storm late_writes for ${fault.durationMs} ms`);
+            await sleep(fault.durationMs);
+            const left = new Set((await sandbox.faults()).map((f) => f.id));
+            await sandbox.clearFaults();
+            for (const [id, delay] of added) {
+              if (left.has(id)) continue;
+              late.injected++;
+              if (delay >= CHAOS_MAX_PROCESSING_MS) late.pastBound++;
+              else late.withinBound++;
+            }
+            record.detail += `: ${late.injected} late writes (${late.withinBound} within the bound, ${late.pastBound} past it)`;
+            const clearedAt = Date.now();
+            record.endAt = clearedAt;
+            measure(record, 'next command', probes.nextCommandFinished(clearedAt, RECOVERY_TIMEOUT_MS));
+            break;
+          }
           const fields = stormFault(fault.storm);
           for (const path of WRITE_PATHS) {
             await sandbox.addFault({ method: 'POST', path, ...fields, times: null });
@@ -195,6 +251,7 @@ export function createFaultInjector(targets: FaultTargets) {
 
   return {
     records,
+    late,
     /**
      * Schedules every fault relative to `t0`. `injected` resolves when every fault has been
      * carried out (the load should run at least until then); `settled` when every recovery

@@ -5,7 +5,14 @@ import type { Random } from './chaos-options.js';
  * spread out so that each one's recovery time is its own; process kills fall anywhere,
  * including in the middle of another fault.
  */
-export type StormKind = 'apply_then_error' | 'apply_then_timeout' | '503' | '429' | 'lock_failed';
+export type StormKind =
+  | 'apply_then_error'
+  | 'apply_then_timeout'
+  | '503'
+  | '429'
+  | 'lock_failed'
+  /** Writes delayed past the client's time-out: within the processing bound they land late, beyond it they are dropped (503). */
+  | 'late_writes';
 
 export type PlannedFault =
   | {
@@ -39,6 +46,7 @@ export function planFaults(options: {
   // Second half: the servers' restarts and the consumers' deaths.
   const plan: PlannedFault[] = [
     { kind: 'storm', atMs: at(0.05), storm: 'apply_then_error', durationMs: stormMs },
+    { kind: 'storm', atMs: at(0.09), storm: 'late_writes', durationMs: Math.max(stormMs * 3, 24_000) },
     { kind: 'storm', atMs: at(0.13), storm: 'apply_then_timeout', durationMs: stormMs },
     { kind: 'storm', atMs: at(0.21), storm: '503', durationMs: stormMs },
     { kind: 'storm', atMs: at(0.29), storm: '429', durationMs: stormMs },

@@ -20,7 +20,12 @@ import * as prettier from 'prettier';
 import { allTopics, ensureTopics } from '../../src/kafka/topics.js';
 import { createSandboxControl, type SandboxControl } from '../../src/sandbox/control-client.js';
 import { chaosOptions, createRandom } from './chaos-options.js';
-import { createFaultInjector, type Probes } from './fault-injector.js';
+import {
+  CHAOS_CLIENT_TIMEOUT_MS,
+  CHAOS_MAX_PROCESSING_MS,
+  createFaultInjector,
+  type Probes,
+} from './fault-injector.js';
 import { planFaults } from './fault-schedule.js';
 import { computeFigures, figuresMarkdown, type ChaosFigures } from './figures.js';
 import { analyse, FINAL_STATES } from './invariants.js';
@@ -152,7 +157,8 @@ async function main(): Promise<number> {
       PARTNER_API_URL: sandboxUrl,
       PARTNER_ACCESS_KEY: 'sandbox-access-key',
       PARTNER_SECRET_KEY: 'sandbox-secret-key',
-      PARTNER_TIMEOUT_MS: '3000',
+      PARTNER_TIMEOUT_MS: String(CHAOS_CLIENT_TIMEOUT_MS),
+      PARTNER_MAX_PROCESSING_MS: String(CHAOS_MAX_PROCESSING_MS),
       PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
       PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret] }),
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
@@ -186,7 +192,12 @@ async function main(): Promise<number> {
     await waitFor('the sandbox', () => answers(`${sandboxUrl}/__sandbox/config`, true), 60_000);
     const sandbox: SandboxControl = createSandboxControl(sandboxUrl);
     await sandbox.reset();
-    await sandbox.setConfig({ rate_limit_per_minute: 3000 });
+    await sandbox.setConfig({
+      rate_limit_per_minute: 3000,
+      max_processing_ms: CHAOS_MAX_PROCESSING_MS,
+      ...(options.hidePayments && { enrollment_payments_visible: false, report_moves_updated_at: false }),
+    });
+    if (options.hidePayments) log('sandbox hides payments from enrollment records (CHAOS_HIDE_PAYMENTS=1)');
     const enrollments = await sandbox.addRecords(
       'enrollments',
       Array.from({ length: 24 }, (_, i) => ({ status: 'active', customer_id: 1000 + i })),
@@ -424,6 +435,44 @@ async function main(): Promise<number> {
       );
     }
     const analysis = analyse({ load: load.state, topics, commandStates, ledger, deliveries });
+    // Late writes (issue 13): what the storm injected, what the ledger says came of it, and the
+    // time an ambiguous write (time-out, 5xx) added: from its end to the command's next write or
+    // its final state.
+    const { rows: ambiguous } = await pool.query<{
+      n: string;
+      avg: number | null;
+      p50: number | null;
+      max: number | null;
+    }>(
+      `WITH w AS (
+         SELECT a.finished_at AS ended,
+                coalesce((SELECT min(b.started_at) FROM command_attempts b
+                           WHERE b.command_id = a.command_id AND b.kind = 'write' AND b.attempt > a.attempt),
+                         c.finished_at) AS next
+           FROM command_attempts a JOIN commands c USING (command_id)
+          WHERE a.kind = 'write' AND a.result IN ('uncertain', 'interrupted'))
+       SELECT count(*) AS n,
+              avg(extract(epoch FROM next - ended)) * 1000 AS avg,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM next - ended)) * 1000 AS p50,
+              max(extract(epoch FROM next - ended)) * 1000 AS max
+         FROM w WHERE next IS NOT NULL AND ended IS NOT NULL`,
+    );
+    const perCommand = [...analysis.appliedByLedger.values()];
+    const lateWrites = {
+      'payments hidden from enrollment records': options.hidePayments ? 'yes' : 'no',
+      'client time-out (ms)': CHAOS_CLIENT_TIMEOUT_MS,
+      'processing bound, sandbox and guard (ms)': CHAOS_MAX_PROCESSING_MS,
+      'commands sent': load.state.commands.size,
+      'late writes injected': injector.late.injected,
+      '… within the bound (landed after the time-out)': injector.late.withinBound,
+      '… past the bound (503, dropped)': injector.late.pastBound,
+      'commands applied once (ledger)': perCommand.filter((n) => n === 1).length,
+      'commands applied twice or more (ledger, goal 0)': perCommand.filter((n) => n > 1).length,
+      'ambiguous writes (time-out, 5xx, interrupted)': Number(ambiguous[0]?.n ?? 0),
+      'time added per ambiguous write, mean (ms)': Math.round(ambiguous[0]?.avg ?? 0),
+      'time added per ambiguous write, median (ms)': Math.round(ambiguous[0]?.p50 ?? 0),
+      'time added per ambiguous write, max (ms)': Math.round(ambiguous[0]?.max ?? 0),
+    };
     // After the evidence is read: its webhooks are not part of the load the invariants check.
     log('hostile phase: burst, near-limit bodies, odd paths, long ids, non-JSON ops bodies');
     const hostile = await runHostilePhase({
@@ -474,16 +523,23 @@ async function main(): Promise<number> {
       failureCount: left.length,
     };
     analysis.checks.push(noneLeft);
-    console.log(`\n${figuresMarkdown(figures, analysis.checks)}\n`);
+    const lateMarkdown = [
+      '### Late writes',
+      '',
+      '| figure | value |',
+      '|---|---|',
+      ...Object.entries(lateWrites).map(([k, v]) => `| ${k} | ${v} |`),
+    ].join('\n');
+    console.log(`\n${figuresMarkdown(figures, analysis.checks)}\n\n${lateMarkdown}\n`);
     for (const c of analysis.checks.filter((x) => !x.ok)) {
       console.log(`FAILED: ${c.name} (${c.failureCount})`);
       for (const f of c.failures) console.log(`  - ${f}`);
     }
     writeFileSync(
       join(artifacts, 'figures.json'),
-      JSON.stringify({ figures, checks: analysis.checks }, null, 2),
+      JSON.stringify({ figures, lateWrites, checks: analysis.checks }, null, 2),
     );
-    if (options.writeDocs) await writeDocs(figuresMarkdown(figures, analysis.checks));
+    if (options.writeDocs) await writeDocs(`${figuresMarkdown(figures, analysis.checks)}\n\n${lateMarkdown}`);
     const failed = analysis.checks.filter((c) => !c.ok);
     log(failed.length === 0 ? 'every invariant held' : `${failed.length} invariant(s) failed`);
     return failed.length === 0 ? 0 : 1;

@@ -146,6 +146,67 @@ describe('application-decisions consumer', () => {
     });
   });
 
+  describe('when the application was approved on an earlier day', () => {
+    it('settles the 409 invalid_state_transition as already_applied, not rejected', async () => {
+      const threeDaysAgo = new Date(Date.now() - 3 * 86_400_000).toISOString();
+      const [record] = await h.control.addRecords('applications', [
+        { status: 'approved', updated_at: threeDaysAgo },
+      ]);
+      const app = Number(record!.id);
+      const id = await h.decision({ decision_id: uid('old'), application_id: app, decision: 'approve' });
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'already_applied', attempts: 1 });
+      expect(await applied(APPROVE(app))).toBe(0);
+    });
+  });
+
+  describe('when an approval lands after the client has timed out, within the processing bound', () => {
+    it('waits for the bound before concluding and never approves again', async () => {
+      const app = await newApplication();
+      // The client gives up at 1.5 s; the sandbox applies the write at 2.5 s (its bound is 3 s).
+      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'delay', delay_ms: 2500 });
+      const id = await h.decision({ decision_id: uid('late'), application_id: app, decision: 'approve' });
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
+      expect((await h.writesTo(APPROVE(app))).map((w) => w.applied)).toEqual([true]);
+    });
+  });
+
+  describe('when an approval is delayed past the processing bound', () => {
+    it('is not applied by the platform; the guard writes again once the bound has passed', async () => {
+      const app = await newApplication();
+      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'delay', delay_ms: 5000 });
+      const id = await h.decision({ decision_id: uid('past'), application_id: app, decision: 'approve' });
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 2 });
+      expect((await h.writesTo(APPROVE(app))).map((w) => [w.applied, w.status])).toEqual([
+        [false, 503],
+        [true, 200],
+      ]);
+    });
+  });
+
+  describe('when the read-back meets a record of a shape it does not recognise', () => {
+    it('never concludes not applied: parks the decision as unverified, saying why', async () => {
+      const app = await newApplication();
+      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'error', status: 500 });
+      const id = await h.decision({ decision_id: uid('shape'), application_id: app, decision: 'approve' });
+      for (let i = 0; i < 100 && (await h.writesTo(APPROVE(app))).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // A status the client's schema refuses: every read of the list fails its shape check.
+      await h.control.patchRecord('applications', app, { status: null });
+      try {
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
+        expect(outcome!.error!.message).toMatch(/shape is not recognised/);
+        expect(await h.writesTo(APPROVE(app))).toHaveLength(1);
+      } finally {
+        await h.control.deleteRecord('applications', app);
+      }
+    });
+  });
+
   describe('when the application cannot take the decision', () => {
     it('settles the 409 as rejected and dead-letters it', async () => {
       const app = await newApplication('declined');
@@ -220,6 +281,32 @@ describe('application-decisions consumer', () => {
       const app = await newApplication();
       const next = await h.decision({ decision_id: uid('after'), application_id: app, decision: 'approve' });
       expect((await h.outcomesOf(next))[0]?.status).toBe('applied');
+    });
+  });
+
+  describe('when a command carries an unknown CloudEvent type', () => {
+    it('dead-letters it as invalid_message and still publishes a rejected outcome', async () => {
+      const id = uid('type');
+      const value = JSON.stringify({
+        specversion: '1.0',
+        id,
+        source: '/test',
+        type: 'rentbridge.command.application-decision.v2',
+        data: { decision_id: id, application_id: '17', decision: 'approve' },
+      });
+      await h.publish(TOPICS.applicationDecisions, '17', value);
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({
+        command_id: id,
+        target_id: '17',
+        status: 'rejected',
+        attempts: 0,
+        error: { code: 'invalid_message' },
+      });
+      expect(outcome!.error!.message).toContain('rentbridge.command.application-decision.v2');
+      const [letter] = await h.deadLettersOf(id);
+      expect(headersOf(letter!.message.headers)['dlq-reason']).toBe('invalid_message');
+      expect(await h.writesTo(APPROVE(17))).toHaveLength(0);
     });
   });
 

@@ -10,10 +10,11 @@ const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_paym
 /**
  * Two consumers handed the same command at once, as after a Kafka rebalance that moves a
  * partition while its first owner is mid-write. Here each consumer has its own group, so both
- * receive every message for sure. Their settle wait (how long a row found in_flight is left
- * alone) is shorter than the slow write: that guess must not be what keeps the write single.
+ * receive every message for sure. Their processing bound (how long a row found in_flight is
+ * read back before "unchanged" may count) is shorter than the slow write: that must not be what
+ * keeps the write single; the command's lock is.
  */
-const RACING_GUARD = { ...FAST_GUARD, inFlightSettleMs: 500 };
+const RACING_GUARD = { ...FAST_GUARD, maxProcessingMs: 500 };
 
 describe('two consumers on the same command', () => {
   let h: Harness;
@@ -36,7 +37,7 @@ describe('two consumers on the same command', () => {
         method: 'POST',
         path: '/partner/v1/applications/*/approve',
         kind: 'delay',
-        delay_ms: 3000,
+        delay_ms: 2500,
       });
       running.push(await h.startConsumer(applicationDecisions, { guard: RACING_GUARD }));
       running.push(await h.startConsumer(applicationDecisions, { guard: RACING_GUARD }));
@@ -67,7 +68,7 @@ describe('two consumers on the same command', () => {
         method: 'POST',
         path: '/partner/v1/enrollments/*/report_rental_payments',
         kind: 'delay',
-        delay_ms: 3000,
+        delay_ms: 2500,
       });
       running.push(await h.startConsumer(rentalPayments, { guard: RACING_GUARD }));
       running.push(await h.startConsumer(rentalPayments, { guard: RACING_GUARD }));

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rentalPayments } from '../../consumers/rental-payments.js';
-import { FAST_GUARD, createHarness, headersOf, uid, type Harness } from './support/harness.js';
+import {
+  FAST_GUARD,
+  TEST_MAX_PROCESSING_MS,
+  createHarness,
+  headersOf,
+  uid,
+  type Harness,
+} from './support/harness.js';
 
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
 
@@ -9,8 +16,9 @@ describe('rental-payments consumer', () => {
 
   beforeAll(async () => {
     h = await createHarness();
-    // A longer pause before reading back, so a test can change the enrollment in between.
-    await h.startConsumer(rentalPayments, { guard: { ...FAST_GUARD, readBackDelayMs: 1500 } });
+    // The first read-back 50 ms after a failed call: a late write (client time-out 1.5 s) lands
+    // well after it, so only the processing bound keeps the guard from writing again.
+    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
   });
   afterAll(async () => {
     await h?.close();
@@ -97,6 +105,63 @@ describe('rental-payments consumer', () => {
     });
   });
 
+  describe('when a report lands after the client has timed out, within the processing bound', () => {
+    it('waits for the bound before concluding, finds the late payment and never reports it again', async () => {
+      const enrollment = await newEnrollment();
+      // The client gives up at 1.5 s; the sandbox applies the write at 2.5 s (its bound is 3 s).
+      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 2500 });
+      const id = await h.payment(payment(enrollment));
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
+      const writes = await h.writesTo(REPORT(enrollment));
+      expect(writes.map((w) => w.applied)).toEqual([true]);
+      expect(await paymentsOf(enrollment)).toHaveLength(1);
+    });
+  });
+
+  describe('when two reports in a row land late', () => {
+    it('reports the payment once (the baseline is the snapshot before the first write)', async () => {
+      const enrollment = await newEnrollment();
+      // Attempt 1 is abandoned by the platform (past its bound: 503, not applied); attempt 2
+      // lands late, after the client's time-out.
+      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 4000 });
+      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 2000 });
+      const id = await h.payment(payment(enrollment));
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 2 });
+      const writes = await h.writesTo(REPORT(enrollment));
+      expect(writes.map((w) => [w.applied, w.status])).toEqual([
+        [false, 503],
+        [true, 201],
+      ]);
+      expect(await paymentsOf(enrollment)).toHaveLength(1);
+    });
+  });
+
+  describe('when a report is delayed past the processing bound', () => {
+    it('concludes not applied only after the bound, writes again and reports it once', async () => {
+      const enrollment = await newEnrollment();
+      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 5000 });
+      const id = await h.payment(payment(enrollment));
+      const [outcome] = await h.outcomesOf(id);
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 2 });
+      const writes = await h.writesTo(REPORT(enrollment));
+      expect(writes.map((w) => [w.applied, w.status])).toEqual([
+        [false, 503],
+        [true, 201],
+      ]);
+      expect(await paymentsOf(enrollment)).toHaveLength(1);
+      // The second write was sent only once the bound had passed since the first.
+      const { rows } = await h.database.sql.query<{ kind: string; started_at: Date }>(
+        "SELECT kind, started_at FROM command_attempts WHERE command_id = $1 AND kind = 'write' ORDER BY attempt",
+        [id],
+      );
+      expect(rows[1]!.started_at.getTime() - rows[0]!.started_at.getTime()).toBeGreaterThanOrEqual(
+        TEST_MAX_PROCESSING_MS,
+      );
+    });
+  });
+
   describe('when the enrollment changes for another reason while the answer is a 500', () => {
     it('parks the payment as unverified, dead-letters it and never writes again', async () => {
       const enrollment = await newEnrollment();
@@ -116,6 +181,31 @@ describe('rental-payments consumer', () => {
       });
       expect(await h.writesTo(REPORT(enrollment))).toHaveLength(1);
       expect(await paymentsOf(enrollment)).toHaveLength(0);
+    });
+  });
+
+  describe('when the platform keeps payments off the enrollment record and leaves updated_at alone', () => {
+    it('never reads "not applied" from missing evidence: parks the payment, saying what was missing', async () => {
+      const enrollment = await newEnrollment();
+      await h.control.setConfig({ enrollment_payments_visible: false, report_moves_updated_at: false });
+      try {
+        await h.control.addFault({
+          method: 'POST',
+          path: REPORT(enrollment),
+          kind: 'apply_then_error',
+          status: 500,
+        });
+        const id = await h.payment(payment(enrollment));
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
+        expect(outcome!.error!.message).toMatch(/no rental_payments list/);
+        const [letter] = await h.deadLettersOf(id);
+        expect(headersOf(letter!.message.headers)).toMatchObject({ 'dlq-reason': 'unverified' });
+        // The one write landed; it was never sent again.
+        expect((await h.writesTo(REPORT(enrollment))).map((w) => w.applied)).toEqual([true]);
+      } finally {
+        await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
+      }
     });
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
+import type { GuardPartner } from '../../src/guard/partner-port.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
 import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
 import { createLogger } from '../../src/logger.js';
@@ -60,6 +61,34 @@ describe('read-back strategies', () => {
       expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('not_applied');
     });
 
+    it('says applied for an application unchanged since it reached the decision on an earlier day', async () => {
+      const [app] = await control.addRecords('applications', [
+        { status: 'approved', updated_at: '2024-01-05T10:00:00.000Z' },
+      ]);
+      const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
+      expect(await strategy().verdict(approve(Number(app!.id)), snapshot, ctx)).toBe('applied');
+    });
+
+    it('says unknown, naming what is missing, when the record has no status', async () => {
+      // The production client refuses such a record outright; a port that passes it through
+      // shows what the rule itself does with it.
+      const records: Array<Record<string, unknown>> = [
+        { id: 7, status: 'submitted', updated_at: new Date().toISOString() },
+      ];
+      const port = {
+        listPage: async () => ({ data: { items: records, has_more: false }, status: 200, requestId: 'r' }),
+      } as unknown as GuardPartner;
+      const snapshot = await applicationDecisionReadBack(port).snapshot(approve(7), ctx);
+      records[0] = { id: 7, updated_at: new Date(Date.now() + 1000).toISOString() };
+      const missing: string[] = [];
+      const verdict = await applicationDecisionReadBack(port).verdict(approve(7), snapshot, {
+        ...ctx,
+        missing: (m) => missing.push(m),
+      });
+      expect(verdict).toBe('unknown');
+      expect(missing.join()).toMatch(/no status or updated_at/);
+    });
+
     it('says unknown when the application changed some other way', async () => {
       const [app] = await control.addRecords('applications', [{ status: 'submitted' }]);
       const snapshot = await strategy().snapshot(approve(Number(app!.id)), ctx);
@@ -98,6 +127,24 @@ describe('read-back strategies', () => {
         ],
       });
       expect(await strategy().verdict(pay(id), snapshot, ctx)).toBe('applied');
+    });
+
+    it('never says not_applied when the record carries no rental_payments, even unchanged', async () => {
+      const [e] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const id = Number(e!.id);
+      await control.setConfig({ enrollment_payments_visible: false });
+      try {
+        const snapshot = await strategy().snapshot(pay(id), ctx);
+        const missing: string[] = [];
+        const verdict = await strategy().verdict(pay(id), snapshot, {
+          ...ctx,
+          missing: (m) => missing.push(m),
+        });
+        expect(verdict).toBe('unknown');
+        expect(missing.join()).toMatch(/no rental_payments list/);
+      } finally {
+        await control.setConfig({ enrollment_payments_visible: true });
+      }
     });
 
     it('says unknown when the enrollment changed without the payment', async () => {

@@ -156,6 +156,41 @@ describe('sandbox faults and ledger', () => {
       expect(await statusOf(id)).toBe('approved');
     });
 
+    it('DESIGN sandbox: past max_processing_ms answers 503 request_timeout and never applies the write', async () => {
+      const id = await submitted();
+      await h.control.setConfig({ max_processing_ms: 300 });
+      await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'delay', delay_ms: 600 });
+      const started = Date.now();
+      const response = await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} });
+      expect([response.status, response.body.error.code]).toEqual([503, 'request_timeout']);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+      // Nothing lands later either.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await statusOf(id)).toBe('submitted');
+      expect((await h.control.ledger()).writes).toEqual([
+        expect.objectContaining({ applied: false, status: 503 }),
+      ]);
+    });
+
+    it('DESIGN sandbox: below max_processing_ms applies the write when the delay ends', async () => {
+      const id = await submitted();
+      await h.control.setConfig({ max_processing_ms: 1000 });
+      await h.control.addFault({ method: 'POST', path: APPROVE, kind: 'delay', delay_ms: 300 });
+      const response = await h.api('POST', `/partner/v1/applications/${id}/approve`, { body: {} });
+      expect(response.status).toBe(200);
+      expect(await statusOf(id)).toBe('approved');
+    });
+
+    it('DESIGN sandbox: max_processing_ms defaults to 30000 and refuses a non-positive value', async () => {
+      expect((await h.control.setConfig({})).max_processing_ms).toBe(30_000);
+      const response = await fetch(`${h.sandbox.url}/__sandbox/config`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ max_processing_ms: 0 }),
+      });
+      expect(response.status).toBe(400);
+    });
+
     it('DESIGN sandbox: answers normally after the delay', async () => {
       await h.control.addFault({ method: 'GET', path: '/partner/v1/roles', kind: 'delay', delay_ms: 20 });
       expect((await h.api('GET', '/partner/v1/roles')).status).toBe(200);

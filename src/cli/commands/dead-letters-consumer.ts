@@ -2,6 +2,7 @@ import { createDeadLetterIndexer, type DeadLetterIndexer } from '../../dead-lett
 import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, runUntilSignal } from '../process.js';
+import { requireMigrated } from '../require-migrated.js';
 
 /** The dead-letter indexer of this process, from the runtime's configuration. */
 export function buildDeadLetterIndexer(runtime: Runtime): DeadLetterIndexer {
@@ -16,6 +17,7 @@ export function buildDeadLetterIndexer(runtime: Runtime): DeadLetterIndexer {
 /** `rentbridge consumer dead-letters`: indexes every `*.dlq` topic into PostgreSQL for ops. */
 export async function deadLettersConsumer(): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   await runUntilSignal(runtime.logger, async () => {
     await runtime.ensureTopics();
     const indexer = buildDeadLetterIndexer(runtime);

@@ -3,6 +3,7 @@ import type { PassSummary } from '../../poller/index.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { buildPoller } from './poller.js';
+import { requireMigrated } from '../require-migrated.js';
 
 /**
  * `rentbridge poll --once [--resource R]`: one pass over every resource (or one), a summary on
@@ -14,6 +15,7 @@ export async function pollOnce(opts: { resource?: string }): Promise<void> {
     throw new UsageError(`unknown resource "${resource}"; valid resources: ${RESOURCES.join(', ')}`);
   }
   const runtime = createRuntime(loadConfigOrExit());
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   const built = buildPoller(runtime);
   try {
     const summaries = await built.poller.runOnce(resource);

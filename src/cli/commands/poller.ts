@@ -3,6 +3,7 @@ import { createPoller, createRequestCounter, pollerIntervals, type Poller } from
 import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, runUntilSignal, UsageError } from '../process.js';
+import { requireMigrated } from '../require-migrated.js';
 
 /**
  * Builds the poller from the runtime: the Partner API client on the shared rate budget
@@ -45,6 +46,7 @@ export function buildPoller(
 /** `rentbridge poller`: polls every resource on its interval until SIGTERM/SIGINT. */
 export async function poller(): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   const built = buildPoller(runtime);
   await runUntilSignal(runtime.logger, async () => {
     await built.poller.start();

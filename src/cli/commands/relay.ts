@@ -2,6 +2,7 @@ import { createRelay, type Relay } from '../../relay/relay.js';
 import type { Runtime } from '../../runtime.js';
 import { createRuntime } from '../../runtime.js';
 import { loadConfigOrExit, runUntilSignal } from '../process.js';
+import { requireMigrated } from '../require-migrated.js';
 
 /** The relay of this process, from the runtime's configuration. */
 export function buildRelay(runtime: Runtime): Relay {
@@ -21,6 +22,7 @@ export function buildRelay(runtime: Runtime): Relay {
 /** `rentbridge relay`: publishes outbox rows to Kafka. */
 export async function relay(): Promise<void> {
   const runtime = createRuntime(loadConfigOrExit());
+  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
   await runUntilSignal(runtime.logger, async () => {
     await runtime.ensureTopics();
     const r = buildRelay(runtime);

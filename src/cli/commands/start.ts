@@ -11,6 +11,7 @@ import { loadConfigOrExit, runUntilSignal, type Service } from '../process.js';
 import { buildDeadLetterIndexer } from './dead-letters-consumer.js';
 import { buildPoller } from './poller.js';
 import { buildRelay } from './relay.js';
+import { requireProbeAssumptions } from '../../probe/probe-gate.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
@@ -46,6 +47,8 @@ export async function start(): Promise<void> {
   const config = demo ? demoConfig(given) : given;
   const runtime = createRuntime(config, createLogger({ level: config.LOG_LEVEL }));
   const { logger } = runtime;
+  // `start` runs the command consumers too: the same refusal as `rentbridge consumer`.
+  requireProbeAssumptions(config, logger);
 
   await runUntilSignal(logger, async () => {
     const services: Service[] = [];

@@ -83,7 +83,19 @@ export interface Harness {
 
 export const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-export const FAST_GUARD = { backoffMs: 50, maxBackoffMs: 200, readBackDelayMs: 50, inFlightSettleMs: 6000 };
+/**
+ * The processing bound of these tests: the sandbox abandons (503, not applied) a write still
+ * unfinished after it, and the guard waits it out before concluding "not applied". Short, so
+ * the tests stay fast; above the client's time-out (1500 ms), so late writes exist.
+ */
+export const TEST_MAX_PROCESSING_MS = 3000;
+
+export const FAST_GUARD = {
+  backoffMs: 50,
+  maxBackoffMs: 200,
+  readBackDelayMs: 50,
+  maxProcessingMs: TEST_MAX_PROCESSING_MS,
+};
 
 export async function createHarness(options: { timeoutMs?: number } = {}): Promise<Harness> {
   const database = await createTestDatabase();
@@ -91,6 +103,7 @@ export async function createHarness(options: { timeoutMs?: number } = {}): Promi
   await kafka.createTopics(COMMAND_TOPICS_ALL);
   const sandbox = await startSandbox({ port: 0 });
   const control = createSandboxControl(sandbox.url);
+  await control.setConfig({ max_processing_ms: TEST_MAX_PROCESSING_MS });
   const partner = createPartnerClient({
     baseUrl: sandbox.url,
     accessKey: 'sandbox-access-key',
