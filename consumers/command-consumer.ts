@@ -5,11 +5,17 @@ import type { Db } from '../src/db/prisma.js';
 import {
   DEAD_LETTER_REASONS,
   REDRIVE_HEADER,
-  toDeadLetterHeaders,
+  deadLetterHeaders,
   type DeadLetterReason,
 } from '../src/dead-letters/dead-letter-headers.js';
-import { CLOUDEVENT_CONTENT_TYPE, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
-import { isSuccess, OUTCOME_TYPES, type CommandKind, type CommandOutcome } from '../src/events/outcomes.js';
+import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
+import {
+  errorCodeLabel,
+  isSuccess,
+  OUTCOME_TYPES,
+  type CommandKind,
+  type CommandOutcome,
+} from '../src/events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
@@ -26,6 +32,7 @@ import {
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
 import { metrics } from '../src/metrics.js';
+import type { OutcomeError } from '../src/partner/errors.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -116,17 +123,28 @@ export function toOutcome(kind: CommandKind, record: CommandRecord): CommandOutc
     status,
     attempts: record.attempts,
     partner_request_ids: record.requestIds,
-    ...(!isSuccess(status) && record.lastError
-      ? {
-          error: {
-            code: record.lastError.code,
-            status: record.lastError.status,
-            message: record.lastError.message,
-          },
-        }
-      : {}),
+    ...(!isSuccess(status) && record.lastError ? { error: outcomeError(record) } : {}),
   };
 }
+
+/**
+ * The outcome's `error`: the Partner API's envelope whole when the guard kept it, else (a failure
+ * without an answer, or a row written before the guard kept envelopes) what the guard recorded.
+ */
+function outcomeError(record: CommandRecord): OutcomeError {
+  const last = record.lastError!;
+  return (
+    last.partner_error ?? {
+      code: last.code,
+      status: last.status,
+      message: last.message,
+      request_id: record.requestIds.at(-1) ?? null,
+    }
+  );
+}
+
+/** Headers an outcome or dead letter takes over from its command: the trail back to the webhook. */
+const TRAIL_HEADERS = ['webhook-id', 'request-id'] as const;
 
 export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandConsumerDeps): CommandConsumer {
   // The prefix namespaces the group too: two deployments (or test runs) on one cluster never share offsets.
@@ -180,13 +198,16 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     info: {
       commandId: string | null;
       error: { code: string | null; status: number | null; message: string } | null;
+      /** The Partner API's error whole (the outcome's `error`). */
+      partnerError?: OutcomeError | null;
       attempts: number;
       firstFailureAt: Date;
       lastFailureAt: Date;
       partnerRequestIds: string[];
     },
   ): TopicMessages {
-    const headers = toDeadLetterHeaders({
+    // The original's headers (CloudEvents binding, webhook trail) travel on beside the dlq-* ones.
+    const headers = deadLetterHeaders(origin.message.headers, {
       originalTopic: topic,
       originalPartition: origin.partition,
       originalOffset: origin.message.offset,
@@ -195,6 +216,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       errorCode: info.error?.code ?? null,
       errorStatus: info.error?.status ?? null,
       errorMessage: info.error?.message ?? null,
+      error: info.partnerError ?? null,
       attempts: info.attempts,
       firstFailureAt: info.firstFailureAt,
       lastFailureAt: info.lastFailureAt,
@@ -218,6 +240,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       subject: record.targetId,
       data: outcome,
     });
+    const trail: Record<string, string> = {};
+    for (const name of TRAIL_HEADERS) {
+      const value = headerValue(origin.message.headers, name);
+      if (value !== undefined) trail[name] = value;
+    }
     const batches: TopicMessages[] = [
       {
         topic: outcomeTopic,
@@ -225,7 +252,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: record.targetId,
             value: JSON.stringify(event),
-            headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'command-id': record.commandId },
+            headers: { ...cloudEventHeaders(event), ...trail, 'command-id': record.commandId },
           },
         ],
       },
@@ -240,6 +267,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         deadLetter(origin, reason, {
           commandId: record.commandId,
           error: record.lastError,
+          partnerError: outcome.error ?? null,
           attempts: record.attempts,
           firstFailureAt: failedAt(record.lastError?.first_failure_at),
           lastFailureAt: failedAt(record.lastError?.last_failure_at),
@@ -249,6 +277,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
     await producer.sendBatch({ topicMessages: batches, acks: -1 });
+    // Counted once per command: a redelivered final command was counted when it became final.
+    if (record.state === 'rejected' && !redelivered)
+      metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
   }
 
   async function handle(origin: Origin, log: Logger): Promise<void> {

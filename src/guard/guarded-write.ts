@@ -121,7 +121,7 @@ const DEFAULTS: Required<GuardOptions> = {
 };
 
 function asFailure(f: FailureInfo) {
-  return { code: f.code, status: f.status, message: f.message };
+  return { code: f.code, status: f.status, message: f.message, ...(f.error && { partner_error: f.error }) };
 }
 
 export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>): Promise<GuardResult> {
@@ -279,6 +279,7 @@ async function walk<C>(
     log.warn({ attempt }, 'command found in flight: reading back');
     const lost = {
       kind: 'uncertain',
+      error: null,
       code: 'interrupted',
       status: null,
       message: 'write interrupted before its answer was recorded',
