@@ -103,6 +103,15 @@ function headerValue(headers: IHeaders | undefined, name: string): string | unde
   return one === undefined ? undefined : one.toString();
 }
 
+/** The value as a CloudEvent, or null when it is not one (an `invalid_message` letter, say). */
+function cloudEventOrNull(value: Buffer | null) {
+  try {
+    return parseCloudEvent(value);
+  } catch {
+    return null;
+  }
+}
+
 /** Best effort: the command id of a message that failed its schema, for the dead letter. */
 function looseCommandId(value: Buffer | null): string | null {
   try {
@@ -207,23 +216,27 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     },
   ): TopicMessages {
     // The original's headers (CloudEvents binding, webhook trail) travel on beside the dlq-* ones.
-    const headers = deadLetterHeaders(origin.message.headers, {
-      originalTopic: topic,
-      originalPartition: origin.partition,
-      originalOffset: origin.message.offset,
-      originalKey: origin.message.key?.toString() ?? null,
-      reason,
-      errorCode: info.error?.code ?? null,
-      errorStatus: info.error?.status ?? null,
-      errorMessage: info.error?.message ?? null,
-      error: info.partnerError ?? null,
-      attempts: info.attempts,
-      firstFailureAt: info.firstFailureAt,
-      lastFailureAt: info.lastFailureAt,
-      partnerRequestIds: info.partnerRequestIds,
-      consumerGroup: groupId,
-      commandId: info.commandId,
-    });
+    const headers = deadLetterHeaders(
+      origin.message.headers,
+      {
+        originalTopic: topic,
+        originalPartition: origin.partition,
+        originalOffset: origin.message.offset,
+        originalKey: origin.message.key?.toString() ?? null,
+        reason,
+        errorCode: info.error?.code ?? null,
+        errorStatus: info.error?.status ?? null,
+        errorMessage: info.error?.message ?? null,
+        error: info.partnerError ?? null,
+        attempts: info.attempts,
+        firstFailureAt: info.firstFailureAt,
+        lastFailureAt: info.lastFailureAt,
+        partnerRequestIds: info.partnerRequestIds,
+        consumerGroup: groupId,
+        commandId: info.commandId,
+      },
+      cloudEventOrNull(origin.message.value),
+    );
     return {
       topic: dlqTopic,
       messages: [{ key: origin.message.key, value: origin.message.value, headers }],

@@ -1,4 +1,5 @@
 import type { IHeaders } from 'kafkajs';
+import { cloudEventHeaders } from '../events/cloudevent.js';
 import type { OutcomeError } from '../partner/errors.js';
 
 /**
@@ -80,14 +81,19 @@ export function toDeadLetterHeaders(info: DeadLetterInfo): Record<string, string
 
 /**
  * A dead letter's headers: the original message's own (minus any `dlq-*` of an earlier letter),
- * then the `dlq-*` ones describing this failure.
+ * the CloudEvents binding's headers of its value when the value is a CloudEvent (a command
+ * produced without them gets them here), then the `dlq-*` ones describing this failure.
  */
-export function deadLetterHeaders(original: IHeaders | undefined, info: DeadLetterInfo): IHeaders {
+export function deadLetterHeaders(
+  original: IHeaders | undefined,
+  info: DeadLetterInfo,
+  event?: { id: string; type: string } | null,
+): IHeaders {
   const headers: IHeaders = {};
   for (const [name, value] of Object.entries(original ?? {})) {
     if (value !== undefined && !name.startsWith('dlq-')) headers[name] = value;
   }
-  return { ...headers, ...toDeadLetterHeaders(info) };
+  return { ...headers, ...(event && cloudEventHeaders(event)), ...toDeadLetterHeaders(info) };
 }
 
 function parseError(text: string | undefined): OutcomeError | null {
