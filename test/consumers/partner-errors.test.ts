@@ -27,10 +27,18 @@ describe('outcomes of commands the Partner API refuses', () => {
   });
 
   /** Sends one payment against a fault; returns its outcome, dead letter and the outcome's message. */
-  async function refused(fault: Omit<FaultInput, 'method' | 'path' | 'kind'> & { kind?: FaultInput['kind'] }) {
+  async function refused(
+    fault: Omit<FaultInput, 'method' | 'path' | 'kind'> & { kind?: FaultInput['kind'] },
+  ) {
     const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
     const enrollment = Number(record!.id);
-    await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'error', times: null, ...fault });
+    await h.control.addFault({
+      method: 'POST',
+      path: REPORT(enrollment),
+      kind: 'error',
+      times: null,
+      ...fault,
+    });
     const id = await h.payment(
       { payment_id: uid('pay'), enrollment_id: enrollment, amount_cents: 1000, paid_on: '2026-11-01' },
       { 'webhook-id': `msg_${id36()}`, 'request-id': `req-${id36()}` },
@@ -156,7 +164,9 @@ describe('outcomes of commands the Partner API refuses', () => {
         Number(
           text
             .split('\n')
-            .find((l) => l.startsWith(`rentbridge_commands_refused_total{command="rental_payment",code="${code}"}`))
+            .find((l) =>
+              l.startsWith(`rentbridge_commands_refused_total{command="rental_payment",code="${code}"}`),
+            )
             ?.split(' ')
             .pop() ?? 0,
         );

@@ -15,7 +15,8 @@ import type { IHeaders, KafkaMessage } from 'kafkajs';
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 // ajv-formats is CommonJS with a default export.
 const addFormats: FormatsPlugin =
-  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? (addFormatsModule as unknown as FormatsPlugin);
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  (addFormatsModule as unknown as FormatsPlugin);
 
 export interface Contracts {
   /** The validator of docs/schemas/<name>.json. */
@@ -73,7 +74,9 @@ function schemaFileOf(json: unknown): string {
   const refs = [...text.matchAll(/"\$ref":"\.\/schemas\/([\w-]+\.json)"/g)].map((m) => m[1]!);
   // The payload references cloudevent.json and its data's schema; after the parser resolves the
   // refs, the title or $id says which it was.
-  const ids = [...text.matchAll(/"\$id":"https:\/\/rentbridge\.local\/schemas\/([\w-]+\.json)"/g)].map((m) => m[1]!);
+  const ids = [...text.matchAll(/"\$id":"https:\/\/rentbridge\.local\/schemas\/([\w-]+\.json)"/g)].map(
+    (m) => m[1]!,
+  );
   return [...refs, ...ids].find((f) => f !== 'cloudevent.json') ?? '';
 }
 
