@@ -21,15 +21,38 @@ const addFormats: FormatsPlugin =
 export interface Contracts {
   /** The validator of docs/schemas/<name>.json. */
   schema(name: string): ValidateFunction;
-  /** Channel address (logical topic) → the CloudEvent types its messages may carry, from docs/asyncapi.yaml. */
-  channels: Map<string, { types: Set<string>; schemas: Map<string, string> }>;
+  /**
+   * Channel address (logical topic) → its messages by CloudEvent type (the message's `name`), each
+   * with the validator of its payload as docs/asyncapi.yaml resolves it (CloudEvent + data schema).
+   */
+  channels: Map<string, Map<string, ValidateFunction>>;
   /** Headers every message carries (the cloudEvent trait's header properties). */
   traitHeaders: string[];
+  /** Every example of every message: channel, CloudEvent type, example name and payload. */
+  examples: Array<{ channel: string; type: string; name: string; payload: unknown }>;
+}
+
+function newAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+/** Drops `$id`s the parser left in the resolved payloads: the same file appears in many of them. */
+function withoutIds(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutIds);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => k !== '$id' && !k.startsWith('x-parser-'))
+        .map(([k, v]) => [k, withoutIds(v)]),
+    );
+  }
+  return value;
 }
 
 export async function loadContracts(): Promise<Contracts> {
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats(ajv);
+  const ajv = newAjv();
   const dir = `${DOCS}schemas/`;
   for (const file of (await readdir(dir)).filter((f) => f.endsWith('.json'))) {
     ajv.addSchema(JSON.parse(await readFile(dir + file, 'utf8')) as object, file);
@@ -41,17 +64,25 @@ export async function loadContracts(): Promise<Contracts> {
   if (!document || errors.length > 0) {
     throw new Error(`docs/asyncapi.yaml does not parse: ${errors.map((e) => e.message).join('; ')}`);
   }
+  const payloads = newAjv();
   const channels: Contracts['channels'] = new Map();
+  const examples: Contracts['examples'] = [];
   for (const channel of document.channels().all()) {
-    const types = new Set<string>();
-    const schemas = new Map<string, string>();
+    const messages = new Map<string, ValidateFunction>();
     for (const message of channel.messages().all()) {
       const name = message.name();
-      if (!name) continue;
-      types.add(name);
-      schemas.set(name, schemaFileOf(message.json()));
+      const payload = message.payload()?.json();
+      if (name && payload) messages.set(name, payloads.compile(withoutIds(payload) as object));
+      for (const example of message.examples().all()) {
+        examples.push({
+          channel: channel.address() ?? channel.id(),
+          type: name ?? '',
+          name: example.name() ?? '',
+          payload: example.payload(),
+        });
+      }
     }
-    channels.set(channel.address() ?? channel.id(), { types, schemas });
+    channels.set(channel.address() ?? channel.id(), messages);
   }
   const raw = document.json() as {
     components?: { messageTraits?: { cloudEvent?: { headers?: { properties?: object } } } };
@@ -65,19 +96,8 @@ export async function loadContracts(): Promise<Contracts> {
     },
     channels,
     traitHeaders,
+    examples,
   };
-}
-
-/** The docs/schemas file a message's `data` references (allOf[1].properties.data.$ref of its payload). */
-function schemaFileOf(json: unknown): string {
-  const text = JSON.stringify(json);
-  const refs = [...text.matchAll(/"\$ref":"\.\/schemas\/([\w-]+\.json)"/g)].map((m) => m[1]!);
-  // The payload references cloudevent.json and its data's schema; after the parser resolves the
-  // refs, the title or $id says which it was.
-  const ids = [...text.matchAll(/"\$id":"https:\/\/rentbridge\.local\/schemas\/([\w-]+\.json)"/g)].map(
-    (m) => m[1]!,
-  );
-  return [...refs, ...ids].find((f) => f !== 'cloudevent.json') ?? '';
 }
 
 export function headerMap(headers: IHeaders | undefined): Record<string, string> {
