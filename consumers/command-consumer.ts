@@ -5,7 +5,8 @@ import type { Db } from '../src/db/prisma.js';
 import {
   DEAD_LETTER_REASONS,
   REDRIVE_HEADER,
-  deadLetterHeaders,
+  toDeadLetterHeaders,
+  withOriginalHeaders,
   type DeadLetterReason,
 } from '../src/dead-letters/dead-letter-headers.js';
 import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
@@ -215,31 +216,37 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       partnerRequestIds: string[];
     },
   ): TopicMessages {
-    // The original's headers (CloudEvents binding, webhook trail) travel on beside the dlq-* ones.
-    const headers = deadLetterHeaders(
-      origin.message.headers,
-      {
-        originalTopic: topic,
-        originalPartition: origin.partition,
-        originalOffset: origin.message.offset,
-        originalKey: origin.message.key?.toString() ?? null,
-        reason,
-        errorCode: info.error?.code ?? null,
-        errorStatus: info.error?.status ?? null,
-        errorMessage: info.error?.message ?? null,
-        error: info.partnerError ?? null,
-        attempts: info.attempts,
-        firstFailureAt: info.firstFailureAt,
-        lastFailureAt: info.lastFailureAt,
-        partnerRequestIds: info.partnerRequestIds,
-        consumerGroup: groupId,
-        commandId: info.commandId,
-      },
-      cloudEventOrNull(origin.message.value),
-    );
+    const headers = toDeadLetterHeaders({
+      originalTopic: topic,
+      originalPartition: origin.partition,
+      originalOffset: origin.message.offset,
+      originalKey: origin.message.key?.toString() ?? null,
+      reason,
+      errorCode: info.error?.code ?? null,
+      errorStatus: info.error?.status ?? null,
+      errorMessage: info.error?.message ?? null,
+      error: info.partnerError ?? null,
+      attempts: info.attempts,
+      firstFailureAt: info.firstFailureAt,
+      lastFailureAt: info.lastFailureAt,
+      partnerRequestIds: info.partnerRequestIds,
+      consumerGroup: groupId,
+      commandId: info.commandId,
+    });
     return {
       topic: dlqTopic,
-      messages: [{ key: origin.message.key, value: origin.message.value, headers }],
+      messages: [
+        {
+          key: origin.message.key,
+          value: origin.message.value,
+          // The original's headers (CloudEvents binding, webhook trail) beside the dlq-* ones.
+          headers: withOriginalHeaders(
+            origin.message.headers,
+            headers,
+            cloudEventOrNull(origin.message.value),
+          ),
+        },
+      ],
     };
   }
 

@@ -84,16 +84,16 @@ export function toDeadLetterHeaders(info: DeadLetterInfo): Record<string, string
  * the CloudEvents binding's headers of its value when the value is a CloudEvent (a command
  * produced without them gets them here), then the `dlq-*` ones describing this failure.
  */
-export function deadLetterHeaders(
+export function withOriginalHeaders(
   original: IHeaders | undefined,
-  info: DeadLetterInfo,
+  dlqHeaders: Record<string, string>,
   event?: { id: string; type: string } | null,
 ): IHeaders {
   const headers: IHeaders = {};
   for (const [name, value] of Object.entries(original ?? {})) {
     if (value !== undefined && !name.startsWith('dlq-')) headers[name] = value;
   }
-  return { ...headers, ...(event && cloudEventHeaders(event)), ...toDeadLetterHeaders(info) };
+  return { ...headers, ...(event && cloudEventHeaders(event)), ...dlqHeaders };
 }
 
 function parseError(text: string | undefined): OutcomeError | null {
