@@ -1,7 +1,9 @@
 # rentbridge: one image for every role (`rentbridge start`, `receiver`, `relay`, ...).
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json prisma.config.ts ./
+# npm ci generates the Prisma client (postinstall), so the schema comes first.
+COPY prisma ./prisma
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev

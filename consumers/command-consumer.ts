@@ -6,10 +6,17 @@ import {
   DEAD_LETTER_REASONS,
   REDRIVE_HEADER,
   toDeadLetterHeaders,
+  withOriginalHeaders,
   type DeadLetterReason,
 } from '../src/dead-letters/dead-letter-headers.js';
-import { CLOUDEVENT_CONTENT_TYPE, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
-import { isSuccess, OUTCOME_TYPES, type CommandKind, type CommandOutcome } from '../src/events/outcomes.js';
+import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
+import {
+  errorCodeLabel,
+  isSuccess,
+  OUTCOME_TYPES,
+  type CommandKind,
+  type CommandOutcome,
+} from '../src/events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
@@ -28,6 +35,7 @@ import {
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
 import { metrics } from '../src/metrics.js';
+import type { OutcomeError } from '../src/partner/errors.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -134,6 +142,15 @@ function headerValue(headers: IHeaders | undefined, name: string): string | unde
   return one === undefined ? undefined : one.toString();
 }
 
+/** The value as a CloudEvent, or null when it is not one (an `invalid_message` letter, say). */
+function cloudEventOrNull(value: Buffer | null) {
+  try {
+    return parseCloudEvent(value);
+  } catch {
+    return null;
+  }
+}
+
 /** Best effort: the command id of a message that failed its schema, for the dead letter. */
 function looseCommandId(value: Buffer | null): string | null {
   return looseCommand(value).commandId;
@@ -164,17 +181,28 @@ export function toOutcome(kind: CommandKind, record: CommandRecord): CommandOutc
     status,
     attempts: record.attempts,
     partner_request_ids: record.requestIds,
-    ...(!isSuccess(status) && record.lastError
-      ? {
-          error: {
-            code: record.lastError.code,
-            status: record.lastError.status,
-            message: record.lastError.message,
-          },
-        }
-      : {}),
+    ...(!isSuccess(status) && record.lastError ? { error: outcomeError(record) } : {}),
   };
 }
+
+/**
+ * The outcome's `error`: the Partner API's envelope whole when the guard kept it, else (a failure
+ * without an answer, or a row written before the guard kept envelopes) what the guard recorded.
+ */
+function outcomeError(record: CommandRecord): OutcomeError {
+  const last = record.lastError!;
+  return (
+    last.partner_error ?? {
+      code: last.code,
+      status: last.status,
+      message: last.message,
+      request_id: record.requestIds.at(-1) ?? null,
+    }
+  );
+}
+
+/** Headers an outcome or dead letter takes over from its command: the trail back to the webhook. */
+const TRAIL_HEADERS = ['webhook-id', 'request-id'] as const;
 
 export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandConsumerDeps): CommandConsumer {
   // The prefix namespaces the group too: two deployments (or test runs) on one cluster never share offsets.
@@ -228,6 +256,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     info: {
       commandId: string | null;
       error: { code: string | null; status: number | null; message: string } | null;
+      /** The Partner API's error whole (the outcome's `error`). */
+      partnerError?: OutcomeError | null;
       attempts: number;
       firstFailureAt: Date;
       lastFailureAt: Date;
@@ -243,6 +273,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       errorCode: info.error?.code ?? null,
       errorStatus: info.error?.status ?? null,
       errorMessage: info.error?.message ?? null,
+      error: info.partnerError ?? null,
       attempts: info.attempts,
       firstFailureAt: info.firstFailureAt,
       lastFailureAt: info.lastFailureAt,
@@ -252,7 +283,18 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     });
     return {
       topic: dlqTopic,
-      messages: [{ key: origin.message.key, value: origin.message.value, headers }],
+      messages: [
+        {
+          key: origin.message.key,
+          value: origin.message.value,
+          // The original's headers (CloudEvents binding, webhook trail) beside the dlq-* ones.
+          headers: withOriginalHeaders(
+            origin.message.headers,
+            headers,
+            cloudEventOrNull(origin.message.value),
+          ),
+        },
+      ],
     };
   }
 
@@ -271,6 +313,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       subject: record.targetId,
       data: outcome,
     });
+    const trail: Record<string, string> = {};
+    for (const name of TRAIL_HEADERS) {
+      const value = headerValue(origin.message.headers, name);
+      if (value !== undefined) trail[name] = value;
+    }
     const batches: TopicMessages[] = [
       {
         topic: outcomeTopic,
@@ -278,7 +325,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: record.targetId,
             value: JSON.stringify(event),
-            headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'command-id': record.commandId },
+            headers: { ...cloudEventHeaders(event), ...trail, 'command-id': record.commandId },
           },
         ],
       },
@@ -297,12 +344,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: next.key,
             value: JSON.stringify(command),
-            headers: {
-              'content-type': CLOUDEVENT_CONTENT_TYPE,
-              ce_id: next.id,
-              ce_type: next.type,
-              'caused-by': record.commandId,
-            },
+            headers: { ...cloudEventHeaders(command), ...trail, 'caused-by': record.commandId },
           },
         ],
       });
@@ -317,6 +359,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         deadLetter(origin, reason, {
           commandId: record.commandId,
           error: record.lastError,
+          partnerError: outcome.error ?? null,
           attempts: record.attempts,
           firstFailureAt: failedAt(record.lastError?.first_failure_at),
           lastFailureAt: failedAt(record.lastError?.last_failure_at),
@@ -326,6 +369,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
     await producer.sendBatch({ topicMessages: batches, acks: -1 });
+    // Counted once per command: a redelivered final command was counted when it became final.
+    if (record.state === 'rejected' && !redelivered)
+      metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
   }
 
   async function handle(origin: Origin, log: Logger): Promise<void> {
@@ -368,6 +414,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             code: 'invalid_message',
             status: null,
             message: (error as Error).message ?? String(error),
+            request_id: null,
           },
         };
         const event = toCloudEvent({
@@ -383,7 +430,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             {
               key: targetId,
               value: JSON.stringify(event),
-              headers: { 'content-type': CLOUDEVENT_CONTENT_TYPE, 'command-id': loose.commandId },
+              headers: { ...cloudEventHeaders(event), 'command-id': loose.commandId },
             },
           ],
         });

@@ -1,11 +1,28 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { logicalTopic } from './kafka/topics.js';
 
 /**
  * Every Prometheus metric rentbridge exposes at /metrics (README: "Runbook" says what each means
  * when it moves). One registry per process; components increment what they own.
+ *
+ * Naming rule for labels: a `topic` label is always the logical topic, WITHOUT KAFKA_TOPIC_PREFIX
+ * (`commands.rental-payments`, never `prod.commands.rental-payments`): one deployment's dashboards
+ * and alert rules (ops/prometheus, ops/grafana) then read the same whatever the prefix. Use
+ * `topicLabel` where only the prefixed name is at hand.
  */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'rentbridge_process_' });
+
+/**
+ * prom-client's default metrics include three gauges named `..._total`, which `promtool check
+ * metrics` refuses (a `_total` suffix is for counters). Each is only the sum over the `type`
+ * label of its sibling (`rentbridge_process_nodejs_active_handles{type}`): dropped, use `sum()`.
+ */
+for (const what of ['handles', 'requests', 'resources'])
+  registry.removeSingleMetric(`rentbridge_process_nodejs_active_${what}_total`);
+
+/** The `topic` label of a topic name: KAFKA_TOPIC_PREFIX taken off when the name carries it. */
+export const topicLabel = logicalTopic;
 
 const r = [registry];
 
@@ -70,6 +87,12 @@ export const metrics = {
     name: 'rentbridge_commands_total',
     help: 'Commands finished, by command type and final status',
     labelNames: ['command', 'status'] as const,
+    registers: r,
+  }),
+  commandsRefused: new Counter({
+    name: 'rentbridge_commands_refused_total',
+    help: 'Commands the Partner API refused (outcome rejected), by command type and error code (the codes of spec 7.2, else other)',
+    labelNames: ['command', 'code'] as const,
     registers: r,
   }),
   readBacks: new Counter({

@@ -1,9 +1,12 @@
 import type { IHeaders } from 'kafkajs';
+import { cloudEventHeaders } from '../events/cloudevent.js';
+import type { OutcomeError } from '../partner/errors.js';
 
 /**
  * The headers every dead letter carries (written by the consumers, read by the dead-letter
  * indexer and `rentbridge dlq`). The value of a dead letter is the original message's value,
- * byte for byte.
+ * byte for byte, and its headers are the original's (`content-type`, `ce_id`, `ce_type`,
+ * `webhook-id`, `request-id`: the CloudEvents Kafka binding and the trail) beside the `dlq-*` ones.
  */
 
 export const DEAD_LETTER_REASONS = ['invalid_message', 'rejected', 'exhausted', 'unverified'] as const;
@@ -18,6 +21,8 @@ export interface DeadLetterInfo {
   errorCode?: string | null;
   errorStatus?: number | null;
   errorMessage?: string | null;
+  /** The Partner API's error whole (the outcome's `error`), as JSON in `dlq-error`. */
+  error?: OutcomeError | null;
   attempts: number;
   firstFailureAt: Date;
   lastFailureAt: Date;
@@ -36,6 +41,7 @@ export const DLQ_HEADER = {
   errorCode: 'dlq-error-code',
   errorStatus: 'dlq-error-status',
   errorMessage: 'dlq-error-message',
+  error: 'dlq-error',
   attempts: 'dlq-attempts',
   firstFailureAt: 'dlq-first-failure-at',
   lastFailureAt: 'dlq-last-failure-at',
@@ -68,7 +74,36 @@ export function toDeadLetterHeaders(info: DeadLetterInfo): Record<string, string
   if (info.errorStatus != null) h[DLQ_HEADER.errorStatus] = String(info.errorStatus);
   if (info.errorMessage) h[DLQ_HEADER.errorMessage] = info.errorMessage.slice(0, 2000);
   if (info.commandId) h[DLQ_HEADER.commandId] = info.commandId;
+  // Bounded like the outcome's (its `extra` is at most 4 KB); JSON, read back by fromDeadLetterHeaders.
+  if (info.error) h[DLQ_HEADER.error] = JSON.stringify(info.error).slice(0, 16_384);
   return h;
+}
+
+/**
+ * A dead letter's headers: the original message's own (minus any `dlq-*` of an earlier letter),
+ * the CloudEvents binding's headers of its value when the value is a CloudEvent (a command
+ * produced without them gets them here), then the `dlq-*` ones describing this failure.
+ */
+export function withOriginalHeaders(
+  original: IHeaders | undefined,
+  dlqHeaders: Record<string, string>,
+  event?: { id: string; type: string } | null,
+): IHeaders {
+  const headers: IHeaders = {};
+  for (const [name, value] of Object.entries(original ?? {})) {
+    if (value !== undefined && !name.startsWith('dlq-')) headers[name] = value;
+  }
+  return { ...headers, ...(event && cloudEventHeaders(event)), ...dlqHeaders };
+}
+
+function parseError(text: string | undefined): OutcomeError | null {
+  if (!text) return null;
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return parsed && typeof parsed === 'object' ? (parsed as OutcomeError) : null;
+  } catch {
+    return null; // cut at the bound, or written by hand
+  }
 }
 
 function headerString(headers: IHeaders | undefined, name: string): string | undefined {
@@ -101,6 +136,7 @@ export function fromDeadLetterHeaders(headers: IHeaders | undefined): Partial<De
     errorCode: get('errorCode') ?? null,
     errorStatus: num(get('errorStatus')) ?? null,
     errorMessage: get('errorMessage') ?? null,
+    error: parseError(get('error')),
     attempts: num(get('attempts')),
     firstFailureAt: date(get('firstFailureAt')),
     lastFailureAt: date(get('lastFailureAt')),

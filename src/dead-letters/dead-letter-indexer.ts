@@ -1,7 +1,7 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { metrics, topicLabel } from '../metrics.js';
 import { fromDeadLetterHeaders } from './dead-letter-headers.js';
 import { insertDeadLetters } from './dead-letter-repository.js';
 
@@ -77,7 +77,8 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
             );
             for (const row of created) {
               metrics.deadLettersIndexed.inc({
-                topic: row.originalTopic ?? row.dlqTopic,
+                // The logical topic, as every topic label (src/metrics.ts).
+                topic: topicLabel(options.topicPrefix, row.originalTopic ?? row.dlqTopic),
                 reason: row.reason ?? 'unknown',
               });
             }

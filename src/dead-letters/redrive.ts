@@ -1,7 +1,7 @@
 import type { IHeaders, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
-import { CLOUDEVENT_CONTENT_TYPE } from '../events/cloudevent.js';
+import { CLOUDEVENT_CONTENT_TYPE, cloudEventHeaders, parseCloudEvent } from '../events/cloudevent.js';
 import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
@@ -76,15 +76,21 @@ export function redriveTopic(letter: DeadLetter, topicPrefix: string): string | 
   return topicPrefix && original.startsWith(topicPrefix) ? original : topicName(topicPrefix, original);
 }
 
-function redriveHeaders(letter: DeadLetter, actor: string, at: Date): IHeaders {
+function redriveHeaders(letter: DeadLetter, actor: string, at: Date, value: string): IHeaders {
   const headers: IHeaders = {};
-  // The original message's own headers travel on; the dead-letter ones describe the failure, not
-  // the command, and a consumer must not mistake a redrive for a dead letter.
+  // The original message's own headers travel on (the trail: webhook-id, request-id); the
+  // dead-letter ones describe the failure, not the command, and a consumer must not mistake a
+  // redrive for a dead letter.
   for (const [name, value] of Object.entries(letter.headers)) {
     if (name.startsWith('dlq-') || name.startsWith('redrive-')) continue;
     headers[name] = value;
   }
-  headers['content-type'] ??= CLOUDEVENT_CONTENT_TYPE;
+  // The CloudEvents binding describes the value sent, which a correction may have changed.
+  try {
+    Object.assign(headers, cloudEventHeaders(parseCloudEvent(value)));
+  } catch {
+    headers['content-type'] ??= CLOUDEVENT_CONTENT_TYPE;
+  }
   headers[REDRIVE_HEADER.redrivenFrom] = String(letter.id);
   headers[REDRIVE_HEADER.redrivenAt] = at.toISOString();
   headers[REDRIVE_HEADER.redrivenBy] = actor;
@@ -204,7 +210,7 @@ export async function redriveDeadLetter(
           topic,
           key: letter.headers[DLQ_HEADER.originalKey] ?? letter.key,
           value,
-          headers: redriveHeaders(letter, options.actor, new Date()),
+          headers: redriveHeaders(letter, options.actor, new Date(), value),
         },
       };
     },

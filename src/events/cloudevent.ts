@@ -44,3 +44,12 @@ export function parseCloudEvent(value: Buffer | string | null): CloudEvent {
   if (value == null) throw new SyntaxError('message has no value');
   return cloudEventSchema.parse(JSON.parse(value.toString())) as CloudEvent;
 }
+
+/**
+ * The Kafka headers of a structured-mode CloudEvent (the CloudEvents Kafka protocol binding, and
+ * docs/asyncapi.yaml): `content-type`, plus `ce_id` and `ce_type` copied from the event so a
+ * consumer can route or dedupe without parsing the value.
+ */
+export function cloudEventHeaders(event: { id: string; type: string }): Record<string, string> {
+  return { 'content-type': CLOUDEVENT_CONTENT_TYPE, ce_id: event.id, ce_type: event.type };
+}

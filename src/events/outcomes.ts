@@ -24,6 +24,110 @@ export const OUTCOME_STATUSES = [
 ] as const;
 export type OutcomeStatus = (typeof OUTCOME_STATUSES)[number];
 
+/** The codes of spec 7.2; the `code` label of rentbridge_commands_refused_total is one of these or `other`. */
+export const PARTNER_ERROR_CODES = [
+  'validation_error',
+  'invalid_request_body',
+  'bad_request',
+  'unauthenticated',
+  'processor_card_error',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'invalid_state_transition',
+  'lock_failed',
+  'rate_limited',
+  'api_error',
+  'request_timeout',
+] as const;
+
+/** A code as a bounded metric label: a code of spec 7.2, else `other`. */
+export function errorCodeLabel(code: string | null | undefined): string {
+  return (PARTNER_ERROR_CODES as readonly (string | null | undefined)[]).includes(code) ? code! : 'other';
+}
+
+/**
+ * The last failure of a command that did not succeed: the Partner API's error envelope (spec 7.1)
+ * as it came, so a back-office branches on `code` and the stable fields, never on `message`.
+ */
+export const outcomeErrorSchema = z
+  .object({
+    code: z
+      .string()
+      .nullable()
+      .describe(
+        "the envelope's code (spec 7.2; unknown codes may appear); `bad_request` when the envelope had none " +
+          '(then code_missing is true); for a failure without an answer, what happened ' +
+          '(PartnerTimeoutError, PartnerNetworkError, interrupted)',
+      ),
+    status: z.number().int().nullable().describe('the HTTP status; null when no answer came'),
+    message: z.string().describe('human-readable; its wording may change, do not branch on it'),
+    request_id: z
+      .string()
+      .nullable()
+      .describe("X-Request-Id of the failed call (the answer's, or the one sent when none came)"),
+    code_missing: z
+      .literal(true)
+      .optional()
+      .describe('the envelope had no code (a legacy business-rule error)'),
+    processor_code: z.string().optional().describe("402 processor_card_error: the payment processor's code"),
+    processor_decline_code: z
+      .string()
+      .optional()
+      .describe("402 processor_card_error: the processor's decline reason (insufficient_funds, ...)"),
+    errors: z.array(z.string()).optional().describe('validation_error: one string per failing parameter'),
+    details: z.record(z.string(), z.unknown()).optional().describe('customers/check: field → reason'),
+    error_id: z.string().optional().describe('api_error: unique to the failure'),
+    error_signature: z.string().optional().describe('api_error: the same for repeats of one fault'),
+    extra: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('other envelope fields (new codes may add some), kept while their JSON is at most 4 KB'),
+  })
+  .strict()
+  .meta({
+    examples: [
+      {
+        code: 'processor_card_error',
+        status: 402,
+        message: 'Your card was declined.',
+        request_id: 'pay-2026-11-0042.a1',
+        processor_code: 'card_declined',
+        processor_decline_code: 'insufficient_funds',
+      },
+      {
+        code: 'validation_error',
+        status: 400,
+        message: 'The request is invalid.',
+        request_id: 'pay-2026-11-0043.a1',
+        errors: ['amount_cents must be a positive integer'],
+      },
+      {
+        code: 'bad_request',
+        status: 422,
+        message: 'The customer is not eligible.',
+        request_id: 'dec-77.a1',
+        code_missing: true,
+      },
+      {
+        code: 'api_error',
+        status: 500,
+        message: 'Something went wrong.',
+        request_id: 'pay-2026-11-0044.a3',
+        error_id: 'err_7f3a',
+        error_signature: 'sig_payments_db',
+      },
+      {
+        code: 'payment_window_closed',
+        status: 409,
+        message: 'The reporting window for this period is closed.',
+        request_id: 'pay-2026-11-0045.a1',
+        extra: { window_closed_at: '2026-11-05T00:00:00Z' },
+      },
+    ],
+  });
+export type OutcomeErrorShape = z.infer<typeof outcomeErrorSchema>;
+
 export const commandOutcomeSchema = z
   .object({
     command_id: z
@@ -45,10 +149,7 @@ export const commandOutcomeSchema = z
       ),
     attempts: z.number().int().nonnegative().describe('writes sent to the Partner API'),
     partner_request_ids: z.array(z.string()).describe('X-Request-Id of every write, in order'),
-    error: z
-      .object({ code: z.string().nullable(), status: z.number().int().nullable(), message: z.string() })
-      .optional()
-      .describe('the last failure, when the command did not succeed'),
+    error: outcomeErrorSchema.optional().describe('the last failure, when the command did not succeed'),
     // Onboarding commands (customer_registration, enrollment): the ids the PMS maps its tenant to.
     pms_reference: z.string().optional().describe("the PMS's own id of the tenant, as the command gave it"),
     partner_customer_id: z

@@ -14,8 +14,13 @@ export const stateChangeSchema = z.object({
   resource: z.string(),
   id: z.string(),
   updated_at: z.string(),
-  /** The record as the Partner API showed it (unknown fields kept). */
-  record: z.record(z.string(), z.unknown()),
+  /**
+   * The record as the Partner API showed it (unknown fields kept), except `record.id`: always a
+   * string, equal to `id` and the Kafka key, whether a webhook (numbers) or the poller saw it first.
+   */
+  record: z.looseObject({
+    id: z.string().describe('the record id, always a string (the Partner API sends numbers)'),
+  }),
   /** Its status in the previous version rentbridge saw, when there was one. */
   previous_status: z.string().nullable(),
   via: z.enum(['webhook', 'poll']),
@@ -71,7 +76,8 @@ export async function recordStateChange(
     resource: change.resource,
     id,
     updated_at: updatedAt,
-    record: change.record,
+    // One type for record.id on the topic, whoever saw the version first (the poller's are strings).
+    record: { ...change.record, id },
     previous_status: claim.previousStatus,
     via: change.via,
     removed,

@@ -1,3 +1,5 @@
+import { toOutcomeError, type OutcomeError } from '../partner/errors.js';
+
 /**
  * What a failed Partner API write means for the guard, decided in one place from the status and
  * code (spec 7.2, 7.4). The client's errors are read structurally (`status`, `code`,
@@ -19,6 +21,8 @@ export type FailureKind =
 
 export interface FailureInfo {
   kind: FailureKind;
+  /** The Partner API's error whole, as outcomes and dead letters carry it (null: not a PartnerError). */
+  error: OutcomeError | null;
   code: string | null;
   status: number | null;
   message: string;
@@ -49,7 +53,7 @@ export function classifyFailure(error: unknown): FailureInfo {
     requestId: typeof e.requestId === 'string' ? e.requestId : null,
     retryAfterSeconds: typeof e.retryAfterSeconds === 'number' ? e.retryAfterSeconds : null,
   };
-  return { kind: kindOf(status, code), ...info };
+  return { kind: kindOf(status, code), error: toOutcomeError(error), ...info };
 }
 
 function kindOf(status: number | null, code: string | null): FailureKind {

@@ -1,5 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
+import type { OutcomeError } from '../partner/errors.js';
 import type { Snapshot } from './read-back.js';
 
 /**
@@ -21,6 +22,8 @@ export interface GuardError {
   code: string | null;
   status: number | null;
   message: string;
+  /** The Partner API's error whole (src/partner/errors.ts `toOutcomeError`), when it answered one. */
+  partner_error?: OutcomeError;
   first_failure_at: string;
   last_failure_at: string;
 }
@@ -109,6 +112,7 @@ export interface FailureInput {
   code: string | null;
   status: number | null;
   message: string;
+  partner_error?: OutcomeError;
 }
 
 export type CommandRepository = ReturnType<typeof createCommandRepository>;

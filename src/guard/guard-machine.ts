@@ -121,6 +121,7 @@ export const INTERRUPTED: FailureInfo = {
   code: 'interrupted',
   status: null,
   message: 'write interrupted before its answer was recorded',
+  error: null,
   requestId: null,
   retryAfterSeconds: null,
 };

@@ -131,7 +131,7 @@ const DEFAULTS: Required<GuardOptions> = {
 };
 
 function asFailure(f: FailureInfo) {
-  return { code: f.code, status: f.status, message: f.message };
+  return { code: f.code, status: f.status, message: f.message, ...(f.error && { partner_error: f.error }) };
 }
 
 export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>): Promise<GuardResult> {

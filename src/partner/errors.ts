@@ -35,6 +35,10 @@ export interface PartnerApiErrorFields {
   errorSignature?: string;
   processorCode?: string;
   processorDeclineCode?: string;
+  /** The envelope had no `code` (a legacy business-rule error): `code` reads `bad_request` (spec 7.1). */
+  codeMissing?: boolean;
+  /** Envelope fields beyond those of spec 7.1 (a new code may add fields at any time, 7.2). */
+  extra?: Record<string, unknown>;
   /** 429: seconds from `Retry-After`. */
   retryAfterSeconds?: number;
   /** 429: `X-RateLimit-Reset`, when the window resets. */
@@ -53,6 +57,8 @@ export class PartnerApiError extends PartnerError {
   readonly errorSignature?: string;
   readonly processorCode?: string;
   readonly processorDeclineCode?: string;
+  readonly codeMissing?: boolean;
+  readonly extra?: Record<string, unknown>;
   readonly retryAfterSeconds?: number;
   readonly rateLimitReset?: Date;
 
@@ -73,6 +79,8 @@ export class PartnerApiError extends PartnerError {
     if (fields.errorSignature !== undefined) this.errorSignature = fields.errorSignature;
     if (fields.processorCode !== undefined) this.processorCode = fields.processorCode;
     if (fields.processorDeclineCode !== undefined) this.processorDeclineCode = fields.processorDeclineCode;
+    if (fields.codeMissing) this.codeMissing = true;
+    if (fields.extra !== undefined && Object.keys(fields.extra).length > 0) this.extra = fields.extra;
     if (fields.retryAfterSeconds !== undefined) this.retryAfterSeconds = fields.retryAfterSeconds;
     if (fields.rateLimitReset !== undefined) this.rateLimitReset = fields.rateLimitReset;
   }
@@ -103,4 +111,80 @@ export class PartnerResponseError extends PartnerError {
     super(message, { retriable: false, requestId: options.requestId, cause: options.cause });
     this.name = 'PartnerResponseError';
   }
+}
+
+/** The envelope fields of spec 7.1, kept by name; any other field goes to `extra`. */
+export const ENVELOPE_FIELDS = [
+  'message',
+  'status',
+  'code',
+  'request_id',
+  'errors',
+  'details',
+  'error_id',
+  'error_signature',
+  'processor_code',
+  'processor_decline_code',
+] as const;
+
+/** `extra` is kept only while its JSON fits in this many bytes; larger, it is cut to a note. */
+export const ERROR_EXTRA_MAX_BYTES = 4096;
+
+/** The envelope fields not named by spec 7.1, bounded to ERROR_EXTRA_MAX_BYTES of JSON. */
+export function extraEnvelopeFields(envelope: Record<string, unknown>): Record<string, unknown> | undefined {
+  const extra = Object.fromEntries(
+    Object.entries(envelope).filter(([k]) => !(ENVELOPE_FIELDS as readonly string[]).includes(k)),
+  );
+  if (Object.keys(extra).length === 0) return undefined;
+  const bytes = Buffer.byteLength(JSON.stringify(extra));
+  if (bytes <= ERROR_EXTRA_MAX_BYTES) return extra;
+  return {
+    _truncated: `${bytes} bytes of extra fields (${Object.keys(extra).join(', ').slice(0, 500)}) not kept`,
+  };
+}
+
+/**
+ * The Partner API's error as outcomes and dead letters carry it (docs/schemas/command-outcome.json
+ * `error`): the envelope whole, in snake_case as the API gave it, so a back-office branches on
+ * `code` (and `processor_decline_code`, `errors`, ...) rather than on the message.
+ */
+export interface OutcomeError {
+  /** The envelope's code; `bad_request` when it had none (then `code_missing` is true). */
+  code: string | null;
+  status: number | null;
+  message: string;
+  /** The X-Request-Id of the failed call (the API's answer, or the one sent when none came). */
+  request_id: string | null;
+  code_missing?: true;
+  processor_code?: string;
+  processor_decline_code?: string;
+  errors?: string[];
+  details?: Record<string, unknown>;
+  error_id?: string;
+  error_signature?: string;
+  extra?: Record<string, unknown>;
+}
+
+/** What an outcome says of a failure: the whole envelope of a PartnerApiError, less for others. */
+export function toOutcomeError(error: unknown): OutcomeError | null {
+  if (error instanceof PartnerApiError) {
+    return {
+      code: error.code,
+      status: error.status,
+      message: error.message,
+      request_id: error.requestId,
+      ...(error.codeMissing && { code_missing: true as const }),
+      ...(error.processorCode !== undefined && { processor_code: error.processorCode }),
+      ...(error.processorDeclineCode !== undefined && { processor_decline_code: error.processorDeclineCode }),
+      ...(error.errors !== undefined && { errors: error.errors }),
+      ...(error.details !== undefined && { details: error.details }),
+      ...(error.errorId !== undefined && { error_id: error.errorId }),
+      ...(error.errorSignature !== undefined && { error_signature: error.errorSignature }),
+      ...(error.extra !== undefined && { extra: error.extra }),
+    };
+  }
+  if (error instanceof PartnerError) {
+    return { code: error.name, status: null, message: error.message, request_id: error.requestId };
+  }
+  return null;
 }

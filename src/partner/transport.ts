@@ -3,6 +3,7 @@ import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import {
   PartnerApiError,
+  extraEnvelopeFields,
   PartnerError,
   PartnerNetworkError,
   PartnerResponseError,
@@ -129,6 +130,8 @@ export function toApiError(
       ...(envelope?.processor_decline_code !== undefined && {
         processorDeclineCode: envelope.processor_decline_code,
       }),
+      ...(envelope?.code === undefined && { codeMissing: true }),
+      ...(envelope && { extra: extraEnvelopeFields(envelope) }),
       ...(retryAfterSeconds !== undefined && { retryAfterSeconds }),
       ...(rateLimitReset !== undefined && { rateLimitReset }),
     },

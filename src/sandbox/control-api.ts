@@ -63,6 +63,13 @@ const faultInput = z.object({
   code: z.string().nullable().optional(),
   delay_ms: z.number().int().min(0).optional(),
   times: z.number().int().positive().nullable().optional(),
+  // Envelope fields beyond status, code and request id (which the fault and request decide).
+  envelope: z
+    .record(z.string(), z.unknown())
+    .refine((e) => !['status', 'code', 'request_id'].some((k) => k in e), {
+      message: 'status, code and request_id are set by the fault, not by envelope',
+    })
+    .optional(),
 });
 
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {

@@ -17,6 +17,11 @@ export interface Fault {
   times: number | null;
   /** Stable per fault: the `error_signature` of the `api_error`s it causes (spec 7.1). */
   signature: string;
+  /**
+   * Fields added to (or replacing) the error envelope the fault answers with: `message`,
+   * `processor_decline_code`, `errors`, `details`, or fields of a code the spec does not know.
+   */
+  envelope?: Record<string, unknown>;
 }
 
 export type FaultInput = {
@@ -27,6 +32,7 @@ export type FaultInput = {
   code?: string | null;
   delay_ms?: number;
   times?: number | null;
+  envelope?: Record<string, unknown>;
 };
 
 /**
@@ -68,6 +74,7 @@ export class FaultRegistry {
       delay_ms: input.delay_ms ?? 0,
       times: input.times === undefined ? 1 : input.times,
       signature: '',
+      ...(input.envelope && { envelope: input.envelope }),
     };
     // Omitting `code` must not read as "legacy error without code": it follows from the
     // status (a 503 is `request_timeout`), else it is the 500 `api_error`.

@@ -83,7 +83,10 @@ function faultError(fault: Fault): SandboxError {
       'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 1),
     });
   }
-  return new SandboxError(status, code, `injected fault (${fault.kind})`, { extra, headers });
+  const { message, ...fields } = fault.envelope ?? {};
+  Object.assign(extra, fields);
+  const text = typeof message === 'string' ? message : `injected fault (${fault.kind})`;
+  return new SandboxError(status, code, text, { extra, headers });
 }
 
 function sendError(res: Response, requestId: string, error: SandboxError): void {

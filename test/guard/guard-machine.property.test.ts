@@ -60,6 +60,7 @@ function failureOf(kind: FailureInfo['kind'], status: number | null): FailureInf
     code: kind,
     status,
     message: kind,
+    error: null,
     requestId: null,
     retryAfterSeconds: kind === 'throttled' ? 1 : null,
   };

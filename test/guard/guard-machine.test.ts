@@ -26,6 +26,7 @@ function failure(kind: FailureKind, overrides: Partial<FailureInfo> = {}): Failu
     code: kind,
     status: 500,
     message: kind,
+    error: null,
     requestId: null,
     retryAfterSeconds: null,
     ...overrides,

@@ -139,7 +139,13 @@ describe('webhook receiver', () => {
       expect(message?.key?.toString()).toBe('555');
       const event = parseCloudEvent(message!.value);
       expect(event).toMatchObject({ id: res.json.event_id, type: 'partner.application.updated' });
-      expect(event.data).toMatchObject({ id: '555', via: 'webhook', removed: false, record });
+      // record.id is a string on the topic, as when the poller publishes the record (issue 16).
+      expect(event.data).toMatchObject({
+        id: '555',
+        via: 'webhook',
+        removed: false,
+        record: { ...record, id: '555' },
+      });
       expect(await messageCount('partner.applications')).toBe(1);
     });
 

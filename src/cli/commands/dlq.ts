@@ -11,7 +11,11 @@ import {
   describeIssues,
   type DeadLetterFilters,
 } from '../../dead-letters/dead-letter-filters.js';
-import { DEAD_LETTER_REASONS } from '../../dead-letters/dead-letter-headers.js';
+import {
+  DEAD_LETTER_REASONS,
+  DLQ_HEADER,
+  fromDeadLetterHeaders,
+} from '../../dead-letters/dead-letter-headers.js';
 import {
   countDeadLetters,
   findDeadLetterIds,
@@ -190,6 +194,28 @@ async function list(args: string[], deps: DlqDeps): Promise<number> {
   return 0;
 }
 
+/**
+ * What the Partner API said beyond its message (the `dlq-error` header, the outcome's `error`):
+ * the processor's reason of a declined card, the validation errors, the details, the ids of a
+ * server error, and any extra field, so ops can tell a tenant why without reading JSON.
+ */
+export function partnerErrorLines(json: string | undefined): string[] {
+  const e = fromDeadLetterHeaders({ [DLQ_HEADER.error]: json }).error;
+  if (!e) return [];
+  const lines: string[] = [];
+  if (e.request_id) lines.push(`  request id    ${e.request_id}`);
+  if (e.code_missing) lines.push('  code          (none in the answer: read as bad_request)');
+  if (e.processor_code || e.processor_decline_code)
+    lines.push(`  processor     ${e.processor_code ?? '-'}, decline code ${e.processor_decline_code ?? '-'}`);
+  for (const error of e.errors ?? []) lines.push(`  invalid       ${error}`);
+  for (const [field, reason] of Object.entries(e.details ?? {}))
+    lines.push(`  detail        ${field}: ${typeof reason === 'string' ? reason : JSON.stringify(reason)}`);
+  if (e.error_id || e.error_signature)
+    lines.push(`  error id      ${e.error_id ?? '-'}  signature ${e.error_signature ?? '-'}`);
+  if (e.extra) lines.push(`  extra         ${JSON.stringify(e.extra)}`);
+  return lines;
+}
+
 async function show(args: string[], deps: DlqDeps): Promise<number> {
   const cmd = parseWith(new Command('dlq show').argument('<id>').option('--json', 'print JSON'), args);
   const [id] = parseIds(cmd.args.slice(0, 1));
@@ -208,6 +234,7 @@ async function show(args: string[], deps: DlqDeps): Promise<number> {
     `Dead letter ${letter.id} — ${letter.state}${letter.resolvedBy ? ` by ${letter.resolvedBy} (${letter.resolution ?? ''})` : ''}`,
     `  reason        ${letter.reason ?? '-'}  ${letter.errorCode ?? ''} ${letter.errorStatus ?? ''}`.trimEnd(),
     `  error         ${letter.errorMessage ?? '-'}`,
+    ...partnerErrorLines(letter.headers[DLQ_HEADER.error]),
     `  original      ${letter.originalTopic ?? '-'} [${letter.originalPartition ?? '-'}] @ ${letter.originalOffset ?? '-'}  key ${letter.key ?? '-'}`,
     `  dead letter   ${letter.dlqTopic} [${letter.partition}] @ ${letter.offset}, indexed ${letter.indexedAt.toISOString()}`,
     `  command       ${letter.commandId ?? '-'}  attempts ${letter.attempts ?? '-'}  consumer group ${letter.consumerGroup ?? '-'}`,
@@ -353,8 +380,10 @@ async function redrive(args: string[], deps: DlqDeps): Promise<number> {
       deps.out(`#${o.id} ${label}: ${o.message}`);
     }
     const n = (a: RedriveOutcome['action']) => outcomes.filter((o) => o.action === a).length;
+    // "1 would be sent" on a dry run, "1 sent" otherwise.
+    const done = flags.dryRun ? 'would be ' : '';
     deps.out(
-      `${flags.dryRun ? 'dry run: ' : ''}${n('send')} ${verb}sent, ${n('close_applied')} ${verb}closed as applied, ${n('skip')} skipped, ${n('invalid') + n('not_found')} failed`,
+      `${flags.dryRun ? 'dry run: ' : ''}${n('send')} ${done}sent, ${n('close_applied')} ${done}closed as applied, ${n('skip')} ${done}skipped, ${n('invalid') + n('not_found')} failed`,
     );
   }
   return outcomes.some((o) => o.action === 'invalid' || o.action === 'not_found') ? 1 : 0;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { startCommandConsumer } from '../../../consumers/start-command-consumer.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
@@ -17,9 +16,13 @@ import { requireProbeAssumptions } from '../../probe/probe-gate.js';
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
 const DEMO_PMS_SOURCE = 'demo-pms';
 
-function demoSecret(): string {
-  return `whsec_${randomBytes(24).toString('base64')}`;
-}
+/**
+ * Webhook secrets of a demo run when none are configured: fixed and documented in the README
+ * (with a ready `curl` example), like the demo ops token, so a newcomer can sign a webhook to the
+ * demo. Not secrets: a demo run talks only to its embedded sandbox.
+ */
+export const DEMO_PMS_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy13ZWJob29rLWtleSE=';
+export const DEMO_PARTNER_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBhcnRuZXItd2ViaG9va3M=';
 
 /**
  * Without PARTNER_API_URL, `start` is a demo: the embedded sandbox with demo data stands in for the
@@ -30,8 +33,8 @@ function demoConfig(config: Config): Config {
     ...config,
     PARTNER_WEBHOOK_SECRETS: config.PARTNER_WEBHOOK_SECRETS.length
       ? config.PARTNER_WEBHOOK_SECRETS
-      : [demoSecret()],
-    PMS_WEBHOOK_SECRETS: { [DEMO_PMS_SOURCE]: [demoSecret()], ...config.PMS_WEBHOOK_SECRETS },
+      : [DEMO_PARTNER_WEBHOOK_SECRET],
+    PMS_WEBHOOK_SECRETS: { [DEMO_PMS_SOURCE]: [DEMO_PMS_WEBHOOK_SECRET], ...config.PMS_WEBHOOK_SECRETS },
     OPS_TOKEN: config.OPS_TOKEN ?? DEMO_OPS_TOKEN,
   });
 }
@@ -120,6 +123,12 @@ export async function start(): Promise<void> {
           metrics: `${base}/metrics`,
           ready: `${base}/readyz`,
           ...(config.OPS_TOKEN === DEMO_OPS_TOKEN && { demoOpsToken: DEMO_OPS_TOKEN }),
+          // The fixed demo secrets only (README: "What npm start shows"), never configured ones.
+          ...(demo &&
+            config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]?.[0] === DEMO_PMS_WEBHOOK_SECRET && {
+              demoPmsWebhook: `${base}/webhooks/pms/${DEMO_PMS_SOURCE}`,
+              demoPmsWebhookSecret: DEMO_PMS_WEBHOOK_SECRET,
+            }),
         },
         demo
           ? 'rentbridge is running (demo): open the console, events and commands flow within a minute'

@@ -1,0 +1,306 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { KafkaMessage } from 'kafkajs';
+import pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEMO_PARTNER_WEBHOOK_SECRET, DEMO_PMS_WEBHOOK_SECRET } from '../../src/cli/commands/start.js';
+import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
+import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
+import { ROOT } from '../support/cli.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+
+/**
+ * rentbridge held to its Kafka contracts the way a back-office would: the demo (`rentbridge
+ * start` without PARTNER_API_URL) runs as its own process, webhooks are signed with the README's
+ * demo secrets by another library, a dead letter is redriven through the ops API, and every
+ * message of every topic is read back from the broker and checked with the CloudEvents SDK
+ * (Kafka binding, structured mode), against docs/asyncapi.yaml (its resolved payload schemas)
+ * and against docs/schemas with ajv.
+ */
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+interface Read {
+  topic: string;
+  message: KafkaMessage;
+}
+
+describe('Kafka contracts, as an outside client reads them', () => {
+  const schema = `s_${randomBytes(5).toString('hex')}`;
+  const prefix = `${schema}.`;
+  let child: ChildProcess;
+  let log = '';
+  let base = '';
+  let contracts: Contracts;
+  let kafka: TestKafka;
+  const read: Read[] = [];
+  const OPS = { authorization: 'Bearer rentbridge-demo-ops-token', 'content-type': 'application/json' };
+
+  async function signed(path: string, secret: string, body: unknown): Promise<Response> {
+    const id = `msg_${randomUUID()}`;
+    const text = JSON.stringify(body);
+    const now = new Date();
+    return fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(id, now, text),
+      },
+      body: text,
+    });
+  }
+
+  const on = (logical: string) => read.filter((r) => r.topic === logical);
+
+  beforeAll(async () => {
+    contracts = await loadContracts();
+    const [httpPort, sandboxPort] = [await freePort(), await freePort()];
+    base = `http://127.0.0.1:${httpPort}`;
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: withSchema(inject('databaseUrl'), schema),
+        KAFKA_BROKERS: inject('kafkaBrokers'),
+        KAFKA_TOPIC_PREFIX: prefix,
+        HTTP_PORT: String(httpPort),
+        SANDBOX_PORT: String(sandboxPort),
+        OPS_TOKEN: '',
+        PARTNER_API_URL: '',
+        PARTNER_WEBHOOK_SECRETS: '',
+        PMS_WEBHOOK_SECRETS: '{}',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    await eventually('ready', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined));
+
+    // What the demo does not send by itself: a webhook of a type nobody routes, and a Partner API
+    // webhook (the record id a number, as the API sends it), both signed with the README's secrets.
+    expect(
+      (
+        await signed('/webhooks/pms/demo-pms', DEMO_PMS_WEBHOOK_SECRET, {
+          type: 'lease.signed',
+          data: { lease: 7 },
+        })
+      ).status,
+    ).toBe(202);
+    const partnerRecord = { id: 4242, updated_at: '2026-11-23T10:00:00Z', status: 'submitted' };
+    const partner = await signed('/webhooks/partner', DEMO_PARTNER_WEBHOOK_SECRET, {
+      type: 'application.updated',
+      data: partnerRecord,
+    });
+    expect(partner.status).toBe(202);
+
+    // The demo's doomed decision is dead-lettered; redrive it through the ops API.
+    const letter = await eventually('a dead letter', async () => {
+      const res = await fetch(`${base}/ops/api/dead-letters`, { headers: OPS });
+      const body = (await res.json()) as { items: Array<{ id: number; state: string }> };
+      return body.items.find((l) => l.state === 'open');
+    });
+    const redrive = await fetch(`${base}/ops/api/dead-letters/${letter.id}/redrive`, {
+      method: 'POST',
+      headers: OPS,
+      body: JSON.stringify({ reason: 'contract test' }),
+    });
+    expect(redrive.status).toBe(200);
+
+    kafka = createTestKafka();
+    const reader = kafka.kafka.consumer({ groupId: `contracts-${randomBytes(4).toString('hex')}` });
+    await reader.connect();
+    await reader.subscribe({ topics: [new RegExp(`^${prefix.replace(/\./g, '\\.')}`)], fromBeginning: true });
+    await reader.run({
+      eachMessage: async ({ topic, message }) => {
+        read.push({ topic: topic.slice(prefix.length), message });
+      },
+    });
+    try {
+      await eventually(
+        'a message of every kind',
+        async () => {
+          const redriven = on('commands.application-decisions').some(
+            (r) => headerMap(r.message.headers)['redrive-dead-letter-id'] === String(letter.id),
+          );
+          const kinds = [
+            on('partner.applications').some((r) => headerMap(r.message.headers)['webhook-id']),
+            on('partner.customers').length > 0,
+            on('commands.rental-payments').length > 0,
+            on('outcomes.application-decisions').length > 1,
+            on('outcomes.rental-payments').length > 0,
+            on('commands.application-decisions.dlq').length > 0,
+            on('inbound.unrouted').length > 0,
+            redriven,
+          ];
+          return kinds.every(Boolean) ? true : undefined;
+        },
+        120_000,
+      );
+    } finally {
+      await reader.disconnect();
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    if (kafka) {
+      const admin = kafka.kafka.admin();
+      await admin.connect();
+      const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+      await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+      await admin.disconnect();
+      await kafka.close();
+    }
+    const { connectionString } = parseDatabaseUrl(inject('databaseUrl'));
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+    await client.end();
+  });
+
+  it('reads messages of every topic rentbridge writes', () => {
+    const topics = new Set(read.map((r) => r.topic));
+    for (const t of contracts.channels.keys()) {
+      if (t.startsWith('partner.') || t === 'commands.rental-payments.dlq') continue; // data-dependent
+      expect(topics, `no message on ${t}`).toContain(t);
+    }
+  });
+
+  it('every message is a CloudEvent by the Kafka binding, headers matching the value', () => {
+    const failures: string[] = [];
+    for (const { topic, message } of read) {
+      try {
+        const event = cloudEventOf(message);
+        const h = headerMap(message.headers);
+        for (const name of ['content-type', 'ce_id', 'ce_type']) {
+          if (!(name in h)) throw new Error(`no ${name} header`);
+        }
+        if (h.ce_id !== event.id || h.ce_type !== event.type)
+          throw new Error('ce_id/ce_type differ from the value');
+      } catch (error) {
+        failures.push(`${topic}@${message.offset}: ${(error as Error).message}`);
+      }
+    }
+    expect(failures.slice(0, 10)).toEqual([]);
+    expect(read.length).toBeGreaterThan(100);
+  });
+
+  it('every message matches its channel in docs/asyncapi.yaml', () => {
+    const failures: string[] = [];
+    for (const { topic, message } of read) {
+      const channel = contracts.channels.get(topic);
+      const value = JSON.parse(message.value!.toString()) as { type: string };
+      const validate = channel?.get(value.type);
+      if (!validate) failures.push(`${topic}: no message ${value.type} in docs/asyncapi.yaml`);
+      else if (!validate(value)) failures.push(`${topic}@${message.offset}: ${ajvErrors(validate)}`);
+    }
+    expect(failures.slice(0, 10)).toEqual([]);
+  });
+
+  it('state changes carry data.record.id as a string, whoever saw the change', () => {
+    const changes = read
+      .filter((r) => r.topic.startsWith('partner.'))
+      .map(
+        (r) =>
+          JSON.parse(r.message.value!.toString()) as {
+            data: { id: string; via: string; record: { id: unknown } };
+          },
+      );
+    const validate = contracts.schema('state-change');
+    for (const { data } of changes) {
+      expect(validate(data), ajvErrors(validate)).toBe(true);
+      expect(data.record.id).toBe(data.id);
+    }
+    const vias = new Set(changes.map((c) => c.data.via));
+    expect(vias).toEqual(new Set(['poll', 'webhook']));
+    expect(changes.find((c) => c.data.id === '4242')?.data.record.id).toBe('4242');
+  });
+
+  it('outcomes carry the trail of their webhook and a schema-valid error', () => {
+    const validate = contracts.schema('command-outcome');
+    const outcomes = read.filter((r) => r.topic.startsWith('outcomes.'));
+    for (const { message } of outcomes) {
+      const h = headerMap(message.headers);
+      expect(h).toMatchObject({
+        'webhook-id': expect.any(String),
+        'request-id': expect.any(String),
+        'command-id': expect.any(String),
+      });
+      const { data } = JSON.parse(message.value!.toString()) as { data: unknown };
+      expect(validate(data), ajvErrors(validate)).toBe(true);
+    }
+    const rejected = outcomes
+      .map(
+        (r) =>
+          (
+            JSON.parse(r.message.value!.toString()) as {
+              data: { status: string; error?: Record<string, unknown> };
+            }
+          ).data,
+      )
+      .find((o) => o.status === 'rejected');
+    expect(rejected?.error).toMatchObject({ code: 'not_found', status: 404, request_id: expect.any(String) });
+  });
+
+  it("dead letters keep the original's headers beside their dlq-* ones", () => {
+    const [letter] = on('commands.application-decisions.dlq');
+    const h = headerMap(letter!.message.headers);
+    expect(h).toMatchObject({
+      'content-type': 'application/cloudevents+json; charset=UTF-8',
+      ce_type: 'rentbridge.command.application-decision',
+      'webhook-id': expect.stringMatching(/^msg_/),
+      'request-id': expect.any(String),
+      'dlq-reason': 'rejected',
+      'dlq-error-code': 'not_found',
+    });
+    expect(JSON.parse(h['dlq-error']!)).toMatchObject({ code: 'not_found', status: 404 });
+  });
+
+  it('a redriven command keeps the trail of the original and names its letter', () => {
+    const redriven = on('commands.application-decisions').find(
+      (r) => headerMap(r.message.headers)['redrive-dead-letter-id'],
+    );
+    const h = headerMap(redriven!.message.headers);
+    const original = on('commands.application-decisions').find(
+      (r) => r !== redriven && headerMap(r.message.headers).ce_id === h.ce_id,
+    );
+    expect(h).toMatchObject({
+      'webhook-id': headerMap(original!.message.headers)['webhook-id'],
+      'request-id': headerMap(original!.message.headers)['request-id'],
+      'redrive-by': expect.any(String),
+      'redrive-at': expect.any(String),
+    });
+    expect(Object.keys(h).filter((k) => k.startsWith('dlq-'))).toEqual([]);
+  });
+
+  it('the start log names the demo webhook secrets the README documents', () => {
+    expect(log).toContain(DEMO_PMS_WEBHOOK_SECRET);
+  });
+});
