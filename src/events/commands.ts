@@ -37,7 +37,9 @@ export type RentalPaymentCommand = z.infer<typeof rentalPaymentCommandSchema>;
 
 export const customerRegistrationCommandSchema = z
   .object({
-    registration_id: z.string().min(1).max(200).describe('unique id of this registration; the guard key'),
+    registration_id: idString
+      .max(117, 'at most 117 characters (its enrollment request id adds ".enrollment")')
+      .describe('unique id of this registration; the guard key'),
     pms_reference: z
       .string()
       .min(1)
@@ -61,17 +63,10 @@ export type CustomerRegistrationCommand = z.infer<typeof customerRegistrationCom
 
 export const enrollmentCommandSchema = z
   .object({
-    enrollment_request_id: z
-      .string()
-      .min(1)
-      .max(200)
-      .describe('unique id of this enrollment request; the guard key'),
+    enrollment_request_id: idString.describe('unique id of this enrollment request; the guard key'),
     customer_id: id.describe('the Partner customer to enroll'),
     pms_reference: z.string().min(1).max(200).optional().describe("the PMS's own id of the tenant"),
-    registration_id: z
-      .string()
-      .min(1)
-      .max(200)
+    registration_id: idString
       .optional()
       .describe('set when the enrollment is the last step of a registration'),
   })

@@ -337,6 +337,8 @@ async function walk<C>(
             ...failure,
             message: `read-back could not tell: ${missing as string}; the write: ${failure.message}`,
           };
+          // The outcome shows the Partner API's error whole; its message says why too.
+          if (failure.error) failure.error = { ...failure.error, message: failure.message };
         }
         return finish(action.state, failure);
       }

@@ -117,6 +117,34 @@ describe('Kafka contracts, as an outside client reads them', () => {
     });
     expect(partner.status).toBe(202);
 
+    // Onboarding commands that end rejected (an e-mail already taken, a customer that does not
+    // exist), so their outcomes and dead letters are read too.
+    const seeded = await fetch(`http://127.0.0.1:${sandboxPort}/__sandbox/records/customers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([
+        { first_name: 'Taken', last_name: 'Already', email: 'taken@example.com', phone: '5550100' },
+      ]),
+    });
+    expect(seeded.status).toBe(201);
+    const registration = await signed('/webhooks/pms/demo-pms', DEMO_PMS_WEBHOOK_SECRET, {
+      type: 'customer.registration_requested',
+      data: {
+        registration_id: 'contract-reg-1',
+        pms_reference: 'tenant-1',
+        first_name: 'Taken',
+        last_name: 'Again',
+        email: 'taken@example.com',
+        phone: '5550101',
+      },
+    });
+    expect(registration.status).toBe(202);
+    const enrollment = await signed('/webhooks/pms/demo-pms', DEMO_PMS_WEBHOOK_SECRET, {
+      type: 'enrollment.requested',
+      data: { enrollment_request_id: 'contract-enr-1', customer_id: 'no-such-customer' },
+    });
+    expect(enrollment.status).toBe(202);
+
     // The demo's doomed decision is dead-lettered; redrive it through the ops API.
     const letter = await eventually('a dead letter', async () => {
       const res = await fetch(`${base}/ops/api/dead-letters`, { headers: OPS });
@@ -153,6 +181,8 @@ describe('Kafka contracts, as an outside client reads them', () => {
             on('outcomes.application-decisions').length > 1,
             on('outcomes.rental-payments').length > 0,
             on('commands.application-decisions.dlq').length > 0,
+            on('commands.customer-registrations.dlq').length > 0,
+            on('commands.enrollments.dlq').length > 0,
             on('inbound.unrouted').length > 0,
             redriven,
           ];
