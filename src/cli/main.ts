@@ -74,10 +74,14 @@ export function buildProgram(): Command {
 
   program
     .command('trace')
-    .description('the life of one event from any of its ids (webhook, CloudEvent, command, request, record, dead letter)')
+    .description(
+      'the life of one event from any of its ids (webhook, CloudEvent, command, request, record, dead letter)',
+    )
     .argument('<id>')
     .option('--json', 'print JSON instead of a table')
-    .action(async (id: string, opts: { json?: boolean }) => (await import('./commands/trace.js')).trace(id, opts));
+    .action(async (id: string, opts: { json?: boolean }) =>
+      (await import('./commands/trace.js')).trace(id, opts),
+    );
 
   const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
   dlq

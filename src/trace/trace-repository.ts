@@ -133,7 +133,8 @@ function byKey<T>(rows: T[], key: (r: T) => string): T[] {
 }
 
 export async function readTraceRows(db: Db, id: string, commandTopics: string[]): Promise<TraceRows> {
-  const q = <T>(sql: string, ...params: unknown[]) => db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
+  const q = <T>(sql: string, ...params: unknown[]) =>
+    db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
   const uuid = UUID.test(id) ? id : null;
   const numeric = /^\d{1,18}$/.test(id) ? id : null;
 
@@ -146,7 +147,10 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
       uuid,
     ),
     q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1`, id),
-    q<{ commandId: string }>(`SELECT DISTINCT command_id AS "commandId" FROM command_attempts WHERE request_id = $1`, id),
+    q<{ commandId: string }>(
+      `SELECT DISTINCT command_id AS "commandId" FROM command_attempts WHERE request_id = $1`,
+      id,
+    ),
     q<DeadLetterRow>(
       `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
          OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
@@ -183,8 +187,12 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
         )
       : [],
     commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
-    commandIds.length ? q<AttemptRow>(`${ATTEMPT} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds) : [],
-    commandIds.length ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds) : [],
+    commandIds.length
+      ? q<AttemptRow>(`${ATTEMPT} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      : [],
+    commandIds.length
+      ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      : [],
   ]);
   const deadLetters = byKey([...letters1, ...letters2], (l) => l.id);
   const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
@@ -196,10 +204,17 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
           commandIds,
         )
       : [];
-  const receipts = byKey([...receipts1, ...receipts2], (r) => `${r.source}|${r.webhookId}`);
+  // Found from the command side (command or request id): the receipts of those outbox rows too.
+  const outbox = byKey([...outbox1, ...outbox2], (o) => o.id);
+  const known = new Set([...receipts1, ...receipts2].map((r) => r.outboxId));
+  const unseen = outbox.map((o) => o.id).filter((id) => !known.has(id));
+  const receipts3 = unseen.length
+    ? await q<ReceiptRow>(`${RECEIPT} WHERE outbox_id = ANY($1::bigint[])`, unseen)
+    : [];
+  const receipts = byKey([...receipts1, ...receipts2, ...receipts3], (r) => `${r.source}|${r.webhookId}`);
   return {
     receipts,
-    outbox: byKey([...outbox1, ...outbox2], (o) => o.id),
+    outbox,
     commands: byKey([...commands1, ...commands2], (c) => c.commandId),
     attempts,
     deadLetters,

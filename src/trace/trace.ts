@@ -61,7 +61,7 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
   const steps: TraceStep[] = [];
   const ends: string[] = [];
   const logical = (t: string) => logicalTopic(options.topicPrefix, t);
-  const commandTopics = new Set(COMMAND_TOPICS.map((t) => `${options.topicPrefix}${t}`));
+  const commandTopics = new Set<string>(COMMAND_TOPICS);
 
   for (const r of rows.receipts) {
     steps.push({
@@ -152,13 +152,20 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
         at: iso(c.finishedAt),
         stage: 'outcome',
         what: `command ${c.state}; outcome published to ${outcomeTopicOf(c.commandType)}`,
-        details: { commandId: c.commandId, state: c.state, attempts: c.attempts, error: errorSummary(c.lastError) },
+        details: {
+          commandId: c.commandId,
+          state: c.state,
+          attempts: c.attempts,
+          error: errorSummary(c.lastError),
+        },
       });
       ends.push(
         `command ${c.commandId} ended ${c.state} at ${iso(c.finishedAt)}; its outcome message is on Kafka (${outcomeTopicOf(c.commandType)}), not kept in PostgreSQL`,
       );
     } else {
-      ends.push(`command ${c.commandId} is ${c.state} (${c.attempts} attempts), last change ${iso(c.updatedAt)}`);
+      ends.push(
+        `command ${c.commandId} is ${c.state} (${c.attempts} attempts), last change ${iso(c.updatedAt)}`,
+      );
     }
   }
   for (const l of rows.deadLetters) {
@@ -170,12 +177,15 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
         deadLetterId: l.id,
         reason: l.reason,
         error: [l.errorCode, l.errorStatus, l.errorMessage].filter((x) => x != null).join(' · ') || null,
-        original: l.originalTopic ? `${logical(l.originalTopic)}[${l.originalPartition}]@${l.originalOffset}` : null,
+        original: l.originalTopic
+          ? `${logical(l.originalTopic)}[${l.originalPartition}]@${l.originalOffset}`
+          : null,
         requestIds: l.partnerRequestIds.join(', ') || null,
         state: l.state,
       },
     });
-    if (l.state === 'open') ends.push(`dead letter #${l.id} is open: it waits for an operator (console or rentbridge dlq)`);
+    if (l.state === 'open')
+      ends.push(`dead letter #${l.id} is open: it waits for an operator (console or rentbridge dlq)`);
   }
   for (const a of rows.audit) {
     steps.push({
@@ -208,10 +218,7 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
 
 export async function traceId(db: Db, id: string, options: TraceOptions): Promise<Trace> {
   const trimmed = id.trim();
-  const rows = await readTraceRows(
-    db,
-    trimmed,
-    COMMAND_TOPICS.map((t) => `${options.topicPrefix}${t}`),
-  );
+  // The outbox keeps logical topic names; the relay adds KAFKA_TOPIC_PREFIX when it publishes.
+  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS]);
   return buildTimeline(trimmed, rows, options);
 }

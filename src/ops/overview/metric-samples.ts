@@ -58,7 +58,9 @@ export async function takeSnapshot(registry: Registry, at: number): Promise<Snap
 }
 
 /** Current gauge values by lane: what the rate budget used and has left in this process's view. */
-export async function budgetGauges(registry: Registry): Promise<Array<{ lane: string; used: number; left: number }>> {
+export async function budgetGauges(
+  registry: Registry,
+): Promise<Array<{ lane: string; used: number; left: number }>> {
   const lanes = new Map<string, { lane: string; used: number; left: number }>();
   const get = (lane: string) => lanes.get(lane) ?? lanes.set(lane, { lane, used: 0, left: 0 }).get(lane)!;
   for (const v of await valuesOf(registry, METRIC.budgetUsed)) get(label(v, 'lane')).used = v.value;

@@ -108,7 +108,12 @@ export async function readOverviewRows(
       oldestUnpublishedAt: o?.oldest ?? null,
       newestPublishedAt: o?.newest ?? null,
     },
-    published: published.map((r) => ({ topic: r.topic, t: num(r.t), n: num(r.n), maxLagSeconds: num(r.lag) })),
+    published: published.map((r) => ({
+      topic: r.topic,
+      t: num(r.t),
+      n: num(r.n),
+      maxLagSeconds: num(r.lag),
+    })),
     commandsByState: commandsByState.map((r) => ({ state: r.state, n: num(r.n) })),
     commandsFinished: commandsFinished.map((r) => ({ state: r.state, t: num(r.t), n: num(r.n) })),
     commandsStuck: num(stuck[0]?.n),

@@ -79,10 +79,19 @@ function seriesBy<R extends MinuteCount>(
     const i = index.get(r.t);
     if (i === undefined) continue;
     const key = keyOf(r);
-    const values = out.get(key) ?? out.set(key, minutes.map(() => 0)).get(key)!;
+    const values =
+      out.get(key) ??
+      out
+        .set(
+          key,
+          minutes.map(() => 0),
+        )
+        .get(key)!;
     values[i] = combine(values[i]!, value(r));
   }
-  return [...out.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, values]) => ({ name, values }));
+  return [...out.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, values]) => ({ name, values }));
 }
 
 const sum = (series: Series[]) => series.reduce((s, x) => s + x.values.reduce((a, b) => a + b, 0), 0);
@@ -120,8 +129,13 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const receiver: Stage = {
     id: 'receiver',
     title: 'Receiver',
-    status: refused.some((s) => s.values.some((v) => v > 0)) ? 'attention' : acceptedHour > 0 ? 'moving' : 'idle',
-    note: acceptedHour > 0 ? `${acceptedHour} webhooks stored in the last hour` : 'no webhook in the last hour',
+    status: refused.some((s) => s.values.some((v) => v > 0))
+      ? 'attention'
+      : acceptedHour > 0
+        ? 'moving'
+        : 'idle',
+    note:
+      acceptedHour > 0 ? `${acceptedHour} webhooks stored in the last hour` : 'no webhook in the last hour',
     figures: [
       { label: 'stored, last hour', value: acceptedHour },
       { label: 'refused since start (this process)', value: refusedTotal },
@@ -137,7 +151,13 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const published = seriesBy(rows.published, minutes, (r) => logicalTopic(deps.topicPrefix, r.topic));
   const publishedHour = sum(published);
   const relayState = relayStatus(rows.outbox.backlog, oldestAge, publishedHour);
-  const lag = seriesBy(rows.published, minutes, () => 'max lag', (r) => r.maxLagSeconds, Math.max);
+  const lag = seriesBy(
+    rows.published,
+    minutes,
+    () => 'max lag',
+    (r) => r.maxLagSeconds,
+    Math.max,
+  );
   const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${RELAY_STALL_SECONDS} s)`;
   const outbox: Stage = {
     id: 'outbox',
@@ -177,7 +197,8 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
       ...commandTopics.map((t) => ({ label: t, value: sum(topics.has(t) ? [topics.get(t)!] : []) })),
       {
         label: 'other topics (partner.*, outcomes, unrouted)',
-        value: publishedHour - commandTopics.reduce((n, t) => n + sum(topics.has(t) ? [topics.get(t)!] : []), 0),
+        value:
+          publishedHour - commandTopics.reduce((n, t) => n + sum(topics.has(t) ? [topics.get(t)!] : []), 0),
       },
     ],
     charts: [{ title: 'messages published per minute, by topic', series: published }],
@@ -189,14 +210,25 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const consumers: Stage = {
     id: 'consumers',
     title: 'Command consumers',
-    status: rows.commandsStuck > 0 ? 'stalled' : sum(finished) > 0 || (byState.in_flight ?? 0) > 0 ? 'moving' : 'idle',
+    status:
+      rows.commandsStuck > 0
+        ? 'stalled'
+        : sum(finished) > 0 || (byState.in_flight ?? 0) > 0
+          ? 'moving'
+          : 'idle',
     note:
       rows.commandsStuck > 0
         ? `${rows.commandsStuck} commands unchanged for > ${COMMAND_STUCK_SECONDS / 60} min`
         : `${sum(finished)} commands finished in the last hour`,
-    figures: ['pending', 'in_flight', 'applied', 'already_applied', 'rejected', 'exhausted', 'unverified'].map(
-      (state) => ({ label: state, value: byState[state] ?? 0 }),
-    ),
+    figures: [
+      'pending',
+      'in_flight',
+      'applied',
+      'already_applied',
+      'rejected',
+      'exhausted',
+      'unverified',
+    ].map((state) => ({ label: state, value: byState[state] ?? 0 })),
     charts: [{ title: 'commands finished per minute, by final state', series: finished }],
   };
 
@@ -213,12 +245,23 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     minutes,
     (r) => r.key.split('|').slice(0, 2).join(' '),
   );
-  const latencySum = seriesBy(partnerRows.filter((r) => r.key.endsWith('|sum')), minutes, (r) => r.key.split('|')[0]!);
+  const latencySum = seriesBy(
+    partnerRows.filter((r) => r.key.endsWith('|sum')),
+    minutes,
+    (r) => r.key.split('|')[0]!,
+  );
   const latency = latencySum.map((s) => {
     const count = calls.find((c) => c.name === s.name);
-    return { name: s.name, values: s.values.map((v, i) => (count?.values[i] ? Math.round((v / count.values[i]!) * 1000) : 0)) };
+    return {
+      name: s.name,
+      values: s.values.map((v, i) => (count?.values[i] ? Math.round((v / count.values[i]!) * 1000) : 0)),
+    };
   });
-  const throttled = seriesBy(counterRows('throttled').map((r) => ({ ...r, key: '429' })), minutes, () => '429s');
+  const throttled = seriesBy(
+    counterRows('throttled').map((r) => ({ ...r, key: '429' })),
+    minutes,
+    () => '429s',
+  );
   const throttledTotal = latest.throttled ?? 0;
   const gauges = await budgetGauges(deps.registry);
   const lanes = new Map<string, number>();
@@ -227,7 +270,8 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const partner: Stage = {
     id: 'partner',
     title: 'Partner API',
-    status: paused || sum(throttled) > 0 ? 'attention' : sum(attempts) > 0 || sum(calls) > 0 ? 'moving' : 'idle',
+    status:
+      paused || sum(throttled) > 0 ? 'attention' : sum(attempts) > 0 || sum(calls) > 0 ? 'moving' : 'idle',
     note: paused
       ? `budget paused by Retry-After until ${rows.budgetPausedUntil!.toISOString()}`
       : sum(throttled) > 0
@@ -237,7 +281,10 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
       ...LANES.map((lane) => {
         const g = gauges.find((x) => x.lane === lane);
         const limit = g ? g.used + g.left : null;
-        return { label: `budget ${lane}, last minute`, value: `${lanes.get(lane) ?? 0}${limit ? ` / ${limit}` : ''}` };
+        return {
+          label: `budget ${lane}, last minute`,
+          value: `${lanes.get(lane) ?? 0}${limit ? ` / ${limit}` : ''}`,
+        };
       }),
       { label: '429s since start (this process)', value: throttledTotal },
     ],
@@ -261,14 +308,19 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     status: pollerState,
     note:
       pollerState === 'stalled'
-        ? `stale or failing: ${cursors.filter((c) => c.status === 'stalled').map((c) => c.resource).join(', ')}`
+        ? `stale or failing: ${cursors
+            .filter((c) => c.status === 'stalled')
+            .map((c) => c.resource)
+            .join(', ')}`
         : cursors.length
           ? `${cursors.length} resources polled`
           : 'no pass yet',
     figures: cursors.map((c) => ({
       label: c.resource,
       value: `${c.status === 'stalled' ? '⚠ ' : ''}last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago${
-        c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt) ? ` · failed: ${c.lastError ?? ''}` : ''
+        c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt)
+          ? ` · failed: ${c.lastError ?? ''}`
+          : ''
       }`,
     })),
     charts: [],

@@ -21,7 +21,11 @@ export function ageSeconds(at: Date | null, now: number): number | null {
   return at ? Math.max(0, Math.round((now - at.getTime()) / 1000)) : null;
 }
 
-export function relayStatus(backlog: number, oldestAgeSeconds: number | null, publishedLastHour: number): StageStatus {
+export function relayStatus(
+  backlog: number,
+  oldestAgeSeconds: number | null,
+  publishedLastHour: number,
+): StageStatus {
   if (backlog > 0 && (oldestAgeSeconds ?? 0) > RELAY_STALL_SECONDS) return 'stalled';
   return backlog > 0 || publishedLastHour > 0 ? 'moving' : 'idle';
 }
