@@ -37,6 +37,17 @@ function cut(text, cls = 'mono') {
   return el('td', { class: `${cls} cut`, title: value }, value);
 }
 
+/** The whole topic, allowed to wrap after its dots (a topic is never cut). */
+function topicCell(topic) {
+  const td = el('td', { class: 'mono topic', title: topic || '' });
+  const parts = String(topic || '–').split('.');
+  parts.forEach((part, i) => {
+    td.append(document.createTextNode(i < parts.length - 1 ? `${part}.` : part));
+    if (i < parts.length - 1) td.append(el('wbr'));
+  });
+  return td;
+}
+
 function pretty(value) {
   try {
     return JSON.stringify(JSON.parse(value), null, 2);
@@ -193,7 +204,7 @@ async function loadLetters() {
         el('td', {}, el('span', { class: `badge ${l.state}` }, l.state)),
         el('td', {}, l.reason || '–'),
         cut(l.errorCode),
-        cut(logicalTopic(l), 'mono topic'),
+        topicCell(logicalTopic(l)),
         cut(l.key),
         cut(l.commandId),
         el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),

@@ -45,8 +45,17 @@ function chartNode(chart, minutes) {
         legend: { show: false },
         cursor: { show: true, points: { show: false } },
         scales: { x: { time: true } },
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
         axes: [
-          { size: 22, font: '10px system-ui', gap: 2, ticks: { size: 3 }, grid: { show: false } },
+          {
+            size: 20,
+            font: '10px system-ui',
+            gap: 2,
+            ticks: { size: 3 },
+            grid: { show: false },
+            // UTC hours and minutes, like every time in the console.
+            values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(11, 16)),
+          },
           { size: 34, font: '10px system-ui', gap: 2, ticks: { size: 3 }, grid: { stroke: '#eef0f4' } },
         ],
         series: [

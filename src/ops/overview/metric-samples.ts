@@ -72,7 +72,14 @@ export async function budgetGauges(
 export class SnapshotRing {
   private readonly byMinute = new Map<number, Snapshot>();
 
-  constructor(private readonly keepMinutes = 61) {}
+  /**
+   * @param startedAt epoch seconds when this process's counters were 0 (its start): the first
+   * snapshot is charted against that when it lies within the window.
+   */
+  constructor(
+    private readonly startedAt = Math.floor(Date.now() / 1000 - process.uptime()),
+    private readonly keepMinutes = 61,
+  ) {}
 
   add(snapshot: Snapshot): void {
     const minute = Math.floor(snapshot.at / 60) * 60;
@@ -82,14 +89,17 @@ export class SnapshotRing {
   }
 
   /**
-   * Per-minute increase of each counter, as `{ key: [{t, n}] }`. A minute is charted only when a
-   * snapshot of an earlier minute exists to subtract (a counter reset, i.e. a restart, counts from 0).
+   * Per-minute increase of each counter, as `{ key: [{t, n}] }`: each minute's last snapshot less
+   * the one before (the first against 0 at process start, when that is within the window; a
+   * counter that went down, i.e. a restart, counts from 0).
    */
   deltas(): Record<string, Array<{ t: number; n: number }>> {
     const minutes = [...this.byMinute.keys()].sort((a, b) => a - b);
     const out: Record<string, Array<{ t: number; n: number }>> = {};
-    for (let i = 1; i < minutes.length; i++) {
-      const prev = this.byMinute.get(minutes[i - 1]!)!;
+    const first = minutes[0];
+    const fromStart = first !== undefined && first - this.startedAt < this.keepMinutes * 60;
+    for (let i = fromStart ? 0 : 1; i < minutes.length; i++) {
+      const prev = i === 0 ? { at: this.startedAt, totals: {} } : this.byMinute.get(minutes[i - 1]!)!;
       const cur = this.byMinute.get(minutes[i]!)!;
       for (const [key, value] of Object.entries(cur.totals)) {
         const before = prev.totals[key] ?? 0;

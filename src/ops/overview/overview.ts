@@ -192,7 +192,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     id: 'kafka',
     title: 'Kafka',
     status: relayState === 'stalled' ? 'stalled' : publishedHour > 0 ? 'moving' : 'idle',
-    note: `${topics.size} topics written in the last hour`,
+    note: `topics written in the last hour: ${topics.size}`,
     figures: [
       ...commandTopics.map((t) => ({ label: t, value: sum(topics.has(t) ? [topics.get(t)!] : []) })),
       {
