@@ -157,7 +157,7 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       expect(await status('poller')).toBe('stalled');
       expect(await page.textContent('[data-stage="poller"] .stage-note')).toContain('enrollments');
       expect(await status('dead-letters')).toBe('attention');
-      expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied\s*3/);
+      expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied, last hour\s*3/);
       expect(await page.textContent('[data-stage="kafka"]')).toContain('commands.rental-payments');
       // uPlot drew real charts (canvas), not placeholders.
       await expect

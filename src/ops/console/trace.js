@@ -51,7 +51,7 @@ window.showTrace = async (id) => {
           el(
             'tr',
             { 'data-stage': s.stage },
-            el('td', { class: 'mono nowrap' }, fmtTime(s.at)),
+            el('td', { class: 'mono nowrap' }, s.at.replace('T', ' ')),
             el('td', {}, el('span', { class: `badge stage-${s.stage}` }, s.stage)),
             el('td', {}, s.what),
             el('td', {}, factsNode(s.details)),

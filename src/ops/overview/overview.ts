@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Db } from '../../db/prisma.js';
 import { COMMAND_TOPICS, logicalTopic } from '../../kafka/topics.js';
+import { FINAL_STATES } from '../../guard/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { OVERVIEW_QUERY_COUNT, readOverviewRows, type MinuteCount } from './overview-repository.js';
 import { budgetGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
@@ -221,14 +222,12 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
         ? `${rows.commandsStuck} commands unchanged for > ${COMMAND_STUCK_SECONDS / 60} min`
         : `${sum(finished)} commands finished in the last hour`,
     figures: [
-      'pending',
-      'in_flight',
-      'applied',
-      'already_applied',
-      'rejected',
-      'exhausted',
-      'unverified',
-    ].map((state) => ({ label: state, value: byState[state] ?? 0 })),
+      ...['pending', 'in_flight'].map((state) => ({ label: `${state} now`, value: byState[state] ?? 0 })),
+      ...FINAL_STATES.map((state) => ({
+        label: `${state}, last hour`,
+        value: sum(finished.filter((s) => s.name === state)),
+      })),
+    ],
     charts: [{ title: 'commands finished per minute, by final state', series: finished }],
   };
 
