@@ -1,4 +1,4 @@
-/* global window, $, el, api, logout, fmtTime, traceLink */
+/* global window, $, el, api, logout, traceLink */
 // The trace view: the life of one event from any of its ids (GET /ops/api/trace/:id).
 'use strict';
 
