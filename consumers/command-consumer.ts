@@ -26,6 +26,7 @@ import {
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
 import { metrics } from '../src/metrics.js';
+import { traceCommand, traceOutcome } from '../src/telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -248,7 +249,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       );
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
-    await producer.sendBatch({ topicMessages: batches, acks: -1 });
+    await traceOutcome(record.commandId, record.state, () =>
+      producer.sendBatch({ topicMessages: batches, acks: -1 }),
+    );
   }
 
   async function handle(origin: Origin, log: Logger): Promise<void> {
@@ -329,7 +332,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           // membership alive meanwhile so the partition is not handed to another member.
           const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
           try {
-            await handle({ partition, message }, log);
+            await traceCommand(spec.name, message, () => handle({ partition, message }, log));
           } finally {
             clearInterval(beat);
           }

@@ -21,8 +21,12 @@ export function buildProgram(): Command {
     .exitOverride()
     // Configuration is checked before any command but the self-contained sandbox runs: a bad
     // value stops the process at once (exit 2), not halfway through start-up.
-    .hook('preAction', (_program, action) => {
+    .hook('preAction', async (_program, action) => {
       if (action.name() !== 'sandbox') loadConfigOrExit();
+      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
+      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
+      }
     });
 
   program

@@ -7,6 +7,7 @@ import { metrics } from '../metrics.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
+import { traceWebhook } from '../telemetry/telemetry.js';
 
 /**
  * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
@@ -81,7 +82,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       const item = route({ source, path, webhookId: signed.webhookId, requestId: req.id, body: parsed });
       let written: Awaited<ReturnType<IngestWriter['write']>>;
       try {
-        written = await writer.write(item);
+        written = await traceWebhook(item, () => writer.write(item));
       } catch (error) {
         // Storage is down (PostgreSQL restarting, say): nothing was acknowledged, so the sender
         // must retry; a 503 with Retry-After says so, where a 500 would read as our bug.

@@ -2,6 +2,7 @@ import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
 import { topicName } from '../kafka/topics.js';
+import { tracePublish, withTraceExtension } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
@@ -66,7 +67,7 @@ export function toKafkaMessage(row: OutboxRow): Message {
   });
   return {
     key: row.key,
-    value: JSON.stringify(event),
+    value: JSON.stringify(withTraceExtension(event, row.headers)),
     headers: {
       ...row.headers,
       'content-type': CLOUDEVENT_CONTENT_TYPE,
@@ -146,10 +147,11 @@ export function createRelay(options: RelayOptions): Relay {
     if (rows.length === 0) return 0;
     // Rows keep their id order within each topic; one request holds them all.
     const byTopic = new Map<string, Message[]>();
+    const traced = tracePublish(rows);
     for (const row of rows) {
       const topic = topicName(topicPrefix, row.topic);
       const list = byTopic.get(topic) ?? [];
-      list.push(toKafkaMessage(row));
+      list.push(traced.stamp(toKafkaMessage(row), row.eventId));
       byTopic.set(topic, list);
     }
     try {
@@ -159,6 +161,7 @@ export function createRelay(options: RelayOptions): Relay {
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
     } catch (error) {
+      traced.end(error);
       await markFailed(
         db,
         rows.map((r) => r.id),
@@ -168,6 +171,7 @@ export function createRelay(options: RelayOptions): Relay {
       await resetProducer();
       throw error;
     }
+    traced.end();
     await options.afterSend?.(rows);
     await markPublished(
       db,
