@@ -14,6 +14,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The ops console is static files beside its router's source (no build step).
+COPY --from=build /app/src/ops/console ./src/ops/console
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/prisma ./prisma
 USER node

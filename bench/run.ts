@@ -19,6 +19,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './commands.js',
     what: 'guarded writes vs unguarded, and at the 650/min limit (issue 7)',
   },
+  overview: {
+    module: './overview.js',
+    what: 'console overview: cost of one refresh at 100k outbox rows (issue 19)',
+  },
 };
 
 function machine(): string {

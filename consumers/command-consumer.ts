@@ -36,6 +36,7 @@ import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
 import { metrics } from '../src/metrics.js';
 import type { OutcomeError } from '../src/partner/errors.js';
+import { traceCommand, traceOutcome } from '../src/telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -368,7 +369,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       );
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
-    await producer.sendBatch({ topicMessages: batches, acks: -1 });
+    await traceOutcome(record.commandId, record.state, () =>
+      producer.sendBatch({ topicMessages: batches, acks: -1 }),
+    );
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)
       metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
@@ -505,7 +508,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           // membership alive meanwhile so the partition is not handed to another member.
           const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
           try {
-            await handle({ partition, message }, log);
+            await traceCommand(spec.name, message, () => handle({ partition, message }, log));
           } finally {
             clearInterval(beat);
           }

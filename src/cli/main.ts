@@ -22,8 +22,12 @@ export function buildProgram(): Command {
     .exitOverride()
     // Configuration is checked before any command but the self-contained sandbox runs: a bad
     // value stops the process at once (exit 2), not halfway through start-up.
-    .hook('preAction', (_program, action) => {
+    .hook('preAction', async (_program, action) => {
       if (action.name() !== 'sandbox') loadConfigOrExit();
+      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
+      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
+      }
     });
 
   program
@@ -93,6 +97,17 @@ export function buildProgram(): Command {
     .requiredOption('--once', 'run one pass and exit (required)')
     .option('-r, --resource <resource>', 'poll only this resource (e.g. applications)')
     .action(async (opts: { resource?: string }) => (await import('./commands/poll.js')).pollOnce(opts));
+
+  program
+    .command('trace')
+    .description(
+      'the life of one event from any of its ids (webhook, CloudEvent, command, request, record, dead letter)',
+    )
+    .argument('<id>')
+    .option('--json', 'print JSON instead of a table')
+    .action(async (id: string, opts: { json?: boolean }) =>
+      (await import('./commands/trace.js')).trace(id, opts),
+    );
 
   const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
   dlq

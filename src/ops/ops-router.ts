@@ -19,6 +19,7 @@ import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
 import type { Logger } from '../logger.js';
 import { requireOpsToken } from './ops-auth.js';
+import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -237,6 +238,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     res.json({ items });
   });
 
+  api.use(createInsightRouter({ db, topicPrefix }));
   api.use(notFound());
   api.use(errorHandler(logger));
 
@@ -261,6 +263,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
+  router.use('/vendor', createConsoleVendorRouter());
   router.use(express.static(consoleDir(), { index: 'index.html', fallthrough: true }));
   router.close = async () => {
     await ownProducer?.disconnect();

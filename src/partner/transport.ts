@@ -14,6 +14,7 @@ import { outgoingRequestId } from './request-ids.js';
 import { MAX_ATTEMPTS, backoffMs, retryFor } from './retry-policy.js';
 import { errorEnvelopeSchema } from './schemas.js';
 import type { TokenManager } from './token-manager.js';
+import { tracePartnerCall } from '../telemetry/telemetry.js';
 
 /** Options of one call. */
 export interface CallOptions {
@@ -172,12 +173,14 @@ export function createTransport(deps: TransportDeps): Transport {
       const started = performance.now();
       let failure: PartnerError;
       try {
-        const res = await deps.fetch(url, {
-          method: spec.method,
-          headers,
-          ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
-          signal,
-        });
+        const res = await tracePartnerCall(endpoint, requestId, () =>
+          deps.fetch(url, {
+            method: spec.method,
+            headers,
+            ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
+            signal,
+          }),
+        );
         const text = await res.text();
         const seconds = (performance.now() - started) / 1000;
         metrics.partnerLatency.observe({ endpoint, status: String(res.status) }, seconds);

@@ -8,6 +8,7 @@ import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../relay/
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
+import { traceWebhook } from '../telemetry/telemetry.js';
 
 /**
  * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
@@ -135,7 +136,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       }
       let written: Awaited<ReturnType<IngestWriter['write']>>;
       try {
-        written = await writer.write(item);
+        written = await traceWebhook(item, () => writer.write(item));
       } catch (error) {
         // Storage is down (PostgreSQL restarting, say): nothing was acknowledged, so the sender
         // must retry; a 503 with Retry-After says so, where a 500 would read as our bug.

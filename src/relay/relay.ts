@@ -2,6 +2,7 @@ import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
 import { topicName } from '../kafka/topics.js';
+import { tracePublish, withTraceExtension } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
@@ -108,7 +109,7 @@ export function toKafkaMessage(row: OutboxRow): Message {
   });
   return {
     key: row.key,
-    value: JSON.stringify(event),
+    value: JSON.stringify(withTraceExtension(event, row.headers)),
     headers: {
       ...row.headers,
       'content-type': CLOUDEVENT_CONTENT_TYPE,
@@ -258,6 +259,8 @@ export function createRelay(options: RelayOptions): Relay {
     items: Array<{ row: OutboxRow; message: Message; bytes: number }>,
   ): Promise<number> {
     const rows = items.map((i) => i.row);
+    const traced = tracePublish(rows);
+    for (const item of items) traced.stamp(item.message, item.row.eventId);
     try {
       const p = await connectedProducer();
       await p.sendBatch({
@@ -265,6 +268,7 @@ export function createRelay(options: RelayOptions): Relay {
         topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
       });
     } catch (error) {
+      traced.end(error);
       if (isTooLarge(error)) {
         if (items.length === 1) {
           await park(rows, `the broker refused the message as too large: ${toError(error).message}`);
@@ -282,6 +286,7 @@ export function createRelay(options: RelayOptions): Relay {
       await resetProducer();
       throw error;
     }
+    traced.end();
     await options.afterSend?.(rows);
     await markPublished(
       db,

@@ -39,10 +39,27 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
       errorCode: 'invalid_state_transition',
       errorMessage: 'Application cannot be approved from state withdrawn',
     },
+    declined: {
+      reason: 'rejected',
+      errorCode: 'processor_card_error',
+      errorStatus: 402,
+      errorMessage: 'Your card was declined.',
+    },
     exhausted: { reason: 'exhausted', errorCode: 'lock_failed' },
   } as const;
   const letters = {} as Record<keyof typeof specs, ReturnType<typeof buildDecisionLetter>>;
-  const ids: Record<keyof typeof specs, number> = { unverified: 0, rejected: 0, exhausted: 0 };
+  const ids: Record<keyof typeof specs, number> = { unverified: 0, rejected: 0, exhausted: 0, declined: 0 };
+  // The Partner API's whole error, as the consumers keep it beside the letter (issue 21's shape).
+  const partnerError = {
+    code: 'processor_card_error',
+    status: 402,
+    message: 'Your card was declined.',
+    request_id: 'pay-1.a1',
+    processor_code: 'card_declined',
+    processor_decline_code: 'insufficient_funds',
+    errors: ['amount_cents: must be positive'],
+    details: { tenant_email: 'unreachable' },
+  };
 
   beforeAll(async () => {
     if (!available) {
@@ -57,6 +74,9 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
     await producer.connect();
     for (const name of Object.keys(specs) as (keyof typeof specs)[]) {
       letters[name] = buildDecisionLetter(kafka.prefix, specs[name]);
+      if (name === 'declined') {
+        (letters[name].headers as Record<string, string>)['dlq-error'] = JSON.stringify(partnerError);
+      }
       ids[name] = await seedLetter(database.db, kafka.prefix, letters[name]);
     }
     await seedGuardRow(
@@ -118,21 +138,43 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
       await page.fill('#token', TOKEN);
       await page.fill('#actor', 'e2e-operator');
       await page.click('#login-submit');
+      // The overview is the landing page; the letters are one tab away.
+      await page.waitForSelector('#pipeline .stage');
+      await page.click('#tab-letters');
       await page.waitForSelector('#letters-table tbody tr');
-      await expect.poll(() => rows().count()).toBe(3);
-      expect(await page.textContent('[data-testid=count-total]')).toBe('3 letters');
+      await expect.poll(() => rows().count()).toBe(4);
+      expect(await page.textContent('[data-testid=count-total]')).toBe('4 letters');
+      // The Topic column shows the whole topic, not an ellipsis.
+      const topicCell = rows().first().locator('td.topic');
+      expect(await topicCell.evaluate((td) => td.scrollWidth <= td.clientWidth)).toBe(true);
+      // Since/Until are empty until filled: their hints are placeholders, not values.
+      expect(await page.inputValue('#f-since')).toBe('');
+      expect(await page.getAttribute('#f-since', 'placeholder')).toContain('date or ISO time');
 
       await page.selectOption('#f-reason', 'rejected');
       await page.click('#apply-filters');
-      await expect.poll(() => rows().count()).toBe(1);
-      expect(await rows().first().getAttribute('data-id')).toBe(String(ids.rejected));
+      await expect.poll(() => rows().count()).toBe(2);
+
+      await page.click(`#letters-table tbody tr[data-id="${ids.declined}"]`);
+      await expect.poll(() => page.textContent('#detail-title')).toBe(`Dead letter #${ids.declined}`);
+      const shown = page.locator('[data-testid=partner-error]');
+      expect(await shown.locator('[data-field=processor_code]').textContent()).toBe('card_declined');
+      expect(await shown.locator('[data-field=processor_decline_code]').textContent()).toBe(
+        'insufficient_funds',
+      );
+      expect(await shown.locator('[data-field=errors]').textContent()).toContain(
+        'amount_cents: must be positive',
+      );
+      expect(await shown.locator('[data-field=details]').textContent()).toContain('tenant_email');
+      await mkdir('test-artifacts', { recursive: true });
+      await page.screenshot({ path: 'test-artifacts/ops-console-partner-error.png', fullPage: true });
 
       await page.click('#reset-filters');
       await page.fill('#f-search', 'WITHDRAWN');
       await page.click('#apply-filters');
       await expect.poll(() => rows().count()).toBe(1);
       await page.click('#reset-filters');
-      await expect.poll(() => rows().count()).toBe(3);
+      await expect.poll(() => rows().count()).toBe(4);
 
       await page.click(`#letters-table tbody tr[data-id="${ids.unverified}"]`);
       await expect.poll(() => page.textContent('#detail-title')).toBe(`Dead letter #${ids.unverified}`);
@@ -143,7 +185,14 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
       expect(await page.textContent('#detail-headers')).toContain('dlq-partner-request-ids');
 
       await page.fill('#redrive-reason', 'partner outage over');
+      // Redrive asks first; cancelling sends nothing.
       await page.click('#redrive');
+      expect(await page.textContent('#redrive-confirm-text')).toContain(`dead letter #${ids.unverified}`);
+      await page.click('#redrive-no');
+      expect(await page.isVisible('#redrive-confirm')).toBe(false);
+      expect((await getDeadLetter(database.db, ids.unverified))?.state).toBe('open');
+      await page.click('#redrive');
+      await page.click('#redrive-yes');
       await expect.poll(() => page.textContent('#action-result')).toContain('Redriven');
       await expect.poll(() => page.textContent('#detail-state')).toBe('redriven');
       await expect.poll(() => page.textContent('#detail-audit')).toContain('e2e-operator · redrive');

@@ -37,6 +37,17 @@ function cut(text, cls = 'mono') {
   return el('td', { class: `${cls} cut`, title: value }, value);
 }
 
+/** The whole topic, allowed to wrap after its dots (a topic is never cut). */
+function topicCell(topic) {
+  const td = el('td', { class: 'mono topic', title: topic || '' });
+  const parts = String(topic || '–').split('.');
+  parts.forEach((part, i) => {
+    td.append(document.createTextNode(i < parts.length - 1 ? `${part}.` : part));
+    if (i < parts.length - 1) td.append(el('wbr'));
+  });
+  return td;
+}
+
 function pretty(value) {
   try {
     return JSON.stringify(JSON.parse(value), null, 2);
@@ -66,12 +77,15 @@ async function api(path, options = {}) {
 
 // ---- session ------------------------------------------------------------------------------
 
+const TABS = ['overview', 'trace', 'letters', 'audit'];
+
 function showApp(signedIn) {
   $('login').hidden = signedIn;
-  $('letters').hidden = !signedIn;
   $('tabs').hidden = !signedIn;
   $('session').hidden = !signedIn;
-  $('audit').hidden = true;
+  $('trace-form').hidden = !signedIn;
+  for (const tab of TABS) $(tab).hidden = true;
+  if (!signedIn) window.stopOverview?.();
   if (signedIn) $('whoami').textContent = `signed in as ${sessionStorage.getItem(ACTOR_KEY) || 'ops-api'}`;
 }
 
@@ -84,7 +98,7 @@ async function login(event) {
     await api('dead-letters?limit=1');
     $('token').value = '';
     showApp(true);
-    await loadLetters();
+    route();
   } catch (error) {
     sessionStorage.removeItem(TOKEN_KEY);
     $('login-error').textContent =
@@ -97,12 +111,33 @@ function logout() {
   showApp(false);
 }
 
+// The URL's hash names the view (#overview, #trace/<id>, #letters, #audit): links and reloads
+// keep it. The overview is the landing page.
 function switchTab(tab) {
+  const hash =
+    tab === 'trace' && window.currentTraceId
+      ? `#trace/${encodeURIComponent(window.currentTraceId)}`
+      : `#${tab}`;
+  if (window.location.hash !== hash) window.location.hash = hash;
+  else route();
+}
+
+function route() {
+  if (!sessionStorage.getItem(TOKEN_KEY)) return;
+  const [name, ...rest] = window.location.hash.replace(/^#/, '').split('/');
+  const tab = TABS.includes(name) ? name : 'overview';
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === tab);
-  $('letters').hidden = tab !== 'letters';
-  $('audit').hidden = tab !== 'audit';
-  if (tab === 'audit') void loadAudit();
+  for (const t of TABS) $(t).hidden = t !== tab;
+  if (tab !== 'overview') window.stopOverview?.();
+  if (tab === 'overview') void window.startOverview?.();
+  else if (tab === 'trace') void window.showTrace?.(rest.length ? decodeURIComponent(rest.join('/')) : '');
+  else if (tab === 'audit') void loadAudit();
   else void loadLetters();
+}
+
+/** Opens the trace view for an id (the search box, a letter's "Trace this event", an id in a trace). */
+function traceLink(id) {
+  window.location.hash = `#trace/${encodeURIComponent(id)}`;
 }
 
 // ---- list ---------------------------------------------------------------------------------
@@ -169,7 +204,7 @@ async function loadLetters() {
         el('td', {}, el('span', { class: `badge ${l.state}` }, l.state)),
         el('td', {}, l.reason || '–'),
         cut(l.errorCode),
-        cut(logicalTopic(l), 'mono topic'),
+        topicCell(logicalTopic(l)),
         cut(l.key),
         cut(l.commandId),
         el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),
@@ -262,6 +297,8 @@ async function openLetter(id) {
     ...summaryRow('Resolved', letter.resolvedBy ? `${letter.resolvedBy}: ${letter.resolution || ''}` : null),
   );
   renderGuard(guard);
+  renderPartnerError(partnerErrorOf(letter, guard));
+  $('detail-trace').onclick = () => traceLink(letter.commandId || String(letter.id));
   $('detail-value').textContent = pretty(letter.value);
   $('corrected-block').hidden = !letter.correctedValue;
   $('detail-corrected').textContent = letter.correctedValue ? pretty(letter.correctedValue) : '';
@@ -280,6 +317,8 @@ async function openLetter(id) {
       : [el('li', { class: 'muted' }, 'No actions yet.')]),
   );
   $('actions').hidden = letter.state !== 'open';
+  $('redrive-confirm').hidden = true;
+  $('redrive').hidden = false;
   $('correct-toggle').checked = false;
   $('correction').hidden = true;
   try {
@@ -289,6 +328,103 @@ async function openLetter(id) {
   }
 }
 
+/**
+ * The Partner API's whole error for a letter: the indexed letter's `error` object when the indexer
+ * keeps it, else the `dlq-error` header (JSON), else the guard row's last error.
+ */
+function partnerErrorOf(letter, guard) {
+  if (letter.error && typeof letter.error === 'object') return letter.error;
+  const header = letter.headers && letter.headers['dlq-error'];
+  if (header) {
+    try {
+      const parsed = JSON.parse(header);
+      if (parsed && typeof parsed === 'object') return parsed;
+    } catch {
+      // not JSON: fall through to the guard's copy
+    }
+  }
+  if (guard && guard.lastError && typeof guard.lastError === 'object') return guard.lastError;
+  return null;
+}
+
+const ERROR_FIELDS = [
+  ['code', 'Code'],
+  ['status', 'Status'],
+  ['message', 'Message'],
+  ['processor_code', 'Processor code'],
+  ['processor_decline_code', 'Decline code'],
+  ['request_id', 'Request id'],
+  ['error_id', 'Error id'],
+  ['error_signature', 'Error signature'],
+];
+
+function renderPartnerError(error) {
+  $('partner-error-block').hidden = !error;
+  if (!error) return $('partner-error').replaceChildren();
+  const summary = el('dl', { class: 'summary' });
+  for (const [field, label] of ERROR_FIELDS) {
+    if (error[field] == null || error[field] === '') continue;
+    let value = String(error[field]);
+    if (field === 'code' && error.code_missing) value += ' (the answer carried no code)';
+    summary.append(el('dt', {}, label), el('dd', { class: 'mono', 'data-field': field }, value));
+  }
+  const parts = [summary];
+  if (Array.isArray(error.errors) && error.errors.length) {
+    parts.push(
+      el('p', { class: 'muted small' }, 'Validation errors'),
+      el(
+        'ul',
+        { class: 'errors-list', 'data-field': 'errors' },
+        ...error.errors.map((e) => el('li', {}, String(e))),
+      ),
+    );
+  }
+  if (error.details && typeof error.details === 'object' && Object.keys(error.details).length) {
+    parts.push(
+      el('p', { class: 'muted small' }, 'Details'),
+      el(
+        'table',
+        { class: 'kv', 'data-field': 'details' },
+        el(
+          'tbody',
+          {},
+          ...Object.entries(error.details).map(([k, v]) =>
+            el(
+              'tr',
+              {},
+              el('td', {}, k),
+              el('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v)),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+  if (error.extra && typeof error.extra === 'object' && Object.keys(error.extra).length) {
+    parts.push(
+      el('p', { class: 'muted small' }, 'Other fields'),
+      el('pre', { class: 'code', 'data-field': 'extra' }, JSON.stringify(error.extra, null, 2)),
+    );
+  }
+  $('partner-error').replaceChildren(...parts);
+}
+
+/** Redrive asks first: one click shows what will be republished where, a second one does it. */
+function askRedrive() {
+  const row = $('letters-table').querySelector(`tbody tr[data-id="${selectedId}"]`);
+  const topic = row ? row.querySelector('td.topic')?.textContent : '';
+  const corrected = $('correct-toggle').checked ? ' with your correction' : '';
+  $('redrive-confirm-text').textContent =
+    `Republish dead letter #${selectedId}${corrected} to ${topic || 'its original topic'}? The consumer will run the command again.`;
+  $('redrive-confirm').hidden = false;
+  $('redrive').hidden = true;
+}
+
+function cancelRedrive() {
+  $('redrive-confirm').hidden = true;
+  $('redrive').hidden = false;
+}
+
 function showResult(text, ok) {
   const box = $('action-result');
   box.textContent = text;
@@ -296,6 +432,7 @@ function showResult(text, ok) {
 }
 
 async function redrive() {
+  cancelRedrive();
   const body = { reason: $('redrive-reason').value.trim() || undefined };
   if ($('correct-toggle').checked) body.corrected_value = $('correction').value;
   try {
@@ -378,10 +515,18 @@ document.addEventListener('DOMContentLoaded', () => {
     'change',
     () => ($('correction').hidden = !$('correct-toggle').checked),
   );
-  $('redrive').addEventListener('click', () => void redrive());
+  $('redrive').addEventListener('click', askRedrive);
+  $('redrive-yes').addEventListener('click', () => void redrive());
+  $('redrive-no').addEventListener('click', cancelRedrive);
+  $('trace-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const id = $('trace-id').value.trim();
+    if (id) traceLink(id);
+  });
+  window.addEventListener('hashchange', route);
   $('discard').addEventListener('click', () => void discard());
   $('actor').value = sessionStorage.getItem(ACTOR_KEY) || '';
   const signedIn = Boolean(sessionStorage.getItem(TOKEN_KEY));
   showApp(signedIn);
-  if (signedIn) void loadLetters();
+  if (signedIn) route();
 });

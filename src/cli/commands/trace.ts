@@ -1,0 +1,22 @@
+import { createRuntime } from '../../runtime.js';
+import { formatTrace } from '../../trace/trace-table.js';
+import { traceId } from '../../trace/trace.js';
+import { loadConfigOrExit } from '../process.js';
+
+/**
+ * `rentbridge trace <id> [--json]`: the life of one event from what PostgreSQL holds. Exit 0 when
+ * something was found, 1 when nothing was.
+ */
+export async function trace(id: string, opts: { json?: boolean }): Promise<void> {
+  const runtime = createRuntime(loadConfigOrExit());
+  try {
+    const result = await traceId(runtime.db, id, {
+      topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,
+      retentionHours: runtime.config.OUTBOX_RETENTION_HOURS,
+    });
+    process.stdout.write(`${opts.json ? JSON.stringify(result, null, 2) : formatTrace(result)}\n`);
+    process.exitCode = result.found ? 0 : 1;
+  } finally {
+    await runtime.close();
+  }
+}

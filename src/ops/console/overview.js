@@ -1,0 +1,145 @@
+/* global window, document, uPlot, $, el, api, logout */
+// The overview: the flow as stages, their figures and last-hour charts (uPlot, served from
+// node_modules by the receiver). Data from GET /ops/api/overview, refreshed every 10 s while shown.
+'use strict';
+
+const REFRESH_MS = 10000;
+const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'];
+const SIDE = ['poller', 'dead-letters'];
+const SIDE_LINKS = { poller: 'Partner API → poller → outbox', 'dead-letters': 'consumers → dead letters' };
+const COLORS = ['#2459d1', '#1f8a4c', '#c23a3a', '#b7791f', '#7b4bc4', '#14858f', '#8a5a2b', '#d14a8b'];
+const STATUS_TEXT = { moving: 'moving', idle: 'idle', attention: 'needs attention', stalled: 'not moving' };
+let overviewTimer = null;
+let charts = [];
+
+function chartNode(chart, minutes) {
+  const box = el('div', { class: 'chart' }, el('div', { class: 'chart-title' }, chart.title));
+  const total = chart.series.reduce((s, x) => s + x.values.reduce((a, b) => a + b, 0), 0);
+  if (!chart.series.length || total === 0) {
+    box.append(el('div', { class: 'chart-empty muted' }, 'nothing in the last hour'));
+    return box;
+  }
+  const plot = el('div', { class: 'chart-plot' });
+  box.append(plot);
+  const legend = el('div', { class: 'chart-legend' });
+  chart.series.forEach((s, i) => {
+    const sum = s.values.reduce((a, b) => (chart.unit ? Math.max(a, b) : a + b), 0);
+    legend.append(
+      el(
+        'span',
+        { class: 'legend-item' },
+        el('i', { class: `swatch c${i % COLORS.length}` }),
+        `${s.name} `,
+        el('b', {}, chart.unit ? `max ${sum} ${chart.unit}` : sum),
+      ),
+    );
+  });
+  box.append(legend);
+  // Drawn once the box is in the page, so uPlot knows its width.
+  window.requestAnimationFrame(() => {
+    const width = Math.max(200, plot.clientWidth || 240);
+    const u = new uPlot(
+      {
+        width,
+        height: 90,
+        legend: { show: false },
+        cursor: { show: true, points: { show: false } },
+        scales: { x: { time: true } },
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        axes: [
+          {
+            size: 20,
+            font: '10px system-ui',
+            gap: 2,
+            ticks: { size: 3 },
+            grid: { show: false },
+            // UTC hours and minutes, like every time in the console.
+            values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(11, 16)),
+          },
+          { size: 34, font: '10px system-ui', gap: 2, ticks: { size: 3 }, grid: { stroke: '#eef0f4' } },
+        ],
+        series: [
+          {},
+          ...chart.series.map((s, i) => ({
+            label: s.name,
+            stroke: COLORS[i % COLORS.length],
+            width: 1.5,
+            points: { show: false },
+          })),
+        ],
+      },
+      [minutes, ...chart.series.map((s) => s.values)],
+      plot,
+    );
+    charts.push(u);
+  });
+  return box;
+}
+
+function stageNode(stage, minutes) {
+  const figures = el('dl', { class: 'figures' });
+  for (const f of stage.figures) figures.append(el('dt', {}, f.label), el('dd', { class: 'mono' }, f.value));
+  return el(
+    'div',
+    { class: `card stage ${stage.status}`, 'data-stage': stage.id, 'data-status': stage.status },
+    el(
+      'div',
+      { class: 'stage-head' },
+      el('h2', {}, stage.title),
+      el(
+        'span',
+        { class: `status ${stage.status}`, 'data-testid': `status-${stage.id}` },
+        STATUS_TEXT[stage.status],
+      ),
+    ),
+    el('p', { class: 'stage-note' }, stage.note),
+    figures,
+    ...stage.charts.map((c) => chartNode(c, minutes)),
+  );
+}
+
+async function loadOverview() {
+  try {
+    const data = await api('overview');
+    for (const u of charts) u.destroy();
+    charts = [];
+    const byId = Object.fromEntries(data.stages.map((s) => [s.id, s]));
+    const flow = [];
+    PIPELINE.forEach((id, i) => {
+      if (i > 0) flow.push(el('div', { class: 'arrow', 'aria-hidden': 'true' }, '→'));
+      if (byId[id]) flow.push(stageNode(byId[id], data.minutes));
+    });
+    $('pipeline').replaceChildren(...flow);
+    $('pipeline-side').replaceChildren(
+      ...SIDE.filter((id) => byId[id]).map((id) =>
+        el(
+          'div',
+          { class: 'side-stage' },
+          el('div', { class: 'side-link muted' }, SIDE_LINKS[id]),
+          stageNode(byId[id], data.minutes),
+        ),
+      ),
+    );
+    $('overview-meta').textContent =
+      `refreshed ${data.generatedAt.slice(11, 19)} UTC · every ${REFRESH_MS / 1000} s · ${data.cost.queries} queries, ${data.cost.ms} ms`;
+    $('overview-rules').textContent =
+      `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
+    $('overview-error').textContent = '';
+  } catch (error) {
+    if (error.status === 401 || error.status === 403) return logout();
+    $('overview-error').textContent = `Cannot load the overview: ${error.message}`;
+  }
+}
+
+window.startOverview = async () => {
+  window.stopOverview();
+  await loadOverview();
+  overviewTimer = window.setInterval(() => {
+    if (!document.hidden) void loadOverview();
+  }, REFRESH_MS);
+};
+
+window.stopOverview = () => {
+  if (overviewTimer) window.clearInterval(overviewTimer);
+  overviewTimer = null;
+};

@@ -1,0 +1,66 @@
+/* global window, $, el, api, logout, traceLink */
+// The trace view: the life of one event from any of its ids (GET /ops/api/trace/:id).
+'use strict';
+
+const TRACEABLE = new Set([
+  'webhookId',
+  'eventId',
+  'commandId',
+  'requestId',
+  'deadLetterId',
+  'recordId',
+  'targetId',
+  'subject',
+  'key',
+]);
+
+function factsNode(details) {
+  const box = el('div', { class: 'facts' });
+  for (const [k, v] of Object.entries(details)) {
+    if (v == null || v === '') continue;
+    const value = TRACEABLE.has(k)
+      ? el(
+          'button',
+          { type: 'button', class: 'link mono', title: `trace ${v}`, onclick: () => traceLink(String(v)) },
+          String(v),
+        )
+      : el('span', { class: 'mono' }, String(v));
+    box.append(el('span', { class: 'fact' }, el('span', { class: 'muted' }, `${k} `), value));
+  }
+  return box;
+}
+
+window.showTrace = async (id) => {
+  window.currentTraceId = id;
+  $('trace-id').value = id;
+  $('trace-error').textContent = '';
+  if (!id) {
+    $('trace-title').textContent = 'Trace an id';
+    $('trace-table').hidden = true;
+    $('trace-ends').replaceChildren(el('li', { class: 'muted' }, 'Type an id in the search box above.'));
+    return;
+  }
+  $('trace-title').textContent = `Trace of ${id}`;
+  try {
+    const trace = await api(`trace/${encodeURIComponent(id)}`);
+    $('trace-table').hidden = trace.steps.length === 0;
+    $('trace-table')
+      .querySelector('tbody')
+      .replaceChildren(
+        ...trace.steps.map((s) =>
+          el(
+            'tr',
+            { 'data-stage': s.stage },
+            el('td', { class: 'mono nowrap' }, s.at.replace('T', ' ')),
+            el('td', {}, el('span', { class: `badge stage-${s.stage}` }, s.stage)),
+            el('td', {}, s.what),
+            el('td', {}, factsNode(s.details)),
+          ),
+        ),
+      );
+    $('trace-ends').replaceChildren(...trace.ends.map((e) => el('li', {}, e)));
+  } catch (error) {
+    if (error.status === 401 || error.status === 403) return logout();
+    $('trace-error').textContent = `Cannot trace: ${error.message}`;
+  }
+};

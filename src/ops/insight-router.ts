@@ -1,0 +1,64 @@
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import express, { type Router } from 'express';
+import type { Registry } from 'prom-client';
+import type { Db } from '../db/prisma.js';
+import { AppError } from '../errors.js';
+import { registry as processRegistry } from '../metrics.js';
+import { traceId } from '../trace/trace.js';
+import { SnapshotRing } from './overview/metric-samples.js';
+import { buildOverview } from './overview/overview.js';
+
+export interface InsightRouterOptions {
+  db: Db;
+  /** KAFKA_TOPIC_PREFIX. */
+  topicPrefix: string;
+  /** OUTBOX_RETENTION_HOURS, to say why a trail ends. Default 72. */
+  retentionHours?: number;
+  /** Where the in-process figures come from. Default: this process's /metrics registry. */
+  registry?: Registry;
+}
+
+/**
+ * The console's read-only views, mounted under the ops API (bearer OPS_TOKEN): `GET /overview`
+ * (the flow, its figures and last-hour charts) and `GET /trace/:id` (one event's life).
+ */
+export function createInsightRouter(options: InsightRouterOptions): Router {
+  const ring = new SnapshotRing();
+  const router = express.Router();
+
+  router.get('/overview', async (_req, res) => {
+    res.json(
+      await buildOverview({
+        db: options.db,
+        registry: options.registry ?? processRegistry,
+        ring,
+        topicPrefix: options.topicPrefix,
+      }),
+    );
+  });
+
+  router.get('/trace/:id', async (req, res) => {
+    const id = String(req.params.id ?? '').trim();
+    if (!id || id.length > 300) throw new AppError(400, 'validation_error', 'id: 1 to 300 characters');
+    res.json(
+      await traceId(options.db, id, {
+        topicPrefix: options.topicPrefix,
+        retentionHours: options.retentionHours ?? 72,
+      }),
+    );
+  });
+
+  return router;
+}
+
+/**
+ * The console's third-party browser files, served from node_modules as installed (no build step):
+ * uPlot, the charting library of the overview, at `/ops/vendor/uplot/`.
+ */
+export function createConsoleVendorRouter(): Router {
+  const uplotDist = dirname(createRequire(import.meta.url).resolve('uplot'));
+  const router = express.Router();
+  router.use('/uplot', express.static(uplotDist, { index: false, maxAge: '1d' }));
+  return router;
+}

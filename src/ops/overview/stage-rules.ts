@@ -1,0 +1,41 @@
+/**
+ * When the overview marks a stage as not moving. One place for the thresholds, so the console,
+ * the README's runbook and the alert rules can say the same thing.
+ *
+ * - relay `stalled`: the oldest unpublished outbox row is older than RELAY_STALL_SECONDS (rows
+ *   wait: Kafka unreachable or no relay running).
+ * - consumers `stalled`: a command has sat `pending`/`in_flight` unchanged for COMMAND_STUCK_SECONDS.
+ * - poller `stalled`: a resource's last successful pass is older than POLLER_STALE_SECONDS, or its
+ *   last pass failed.
+ * - partner API `attention`: 429s received, or the budget paused by a Retry-After.
+ * - dead letters `attention`: open letters wait for an operator.
+ */
+export const RELAY_STALL_SECONDS = 60;
+export const COMMAND_STUCK_SECONDS = 300;
+/** Three passes of the default POLL_INTERVAL_SECONDS (300). */
+export const POLLER_STALE_SECONDS = 900;
+
+export type StageStatus = 'moving' | 'idle' | 'attention' | 'stalled';
+
+export function ageSeconds(at: Date | null, now: number): number | null {
+  return at ? Math.max(0, Math.round((now - at.getTime()) / 1000)) : null;
+}
+
+export function relayStatus(
+  backlog: number,
+  oldestAgeSeconds: number | null,
+  publishedLastHour: number,
+): StageStatus {
+  if (backlog > 0 && (oldestAgeSeconds ?? 0) > RELAY_STALL_SECONDS) return 'stalled';
+  return backlog > 0 || publishedLastHour > 0 ? 'moving' : 'idle';
+}
+
+export function pollerStatus(
+  cursor: { lastSucceededAt: Date | null; lastFailedAt: Date | null },
+  now: number,
+): StageStatus {
+  const success = cursor.lastSucceededAt?.getTime() ?? 0;
+  if (cursor.lastFailedAt && cursor.lastFailedAt.getTime() > success) return 'stalled';
+  if (!cursor.lastSucceededAt) return 'idle';
+  return now - success > POLLER_STALE_SECONDS * 1000 ? 'stalled' : 'moving';
+}

@@ -1,0 +1,225 @@
+import type { Db } from '../db/prisma.js';
+
+/**
+ * The rows `rentbridge trace` reads: everything PostgreSQL holds about one event, found from any
+ * of its ids. Round one finds the rows an id names directly; round two follows the links between
+ * them (receipt → outbox row, outbox row → command, command → attempts and dead letters, dead
+ * letter → audit). Each query is capped; a trace is a look-up, not a report.
+ */
+
+const CAP = 200;
+
+export interface ReceiptRow {
+  source: string;
+  webhookId: string;
+  eventType: string;
+  receivedAt: Date;
+  outboxId: string | null;
+}
+export interface OutboxRow {
+  id: string;
+  eventId: string;
+  topic: string;
+  key: string;
+  type: string;
+  subject: string | null;
+  headers: Record<string, string>;
+  createdAt: Date;
+  publishedAt: Date | null;
+  attempts: number;
+  lastError: string | null;
+}
+export interface CommandRow {
+  commandId: string;
+  commandType: string;
+  targetId: string;
+  state: string;
+  attempts: number;
+  lastError: unknown;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+export interface AttemptRow {
+  commandId: string;
+  attempt: number;
+  requestId: string;
+  kind: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  result: string | null;
+  status: number | null;
+  code: string | null;
+  message: string | null;
+}
+export interface DeadLetterRow {
+  id: string;
+  dlqTopic: string;
+  originalTopic: string | null;
+  originalPartition: number | null;
+  originalOffset: string | null;
+  key: string | null;
+  reason: string | null;
+  errorCode: string | null;
+  errorStatus: number | null;
+  errorMessage: string | null;
+  commandId: string | null;
+  partnerRequestIds: string[];
+  headers: Record<string, string>;
+  state: string;
+  indexedAt: Date;
+  resolvedAt: Date | null;
+  resolvedBy: string | null;
+  resolution: string | null;
+}
+export interface VersionRow {
+  resource: string;
+  recordId: string;
+  updatedAt: string;
+  via: string;
+  publishedAt: Date;
+}
+export interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  details: Record<string, unknown>;
+}
+
+export interface TraceRows {
+  receipts: ReceiptRow[];
+  outbox: OutboxRow[];
+  commands: CommandRow[];
+  attempts: AttemptRow[];
+  deadLetters: DeadLetterRow[];
+  versions: VersionRow[];
+  audit: AuditRow[];
+  /** Outbox ids a receipt points at: those missing from `outbox` were pruned. */
+  outboxIdsNamed: string[];
+}
+
+const RECEIPT = `SELECT source, webhook_id AS "webhookId", event_type AS "eventType", received_at AS "receivedAt",
+  outbox_id::text AS "outboxId" FROM webhook_receipts`;
+const OUTBOX = `SELECT id::text, event_id::text AS "eventId", topic, key, type, subject, headers,
+  created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError" FROM outbox`;
+const COMMAND = `SELECT command_id AS "commandId", command_type AS "commandType", target_id AS "targetId", state,
+  attempts, last_error AS "lastError", created_at AS "createdAt", updated_at AS "updatedAt",
+  finished_at AS "finishedAt" FROM commands`;
+const ATTEMPT = `SELECT command_id AS "commandId", attempt, request_id AS "requestId", kind, started_at AS "startedAt",
+  finished_at AS "finishedAt", result, status, code, message FROM command_attempts`;
+const LETTER = `SELECT id::text, dlq_topic AS "dlqTopic", original_topic AS "originalTopic",
+  original_partition AS "originalPartition", original_offset AS "originalOffset", key, reason,
+  error_code AS "errorCode", error_status AS "errorStatus", error_message AS "errorMessage",
+  command_id AS "commandId", partner_request_ids AS "partnerRequestIds", headers, state,
+  indexed_at AS "indexedAt", resolved_at AS "resolvedAt", resolved_by AS "resolvedBy", resolution
+  FROM dead_letters`;
+const VERSION = `SELECT resource, record_id AS "recordId", updated_at AS "updatedAt", via, published_at AS "publishedAt"
+  FROM published_versions`;
+const AUDIT = `SELECT id::text, at, actor, action, target, reason, details FROM audit_log`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uniq(values: Iterable<string | null | undefined>): string[] {
+  return [...new Set([...values].filter((v): v is string => typeof v === 'string' && v !== ''))];
+}
+
+function byKey<T>(rows: T[], key: (r: T) => string): T[] {
+  const seen = new Map<string, T>();
+  for (const r of rows) seen.set(key(r), r);
+  return [...seen.values()];
+}
+
+export async function readTraceRows(db: Db, id: string, commandTopics: string[]): Promise<TraceRows> {
+  const q = <T>(sql: string, ...params: unknown[]) =>
+    db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
+  const uuid = UUID.test(id) ? id : null;
+  const numeric = /^\d{1,18}$/.test(id) ? id : null;
+
+  // Round one: rows the id names.
+  const [receipts1, outbox1, commands1, attempts1, letters1, versions] = await Promise.all([
+    q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = $1`, id),
+    q<OutboxRow>(
+      `${OUTBOX} WHERE event_id = $2::uuid OR subject = $1 OR key = $1 OR headers->>'webhook-id' = $1 ORDER BY id`,
+      id,
+      uuid,
+    ),
+    q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1`, id),
+    q<{ commandId: string }>(
+      `SELECT DISTINCT command_id AS "commandId" FROM command_attempts WHERE request_id = $1`,
+      id,
+    ),
+    q<DeadLetterRow>(
+      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
+         OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
+      id,
+      numeric,
+    ),
+    q<VersionRow>(`${VERSION} WHERE record_id = $1 ORDER BY published_at`, id),
+  ]);
+
+  // Round two: follow the links.
+  const commandTopicSet = new Set(commandTopics);
+  const webhookIds = uniq([
+    ...receipts1.map((r) => r.webhookId),
+    ...outbox1.map((o) => o.headers['webhook-id']),
+    ...letters1.map((l) => l.headers['webhook-id']),
+  ]);
+  const outboxIds = uniq(receipts1.map((r) => r.outboxId));
+  const commandIds = uniq([
+    ...commands1.map((c) => c.commandId),
+    ...attempts1.map((a) => a.commandId),
+    ...letters1.map((l) => l.commandId),
+    ...outbox1.filter((o) => commandTopicSet.has(o.topic)).map((o) => o.subject),
+  ]);
+  const [receipts2, outbox2, commands2, attempts, letters2] = await Promise.all([
+    webhookIds.length ? q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = ANY($1::text[])`, webhookIds) : [],
+    outboxIds.length || webhookIds.length || commandIds.length
+      ? q<OutboxRow>(
+          `${OUTBOX} WHERE id = ANY($1::bigint[]) OR headers->>'webhook-id' = ANY($2::text[])
+             OR (subject = ANY($3::text[]) AND topic = ANY($4::text[])) ORDER BY id`,
+          outboxIds,
+          webhookIds,
+          commandIds,
+          [...commandTopicSet],
+        )
+      : [],
+    commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
+    commandIds.length
+      ? q<AttemptRow>(`${ATTEMPT} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      : [],
+    commandIds.length
+      ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      : [],
+  ]);
+  const deadLetters = byKey([...letters1, ...letters2], (l) => l.id);
+  const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
+  const audit =
+    targets.length || commandIds.length
+      ? await q<AuditRow>(
+          `${AUDIT} WHERE target = ANY($1::text[]) OR details->>'commandId' = ANY($2::text[]) ORDER BY at, id`,
+          targets,
+          commandIds,
+        )
+      : [];
+  // Found from the command side (command or request id): the receipts of those outbox rows too.
+  const outbox = byKey([...outbox1, ...outbox2], (o) => o.id);
+  const known = new Set([...receipts1, ...receipts2].map((r) => r.outboxId));
+  const unseen = outbox.map((o) => o.id).filter((id) => !known.has(id));
+  const receipts3 = unseen.length
+    ? await q<ReceiptRow>(`${RECEIPT} WHERE outbox_id = ANY($1::bigint[])`, unseen)
+    : [];
+  const receipts = byKey([...receipts1, ...receipts2, ...receipts3], (r) => `${r.source}|${r.webhookId}`);
+  return {
+    receipts,
+    outbox,
+    commands: byKey([...commands1, ...commands2], (c) => c.commandId),
+    attempts,
+    deadLetters,
+    versions,
+    audit,
+    outboxIdsNamed: uniq(receipts.map((r) => r.outboxId)),
+  };
+}

@@ -1,0 +1,201 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rentalPayments } from '../../consumers/rental-payments.js';
+import { requestId } from '../../src/http/request-id.js';
+import { createLogger } from '../../src/logger.js';
+import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
+import { createRelay, type Relay } from '../../src/relay/relay.js';
+import { createHarness, uid, type Harness } from '../consumers/support/harness.js';
+import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
+import {
+  buildRentPayment,
+  buildSecret,
+  send,
+  startReceiver,
+  type TestReceiver,
+} from '../receiver/webhooks.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const TOKEN = 'e2e-ops-token-0123456789';
+const available = existsSync(CHROMIUM);
+const inCi = process.env.CI === 'true' || process.env.CI === '1';
+const secret = buildSecret();
+
+// Locally, a machine without Chromium skips this file; in CI its absence is a failure.
+describe.skipIf(!available && !inCi)('console overview and trace in a real browser', () => {
+  let h: Harness;
+  let receiver: TestReceiver;
+  let relay: Relay;
+  let router: OpsRouter;
+  let server: Server;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  const flows: Array<{ paymentId: string; webhookId: string }> = [];
+
+  beforeAll(async () => {
+    if (!available) {
+      throw new Error(
+        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
+      );
+    }
+    h = await createHarness();
+    await h.startConsumer(rentalPayments);
+    receiver = await startReceiver({
+      db: h.database.db,
+      databaseUrl: h.database.url,
+      partnerSecrets: [],
+      pmsSecrets: { acme: [secret] },
+    });
+    relay = createRelay({
+      db: h.database.db,
+      kafka: h.kafka.kafka,
+      logger: createLogger({ level: 'silent' }),
+      databaseUrl: h.database.url,
+      topicPrefix: h.kafka.prefix,
+      retentionHours: 72,
+    });
+    await relay.start();
+
+    // A little traffic: three payments through the whole flow, one webhook refused, one dead
+    // letter, a poller resource that is fresh and one whose last pass failed.
+    const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+    for (let i = 0; i < 3; i++) {
+      const body = buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(record!.id) });
+      const res = await send(receiver.url, '/webhooks/pms/acme', body, { secret });
+      expect(res.status).toBe(202);
+      flows.push({ paymentId: body.data.payment_id as string, webhookId: res.webhookId });
+    }
+    for (const f of flows) await h.outcomesOf(f.paymentId);
+    expect(
+      (await send(receiver.url, '/webhooks/pms/acme', buildRentPayment(), { secret: buildSecret() })).status,
+    ).toBe(401);
+    await seedLetter(
+      h.database.db,
+      h.kafka.prefix,
+      buildDecisionLetter(h.kafka.prefix, { reason: 'rejected' }),
+    );
+    await h.database.sql.query(
+      `INSERT INTO poller_cursors (resource, last_started_at, last_succeeded_at, last_failed_at, last_error) VALUES
+         ('applications', now(), now() - interval '40 seconds', NULL, NULL),
+         ('enrollments', now(), now() - interval '31 minutes', now() - interval '1 minute', 'Partner API answered 503')`,
+    );
+
+    const app = express();
+    app.use(requestId());
+    router = createOpsRouter({
+      db: h.database.db,
+      producer: h.producer,
+      logger: createLogger({ level: 'silent' }),
+      opsToken: TOKEN,
+      topicPrefix: h.kafka.prefix,
+    });
+    app.use('/ops', router);
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    await mkdir('test-artifacts', { recursive: true });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await router?.close();
+    await relay?.stop();
+    await receiver?.close();
+    await h?.close();
+  });
+
+  const status = (stage: string) => page.getAttribute(`[data-stage="${stage}"]`, 'data-status');
+
+  describe('when an operator signs in', () => {
+    it('lands on the overview: every stage with its status, figures and last-hour charts', async () => {
+      await page.goto(`${base}/ops/`);
+      await page.fill('#token', TOKEN);
+      await page.fill('#actor', 'e2e-operator');
+      await page.click('#login-submit');
+      await page.waitForSelector('#pipeline .stage');
+      expect(await page.locator('#tab-overview').getAttribute('class')).toContain('active');
+
+      const stages = await page
+        .locator('.stage')
+        .evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-stage')));
+      expect(stages).toEqual([
+        'receiver',
+        'outbox',
+        'relay',
+        'kafka',
+        'consumers',
+        'partner',
+        'poller',
+        'dead-letters',
+      ]);
+      expect(await status('relay')).toBe('moving');
+      expect(await status('consumers')).toBe('moving');
+      expect(await status('receiver')).toBe('attention'); // one webhook refused
+      expect(await status('poller')).toBe('stalled');
+      expect(await page.textContent('[data-stage="poller"] .stage-note')).toContain('enrollments');
+      expect(await status('dead-letters')).toBe('attention');
+      expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied, last hour\s*3/);
+      expect(await page.textContent('[data-stage="kafka"]')).toContain('commands.rental-payments');
+      // uPlot drew real charts (canvas), not placeholders.
+      await expect
+        .poll(() => page.locator('[data-stage="consumers"] .chart-plot canvas').count())
+        .toBeGreaterThan(0);
+      expect(await page.locator('[data-stage="relay"] .chart-plot canvas').count()).toBeGreaterThan(0);
+      expect(await page.textContent('[data-testid=overview-meta]')).toMatch(/\d+ queries, [\d.]+ ms/);
+      await page.screenshot({ path: 'test-artifacts/ops-overview.png', fullPage: true });
+    });
+  });
+
+  describe('when the operator traces a Partner request id from the search box', () => {
+    it('shows the whole life of the event and where the trail ends, and follows ids by click', async () => {
+      const flow = flows[0]!;
+      await page.fill('#trace-id', `${flow.paymentId}.a1`);
+      await page.click('#trace-submit');
+      await page.waitForSelector('#trace-table tbody tr');
+      expect(page.url()).toContain(`#trace/${encodeURIComponent(`${flow.paymentId}.a1`)}`);
+      const stages = await page
+        .locator('#trace-table tbody tr')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-stage')));
+      expect(stages).toEqual(['webhook', 'outbox', 'published', 'command', 'attempt', 'outcome']);
+      expect(await page.textContent('#trace-table')).toContain(flow.webhookId);
+      expect(await page.textContent('[data-testid=trace-ends]')).toContain(
+        `command ${flow.paymentId} ended applied`,
+      );
+      await page.screenshot({ path: 'test-artifacts/ops-trace.png', fullPage: true });
+
+      // Each id in the timeline is a link to its own trace.
+      await page.click(`#trace-table button:text-is("${flow.webhookId}")`);
+      await expect.poll(() => page.textContent('#trace-title')).toBe(`Trace of ${flow.webhookId}`);
+      await expect.poll(() => page.locator('#trace-table tbody tr').count()).toBe(6);
+
+      await page.fill('#trace-id', 'no-such-id');
+      await page.click('#trace-submit');
+      await expect
+        .poll(() => page.textContent('[data-testid=trace-ends]'))
+        .toContain('no trace of "no-such-id"');
+    });
+  });
+});

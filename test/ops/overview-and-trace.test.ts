@@ -1,0 +1,216 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rentalPayments } from '../../consumers/rental-payments.js';
+import { requestId } from '../../src/http/request-id.js';
+import { createLogger } from '../../src/logger.js';
+import type { Overview } from '../../src/ops/overview/overview.js';
+import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
+import { createRelay, type Relay } from '../../src/relay/relay.js';
+import type { Trace } from '../../src/trace/trace.js';
+import { runCli } from '../support/cli.js';
+import { createHarness, uid, type Harness } from '../consumers/support/harness.js';
+import {
+  buildRentPayment,
+  buildSecret,
+  send,
+  startReceiver,
+  type TestReceiver,
+} from '../receiver/webhooks.js';
+
+const TOKEN = 'overview-ops-token-0123456789';
+const secret = buildSecret();
+
+describe('ops overview and trace', () => {
+  let h: Harness;
+  let receiver: TestReceiver;
+  let relay: Relay;
+  let router: OpsRouter;
+  let server: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startConsumer(rentalPayments);
+    receiver = await startReceiver({
+      db: h.database.db,
+      databaseUrl: h.database.url,
+      partnerSecrets: [],
+      pmsSecrets: { acme: [secret] },
+    });
+    relay = startRelay();
+    await relay.start();
+    const app = express();
+    app.use(requestId());
+    router = createOpsRouter({
+      db: h.database.db,
+      producer: h.producer,
+      logger: createLogger({ level: 'silent' }),
+      opsToken: TOKEN,
+      topicPrefix: h.kafka.prefix,
+    });
+    app.use('/ops', router);
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/api`;
+  });
+
+  afterAll(async () => {
+    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await router?.close();
+    await relay?.stop();
+    await receiver?.close();
+    await h?.close();
+  });
+
+  function startRelay(): Relay {
+    return createRelay({
+      db: h.database.db,
+      kafka: h.kafka.kafka,
+      logger: createLogger({ level: 'silent' }),
+      databaseUrl: h.database.url,
+      topicPrefix: h.kafka.prefix,
+      retentionHours: 72,
+    });
+  }
+
+  async function get<T>(path: string, token = TOKEN): Promise<{ status: number; body: T }> {
+    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as T };
+  }
+
+  /** A signed PMS webhook for a real sandbox enrollment, followed until its outcome. */
+  async function paymentThroughTheFlow(enrollmentStatus = 'active') {
+    const [record] = await h.control.addRecords('enrollments', [
+      { status: enrollmentStatus, rental_payments: [] },
+    ]);
+    const body = buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(record!.id) });
+    const res = await send(receiver.url, '/webhooks/pms/acme', body, { secret });
+    expect(res.status).toBe(202);
+    const [outcome] = await h.outcomesOf(body.data.payment_id as string);
+    return {
+      paymentId: body.data.payment_id as string,
+      webhookId: res.webhookId,
+      eventId: String(res.json.event_id),
+      outcome,
+    };
+  }
+
+  describe('when a signed webhook becomes an applied command', () => {
+    let flow: Awaited<ReturnType<typeof paymentThroughTheFlow>>;
+    beforeAll(async () => {
+      flow = await paymentThroughTheFlow();
+    });
+
+    it('traces it from the webhook id through outbox, Kafka, the guard and the outcome', async () => {
+      const { status, body } = await get<Trace>(`/trace/${flow.webhookId}`);
+      expect(status).toBe(200);
+      expect(body.found).toBe(true);
+      const stages = body.steps.map((s) => s.stage);
+      expect(stages).toEqual(['webhook', 'outbox', 'published', 'command', 'attempt', 'outcome']);
+      expect(body.steps[0]!.details).toMatchObject({ source: 'pms:acme', webhookId: flow.webhookId });
+      expect(body.steps[2]!.what).toContain('commands.rental-payments');
+      expect(body.steps[4]!.details).toMatchObject({
+        requestId: `${flow.paymentId}.a1`,
+        status: expect.any(Number),
+      });
+      expect(body.steps[5]!.what).toContain('applied');
+      expect(body.ends.join('\n')).toContain(`command ${flow.paymentId} ended applied`);
+    });
+
+    it('finds the same trail from the CloudEvent id, the command id and the Partner request id', async () => {
+      const fromWebhook = (await get<Trace>(`/trace/${flow.webhookId}`)).body.steps;
+      for (const id of [flow.eventId, flow.paymentId, `${flow.paymentId}.a1`]) {
+        const { body } = await get<Trace>(`/trace/${encodeURIComponent(id)}`);
+        expect(body.steps, id).toEqual(fromWebhook);
+      }
+    });
+
+    it('counts it in the overview: stored, published, applied; nothing stalled', async () => {
+      const { status, body } = await get<Overview>('/overview');
+      expect(status).toBe(200);
+      const stage = (id: string) => body.stages.find((s) => s.id === id)!;
+      expect(body.stages.map((s) => s.id)).toEqual([
+        'receiver',
+        'outbox',
+        'relay',
+        'kafka',
+        'consumers',
+        'partner',
+        'poller',
+        'dead-letters',
+      ]);
+      expect(stage('receiver').figures[0]).toEqual({ label: 'stored, last hour', value: 1 });
+      expect(stage('relay').status).toBe('moving');
+      expect(stage('kafka').figures).toContainEqual({ label: 'commands.rental-payments', value: 1 });
+      expect(stage('consumers').figures).toContainEqual({ label: 'applied, last hour', value: 1 });
+      const applied = stage('consumers').charts[0]!.series.find((s) => s.name === 'applied')!;
+      expect(applied.values.reduce((a, b) => a + b, 0)).toBe(1);
+      expect(applied.values).toHaveLength(body.minutes.length);
+      expect(body.cost.queries).toBeGreaterThan(0);
+    });
+  });
+
+  describe('when the outbox row was pruned', () => {
+    it('says the trail ends there, and why', async () => {
+      const flow = await paymentThroughTheFlow();
+      await h.database.sql.query(`DELETE FROM outbox WHERE event_id = $1::uuid`, [flow.eventId]);
+      const { body } = await get<Trace>(`/trace/${flow.webhookId}`);
+      expect(body.steps[0]!.stage).toBe('webhook');
+      expect(body.ends.join('\n')).toMatch(/outbox row \d+ is gone: .*OUTBOX_RETENTION_HOURS \(72 h\)/);
+    });
+  });
+
+  describe('when an outbox row waits longer than the relay stall limit', () => {
+    it('marks the outbox and the relay as not moving', async () => {
+      await relay.stop();
+      try {
+        await h.database.sql.query(
+          `INSERT INTO outbox (event_id, topic, key, type, source, data, created_at)
+           VALUES (gen_random_uuid(), $1, 'k', 't', '/test', '{}', now() - interval '5 minutes')`,
+          [`${h.kafka.prefix}partner.applications`],
+        );
+        const { body } = await get<Overview>('/overview');
+        const relayStage = body.stages.find((s) => s.id === 'relay')!;
+        expect(relayStage.status).toBe('stalled');
+        expect(relayStage.note).toContain('oldest unpublished row waits 5 min');
+        expect(body.stages.find((s) => s.id === 'outbox')!.figures[0]).toEqual({
+          label: 'backlog (unpublished rows)',
+          value: 1,
+        });
+      } finally {
+        await h.database.sql.query(`DELETE FROM outbox WHERE published_at IS NULL`);
+        relay = startRelay();
+        await relay.start();
+      }
+    });
+  });
+
+  describe('when the id is unknown or the token is wrong', () => {
+    it('answers found: false with a plain sentence, and 403 without the token', async () => {
+      const { body } = await get<Trace>('/trace/nothing-like-this');
+      expect(body).toMatchObject({ found: false, steps: [] });
+      expect(body.ends[0]).toContain('no trace of "nothing-like-this" in PostgreSQL');
+      expect((await get('/overview', 'a-wrong-token-of-some-length')).status).toBe(403);
+    });
+  });
+
+  describe('rentbridge trace', () => {
+    it('prints the timeline as a table, or JSON with --json, and exits 1 for an unknown id', async () => {
+      const flow = await paymentThroughTheFlow();
+      const env = { DATABASE_URL: h.database.url, KAFKA_TOPIC_PREFIX: h.kafka.prefix, LOG_LEVEL: 'silent' };
+      const table = await runCli(['trace', `${flow.paymentId}.a1`], env);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/time \(UTC\)\s+stage\s+what/);
+      expect(table.stdout).toMatch(/published\s+published to Kafka commands\.rental-payments/);
+      expect(table.stdout).toContain('where the trail ends:');
+      const json = await runCli(['trace', flow.webhookId, '--json'], env);
+      expect((JSON.parse(json.stdout) as Trace).steps.map((s) => s.stage)).toContain('outcome');
+      const unknown = await runCli(['trace', 'nothing-like-this'], env);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stdout).toContain('no trace of "nothing-like-this"');
+    });
+  });
+});

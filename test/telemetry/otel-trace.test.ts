@@ -1,0 +1,188 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { ROOT } from '../support/cli.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { buildRentPayment, buildSecret, send } from '../receiver/webhooks.js';
+
+/** One span as the OTLP/HTTP JSON exporter sends it. */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  attributes?: Array<{ key: string; value: { stringValue?: string; intValue?: string | number } }>;
+  role: string;
+}
+
+/** A small OTLP/HTTP receiver: collects every span posted to /v1/traces (JSON encoding). */
+async function startCollector(): Promise<{ url: string; spans: OtlpSpan[]; close(): Promise<void> }> {
+  const spans: OtlpSpan[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      if (req.url === '/v1/traces') {
+        const parsed = JSON.parse(body) as {
+          resourceSpans: Array<{
+            resource: { attributes: OtlpSpan['attributes'] };
+            scopeSpans: Array<{ spans: Omit<OtlpSpan, 'role'>[] }>;
+          }>;
+        };
+        for (const rs of parsed.resourceSpans) {
+          const role =
+            rs.resource.attributes?.find((a) => a.key === 'rentbridge.role')?.value.stringValue ?? '?';
+          for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, role });
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const attr = (s: OtlpSpan, key: string) => s.attributes?.find((a) => a.key === key)?.value.stringValue;
+
+describe('OpenTelemetry across processes', () => {
+  let database: TestDatabase;
+  let kafka: TestKafka;
+  let sandbox: Sandbox;
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  const children: ChildProcess[] = [];
+  const secret = buildSecret();
+  const httpPort = 20000 + Math.floor(Math.random() * 20000);
+
+  function rentbridge(args: string[]): ChildProcess {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        KAFKA_TOPIC_PREFIX: kafka.prefix,
+        PARTNER_API_URL: sandbox.url,
+        PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [secret] }),
+        HTTP_PORT: String(httpPort),
+        LOG_LEVEL: 'warn',
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    children.push(child);
+    return child;
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    kafka = createTestKafka();
+    await kafka.createTopics([
+      TOPICS.rentalPayments,
+      TOPICS.rentalPaymentOutcomes,
+      TOPICS.dlq(TOPICS.rentalPayments),
+    ]);
+    sandbox = await startSandbox({ port: 0 });
+    collector = await startCollector();
+    rentbridge(['receiver']);
+    rentbridge(['relay']);
+    rentbridge(['consumer', 'rental-payments']);
+    // The receiver answers once it listens.
+    for (let i = 0; ; i++) {
+      const ok = await fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (i > 120) throw new Error('the receiver did not start');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null) return resolve();
+            const t = setTimeout(() => c.kill('SIGKILL'), 10_000);
+            c.once('exit', () => (clearTimeout(t), resolve()));
+          }),
+      ),
+    );
+    await collector?.close();
+    await sandbox?.close();
+    await kafka?.close();
+    await database?.drop();
+  });
+
+  describe('when one signed webhook becomes a command', () => {
+    it('yields one trace: webhook → outbox publish → command → Partner API calls → outcome, over three processes', async () => {
+      const control = createSandboxControl(sandbox.url);
+      const [record] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const body = buildRentPayment({ enrollment_id: Number(record!.id) });
+      const paymentId = body.data.payment_id as string;
+      const res = await send(`http://127.0.0.1:${httpPort}`, '/webhooks/pms/acme', body, { secret });
+      expect(res.status).toBe(202);
+
+      // Wait for the outcome's span: the last hop.
+      let outcome: OtlpSpan | undefined;
+      for (let i = 0; i < 180 && !outcome; i++) {
+        outcome = collector.spans.find(
+          (s) => s.name === 'outcome publish' && attr(s, 'rentbridge.command.id') === paymentId,
+        );
+        if (!outcome) await new Promise((r) => setTimeout(r, 500));
+      }
+      if (process.env.TEST_SHOW_SPANS)
+        console.log(
+          collector.spans.map(
+            (x) => `${x.role} ${x.name} ${x.traceId} ${x.spanId} <- ${x.parentSpanId ?? ''}`,
+          ),
+        );
+      expect(outcome, 'no outcome span reached the collector').toBeDefined();
+
+      const webhook = collector.spans.find(
+        (s) => s.name === 'webhook receive' && attr(s, 'rentbridge.webhook.id') === res.webhookId,
+      )!;
+      expect(webhook).toBeDefined();
+      const trace = collector.spans.filter((s) => s.traceId === webhook.traceId);
+      const byId = new Map(trace.map((s) => [s.spanId, s]));
+      const publish = trace.find((s) => s.name === 'outbox publish')!;
+      const command = trace.find((s) => s.name === 'command rental-payments')!;
+      const write = trace.find((s) => attr(s, 'http.request.header.x-request-id') === `${paymentId}.a1`)!;
+
+      // One trace, every hop, each the child of the one before, across three processes.
+      expect(outcome!.traceId).toBe(webhook.traceId);
+      expect(publish.parentSpanId).toBe(webhook.spanId);
+      expect(command.parentSpanId).toBe(publish.spanId);
+      expect(write.name).toMatch(/^partner POST .*report_rental_payments/);
+      const ancestors = (span: OtlpSpan): string[] => {
+        const up = span.parentSpanId ? byId.get(span.parentSpanId) : undefined;
+        return up ? [up.name, ...ancestors(up)] : [];
+      };
+      expect(ancestors(write)).toContain('command rental-payments');
+      expect(ancestors(write).at(-1)).toBe('webhook receive');
+      expect(outcome!.parentSpanId).toBe(command.spanId);
+      // Every span of the trace: what a tracing back-end shows.
+      expect(trace.map((s) => `${s.role}: ${s.name}`).sort()).toEqual(
+        expect.arrayContaining([
+          'receiver: webhook receive',
+          'relay: outbox publish',
+          'consumer: command rental-payments',
+          'consumer: outcome publish',
+        ]),
+      );
+      expect(new Set([webhook.role, publish.role, command.role])).toEqual(
+        new Set(['receiver', 'relay', 'consumer']),
+      );
+    });
+  });
+});
