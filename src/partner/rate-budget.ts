@@ -22,7 +22,7 @@ import { sleep } from './transport.js';
  * - pacing: the poll lane takes at most its share of `pollPaceMs` (the limit spread evenly over
  *   the window) in any `pollPaceMs`, so its slots age out of the window evenly too and one frees
  *   every ~window/limit. A burst of writes beyond the reserve then waits a fraction of a second
- *   for the next freed slot instead of the end of a poller's burst (decision 012);
+ *   for the next freed slot instead of the end of a poller's burst (decision 015);
  * - a 429 writes `paused_until` into rate_budget_state: no process takes a slot before it;
  * - when the API reports `X-RateLimit-Remaining`, requests it counted beyond ours (another system
  *   on the same IP) are added as `external` slots, which age out of the window like ours.
@@ -54,8 +54,7 @@ export interface RateBudgetOptions {
 }
 
 type Take =
-  | { taken: true; used: number }
-  | { taken: false; waitMs: number; reason: 'paused' | 'full' | 'paced' };
+  { taken: true; used: number } | { taken: false; waitMs: number; reason: 'paused' | 'full' | 'paced' };
 
 const WAITER_TTL_SECONDS = 5;
 const MAX_SLEEP_MS = 1000;
@@ -90,7 +89,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
     );
   const capacity = (lane: Lane, demand = 0) =>
     lane === 'poll' ? Math.max(0, limit - reserve(demand)) : limit;
-  const demandOf = (byLane: Map<string, number>) => (byLane.get('write') ?? 0) + (byLane.get('readback') ?? 0);
+  const demandOf = (byLane: Map<string, number>) =>
+    (byLane.get('write') ?? 0) + (byLane.get('readback') ?? 0);
 
   function setGauges(byLane: Map<string, number>): void {
     const used = [...byLane.values()].reduce((a, b) => a + b, 0);
@@ -176,7 +176,10 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
             const seconds = (performance.now() - started) / 1000;
             metrics.budgetWaitSeconds.observe({ lane }, seconds);
             // Every slot, for `npm run bench -- budget` (LOG_LEVEL=trace): exact wait percentiles per lane.
-            log.trace({ lane, waitedMs: Math.round(seconds * 1000), used: take.used }, 'rate budget slot taken');
+            log.trace(
+              { lane, waitedMs: Math.round(seconds * 1000), used: take.used },
+              'rate budget slot taken',
+            );
             if (seconds > 1)
               log.info(
                 { lane, waitedMs: Math.round(seconds * 1000), used: take.used },

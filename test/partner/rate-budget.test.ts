@@ -59,7 +59,8 @@ describe('rate budget', () => {
       for (let i = 0; i < 100 - 30 - 5; i++) await budget.acquire('poll');
       await expect(budget.acquire('poll', AbortSignal.timeout(300))).rejects.toThrow();
       // The reserve is there for the higher lanes at once.
-      for (let i = 0; i < 5; i++) await budget.acquire(i % 2 ? 'readback' : 'write', AbortSignal.timeout(5000));
+      for (let i = 0; i < 5; i++)
+        await budget.acquire(i % 2 ? 'readback' : 'write', AbortSignal.timeout(5000));
       expect((await budget.snapshot()).used).toBe(100);
     });
 
