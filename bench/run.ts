@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import type { BenchResult } from './types.js';
 
 const BENCHES: Record<string, { module: string; what: string }> = {
@@ -60,13 +60,15 @@ async function main(): Promise<void> {
     const bench = BENCHES[name]!;
     console.log(`\n=== bench ${name}: ${bench.what}`);
     const started = Date.now();
+    // The machine may be shared: the load average says how far the figures can be trusted.
+    const loadBefore = loadavg()[0]!.toFixed(1);
     try {
       const mod = (await import(bench.module)) as { run: () => Promise<BenchResult> };
       const result = await mod.run();
       console.log(table(result));
       sections.set(
         name,
-        `## ${name}\n\n${bench.what}. Ran ${((Date.now() - started) / 1000).toFixed(0)} s on ${new Date().toISOString().slice(0, 10)}.\n\n${table(result)}\n${
+        `## ${name}\n\n${bench.what}. Ran ${((Date.now() - started) / 1000).toFixed(0)} s on ${new Date().toISOString().slice(0, 10)}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(1)} after (${cpus().length} cores).\n\n${table(result)}\n${
           result.notes?.length ? `\n${result.notes.map((n) => `- ${n}`).join('\n')}\n` : ''
         }`,
       );
