@@ -24,8 +24,10 @@ import type { PartnerResponse } from './transport.js';
  * header, ASSUMPTION `RECORDS_CARRY_CREATED_AT`) makes the walk read forward again from the page
  * before the first one read since that creation. Records without `created_at` fall back to
  * `updated_at` (read again from the first page), and records with neither to a re-read of the
- * page before after every page. So a walk during which nothing was created or deleted costs one
- * request per page, whatever the order.
+ * page before after every page. A change of `total_count` on such a list (a record may have been
+ * created ahead and deleted again unseen) makes the walk read forward again from the first page,
+ * re-checking the page before after every page from then on. So a walk during which nothing was
+ * created or deleted costs one request per page, whatever the order.
  *
  * Repeats (records yielded before, pushed forward by creations or seen again on a re-read) are
  * left out of the pages yielded: each id is yielded once per walk.
@@ -62,6 +64,13 @@ export async function* walkPages(deps: {
     if (previousTotal !== undefined && (createdFirst ? total < previousTotal : total !== previousTotal)) {
       log.info({ page, previousTotal, total, partnerRequestId: res.requestId }, 'list changed while paging');
       drifted = true;
+      if (createdAhead && !ageUnknown) {
+        // A record created ahead of the cursor and deleted before we read it leaves no trace but
+        // this change, and may have hidden a delete behind the cursor at any boundary crossed so
+        // far: read forward again from the first page, re-checking every boundary from now on.
+        ageUnknown = true;
+        suspectSince = -Infinity;
+      }
     }
     previousTotal = total;
     const last = res.data.items.at(-1);
