@@ -4,8 +4,8 @@
  * Figures, not tests: nothing here fails on a slow machine.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, totalmem } from 'node:os';
 import type { BenchResult } from './types.js';
 
 const BENCHES: Record<string, { module: string; what: string }> = {
@@ -13,7 +13,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './ingest.js',
     what: 'webhook ingest: durable acks/s and latency vs two baselines (issue 5)',
   },
-  budget: { module: './budget.js', what: 'shared rate budget: 3 processes at limit L (issue 4)' },
+  budget: {
+    module: './budget.js',
+    what: 'shared rate budget: lanes under a saturating poller (issue 15), 3 processes at limit L (issue 4)',
+  },
   sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
   commands: {
     module: './commands.js',
@@ -56,28 +59,44 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const names = asked.length > 0 ? asked : Object.keys(BENCHES);
-  const sections: string[] = [];
+  const sections = new Map<string, string>();
   for (const name of names) {
     const bench = BENCHES[name]!;
     console.log(`\n=== bench ${name}: ${bench.what}`);
     const started = Date.now();
+    // The machine may be shared: the load average says how far the figures can be trusted.
+    const loadBefore = loadavg()[0]!.toFixed(1);
     try {
       const mod = (await import(bench.module)) as { run: () => Promise<BenchResult> };
       const result = await mod.run();
       console.log(table(result));
-      sections.push(
-        `## ${name}\n\n${bench.what}. Ran ${((Date.now() - started) / 1000).toFixed(0)} s.\n\n${table(result)}\n${
+      sections.set(
+        name,
+        `## ${name}\n\n${bench.what}. Ran ${((Date.now() - started) / 1000).toFixed(0)} s on ${new Date().toISOString().slice(0, 10)}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(1)} after (${cpus().length} cores).\n\n${table(result)}\n${
           result.notes?.length ? `\n${result.notes.map((n) => `- ${n}`).join('\n')}\n` : ''
         }`,
       );
     } catch (error) {
       console.error(`bench ${name} failed:`, error);
-      sections.push(`## ${name}\n\nFailed: ${(error as Error).message}\n`);
+      sections.set(name, `## ${name}\n\nFailed: ${(error as Error).message}\n`);
       process.exitCode = 1;
     }
   }
-  const report = `# Benchmarks\n\nWritten by \`npm run bench\` on ${new Date().toISOString()}.\n\nMachine: ${machine()}.\n\n${sections.join('\n')}`;
-  await writeFile(new URL('../docs/benchmarks.md', import.meta.url), report);
+  // A run of some benchmarks keeps the other sections of the report as they were (with their date).
+  const file = new URL('../docs/benchmarks.md', import.meta.url);
+  const previous = await readFile(file, 'utf8').catch(() => '');
+  const kept = new Map<string, string>();
+  for (const part of previous.split(/^(?=## )/m).slice(1)) {
+    const name = /^## (\S+)/.exec(part)?.[1];
+    if (name && BENCHES[name] && !sections.has(name)) {
+      kept.set(name, part.trimEnd() + '\n');
+    }
+  }
+  const ordered = Object.keys(BENCHES)
+    .map((name) => sections.get(name) ?? kept.get(name))
+    .filter((s): s is string => s !== undefined);
+  const report = `# Benchmarks\n\nWritten by \`npm run bench\`; last run ${new Date().toISOString()} (${names.join(', ')}); other sections kept from earlier runs.\n\nMachine: ${machine()}.\n\n${ordered.join('\n')}`;
+  await writeFile(file, report);
   console.log('\nreport written to docs/benchmarks.md');
 }
 

@@ -199,3 +199,13 @@ export const GUARD_ASSUMPTIONS: readonly GuardAssumption[] = [
     probeStep: 'read: applications list with and without the filter',
   },
 ];
+
+/**
+ * ASSUMPTION (spec 2.3 "all other fields: not shown"; spec 4.6.2 orders by id, newest first):
+ * list records carry `created_at` (ISO 8601) set by the API's clock when the record was created,
+ * and answers carry the standard `Date` header from the same clock. The drift-safe page walk
+ * (pagination.ts) uses both on ascending lists to tell a record created while it paged; a record
+ * without `created_at` makes it fall back to `updated_at`, and one with neither to re-reading
+ * every page boundary, so a wrong guess costs requests, never a skipped record.
+ */
+export const RECORDS_CARRY_CREATED_AT = true;

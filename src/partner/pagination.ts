@@ -10,12 +10,24 @@ import type { PartnerResponse } from './transport.js';
  * skips the record that slid over the boundary onto a page already read. Records created while
  * paging land at the start of newest-first lists and shift later pages forward: repeats.
  *
- * The walk compares each page's `total_count` with the previous forward page's. If it dropped
- * (or changed at all, for orders where new records need not land at the start), records may
- * have slid back across the boundary, onto the page before. So it re-reads the pages before,
- * newest boundary first, yielding any record it has not seen, until it meets a page whose records
- * were all seen already: nothing slid past that one. A drop of k records shifts by at most k, so
- * this costs ceil(k / per_page) + 1 extra requests per drift, and nothing when nothing changed.
+ * The walk compares each page's `total_count` with the previous read's. If it dropped (or changed
+ * at all, for orders where new records need not land at the start), records may have slid back
+ * across the boundary, onto the page before. So it re-reads the pages before, newest boundary
+ * first, yielding any record it has not seen, until it meets a page whose records were all seen
+ * already: nothing slid past that one. A drop of k records shifts by at most k, so this costs
+ * ceil(k / per_page) + 1 extra requests per drift, and nothing when nothing changed.
+ *
+ * Where new records may land after the cursor (ascending lists: listings, units, roles), a delete
+ * behind the cursor and a create ahead of it in the same gap leave `total_count` unchanged while
+ * a record slid back. The created record is then still ahead of the cursor, so the walk reads it
+ * later: a record whose `created_at` is later than the walk's start (by the API's own `Date`
+ * header, ASSUMPTION `RECORDS_CARRY_CREATED_AT`) makes the walk read forward again from the page
+ * before the first one read since that creation. Records without `created_at` fall back to
+ * `updated_at` (read again from the first page), and records with neither to a re-read of the
+ * page before after every page. A change of `total_count` on such a list (a record may have been
+ * created ahead and deleted again unseen) makes the walk read forward again from the first page,
+ * re-checking the page before after every page from then on. So a walk during which nothing was
+ * created or deleted costs one request per page, whatever the order.
  *
  * Repeats (records yielded before, pushed forward by creations or seen again on a re-read) are
  * left out of the pages yielded: each id is yielded once per walk.
@@ -33,15 +45,32 @@ export async function* walkPages(deps: {
   const lastIdOf = new Map<number, string>();
   let previousTotal: number | undefined;
   let drifted = false;
+  // Where creations may land ahead of the cursor: when the walk started (the API's clock), each
+  // read's time, the records already recognised as created during the walk, and the earliest
+  // creation not yet answered by reading forward again (-Infinity: from the first page).
+  const createdAhead = !createdFirst;
+  let startedAt: number | undefined;
+  const reads: { page: number; at: number }[] = [];
+  const handledNew = new Set<string>();
+  let suspectSince: number | undefined;
+  let ageUnknown = false;
 
   // Reads a page: notes whether the list changed since the read before (of any page) and whether
   // the page's last record moved since this page was last read; keeps only records not yet seen.
   const read = async (page: number) => {
     const res = await deps.fetchPage(page, deps.perPage);
+    if (createdAhead) noteCreations(page, res);
     const total = res.data.total_count;
     if (previousTotal !== undefined && (createdFirst ? total < previousTotal : total !== previousTotal)) {
       log.info({ page, previousTotal, total, partnerRequestId: res.requestId }, 'list changed while paging');
       drifted = true;
+      if (createdAhead && !ageUnknown) {
+        // A record created ahead of the cursor and deleted before we read it leaves no trace but
+        // this change, and may have hidden a delete behind the cursor at any boundary crossed so
+        // far: read forward again from the first page, re-checking every boundary from now on.
+        ageUnknown = true;
+        suspectSince = -Infinity;
+      }
     }
     previousTotal = total;
     const last = res.data.items.at(-1);
@@ -58,13 +87,39 @@ export async function* walkPages(deps: {
     return { res: { ...res, data: { ...res.data, items } }, count: res.data.items.length, boundaryMoved };
   };
 
+  // The API's clock at this answer (the Date header has whole seconds: take the earliest it means).
+  const answeredAt = (res: PartnerResponse<ListPage>) => {
+    const date = Date.parse(res.headers.get('date') ?? '');
+    return Number.isNaN(date) ? Date.now() - CLOCK_UNKNOWN_MARGIN_MS : date;
+  };
+  const noteCreations = (page: number, res: PartnerResponse<ListPage>) => {
+    const at = answeredAt(res);
+    reads.push({ page, at });
+    startedAt ??= at - CREATED_MARGIN_MS;
+    for (const record of res.data.items) {
+      const key = String(record.id);
+      if (handledNew.has(key)) continue;
+      const created = timestamp(record.created_at);
+      const updated = timestamp(record.updated_at);
+      if (created === undefined && updated === undefined) {
+        ageUnknown = true;
+        continue;
+      }
+      if ((created ?? updated)! < startedAt) continue;
+      handledNew.add(key);
+      const since = created === undefined ? -Infinity : created - CREATED_MARGIN_MS;
+      suspectSince = Math.min(suspectSince ?? Infinity, since);
+      log.info({ page, id: key, partnerRequestId: res.requestId }, 'record created while paging');
+    }
+  };
+
   const first = deps.query.page ?? 1;
   for (let page = first; ; page++) {
     const { res } = await read(page);
     if (res.data.items.length > 0 || page === first) yield res;
     // Where new records may land after the cursor, a deletion and a creation can leave the total
     // unchanged: only the page before shows whether a record slid back onto it.
-    if (page > first && (drifted || !createdFirst)) {
+    if (page > first && (drifted || ageUnknown)) {
       // A change seen at this read may have pushed records back and forth across the boundary.
       const changedAtFrontier = drifted;
       drifted = false;
@@ -94,8 +149,30 @@ export async function* walkPages(deps: {
       }
     }
     drifted = false;
+    if (suspectSince !== undefined) {
+      // A record created while paging was read ahead of the cursor: a delete behind the cursor in
+      // the same gap may have hidden behind it. Read forward again from the page before the first
+      // one read since that creation (only unseen records are yielded).
+      const since = suspectSince;
+      suspectSince = undefined;
+      const readSince = reads.filter((r) => r.at >= since).map((r) => r.page);
+      const from = readSince.length > 0 ? Math.min(...readSince) : page;
+      page = Math.max(first, from - 1) - 1; // the loop's increment reads from - 1 next
+      continue;
+    }
     if (!res.data.has_more) return;
   }
+}
+
+/** Margin around the walk's start and a record's creation: the API's clock in whole seconds. */
+const CREATED_MARGIN_MS = 2000;
+/** No `Date` header: the walk's start is taken this much before our own clock. */
+const CLOCK_UNKNOWN_MARGIN_MS = 5 * 60_000;
+
+function timestamp(value: unknown): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /** The records of a walk, each id once. */

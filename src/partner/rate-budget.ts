@@ -14,8 +14,15 @@ import { sleep } from './transport.js';
  *   and prunes older rows as it goes;
  * - lanes: a waiting write or read-back writes a row in rate_budget_waiters, refreshed while it
  *   waits; a lower lane counts those rows as taken, so the next free slot goes to the higher
- *   lane. The poll lane also leaves the last `pollReservePercent` of the window free, so a write
- *   that arrives while the poller is busy need not wait a whole minute;
+ *   lane;
+ * - the reserve: the poll lane leaves free a share of the window sized from the higher lanes'
+ *   demand over the last window (`reserveHorizonMs` of it at that rate), at least
+ *   `pollReservePercent` of the limit and at most a tenth of what the higher lanes leave, so a
+ *   write or read-back that arrives while the poller saturates the window finds a free slot;
+ * - pacing: the poll lane takes at most its share of `pollPaceMs` (the limit spread evenly over
+ *   the window) in any `pollPaceMs`, so its slots age out of the window evenly too and one frees
+ *   every ~window/limit. A burst of writes beyond the reserve then waits a fraction of a second
+ *   for the next freed slot instead of the end of a poller's burst (decision 015);
  * - a 429 writes `paused_until` into rate_budget_state: no process takes a slot before it;
  * - when the API reports `X-RateLimit-Remaining`, requests it counted beyond ours (another system
  *   on the same IP) are added as `external` slots, which age out of the window like ours.
@@ -31,41 +38,66 @@ export interface RateBudgetOptions {
   logger: Logger;
   /** Budget name, one per egress IP / API. Default `partner-api`. */
   name?: string;
-  /** Share of the window the poll lane leaves to writes and read-backs. Default 2 (%), at least 1 slot. */
+  /** Smallest share of the window the poll lane leaves free for writes and read-backs. Default 2 (%), at least 1 slot. */
   pollReservePercent?: number;
+  /**
+   * The reserve covers this much of the higher lanes' demand at the rate of the last window
+   * (write and read-back slots in it), above the floor. Default 10 000 ms.
+   */
+  reserveHorizonMs?: number;
+  /** The poll lane takes at most limit × pollPaceMs / window slots in any pollPaceMs. Default 1000 ms; 0 turns pacing off. */
+  pollPaceMs?: number;
   /** Added to the one-minute window. Default 1000 ms. */
   safetyMs?: number;
   /** The API's window. Default 60 000 ms (spec 8); tests shorten it. */
   windowMs?: number;
 }
 
-type Take = { taken: true; used: number } | { taken: false; waitMs: number; reason: 'paused' | 'full' };
+type Take =
+  { taken: true; used: number } | { taken: false; waitMs: number; reason: 'paused' | 'full' | 'paced' };
 
 const WAITER_TTL_SECONDS = 5;
 const MAX_SLEEP_MS = 1000;
 const STATE_LOG_EVERY_MS = 30_000;
 
 export function createRateBudget(options: RateBudgetOptions): RateBudget & {
-  /** Slots the lane may use of a full window. */
-  capacity(lane: Lane): number;
+  /** Slots the lane may use of a full window while the higher lanes used `demand` of it. */
+  capacity(lane: Lane, demand?: number): number;
+  /** Slots the poll lane leaves free while the higher lanes used `demand` of the window. */
+  reserve(demand: number): number;
 } {
   const { db, limitPerMinute: limit } = options;
   const name = options.name ?? 'partner-api';
   const windowMs = (options.windowMs ?? 60_000) + (options.safetyMs ?? 1000);
   const windowSeconds = windowMs / 1000;
-  const pollReserve = Math.max(1, Math.ceil((limit * (options.pollReservePercent ?? 2)) / 100));
+  const reserveFloor = Math.max(1, Math.ceil((limit * (options.pollReservePercent ?? 2)) / 100));
+  const horizonMs = options.reserveHorizonMs ?? 10_000;
+  const paceMs = options.pollPaceMs ?? 1000;
+  const paceSeconds = paceMs / 1000;
+  // The limit spread evenly over the window, per pace interval: never below one slot.
+  const paceCap = Math.max(1, Math.ceil((limit * paceMs) / windowMs));
   const lockKey = `rate_budget:${name}`;
   const log = options.logger.child({ component: 'rate-budget', budget: name, limitPerMinute: limit });
   let lastStateLog = 0;
 
-  const reserveOf = (lane: Lane) => (lane === 'poll' ? pollReserve : 0);
-  const capacity = (lane: Lane) => Math.max(0, limit - reserveOf(lane));
+  // The higher lanes' last-window demand, scaled to the horizon; never under the floor, and never
+  // more than a tenth of what they leave, so the poller keeps >= 90% of it.
+  const reserve = (demand: number) =>
+    Math.max(
+      reserveFloor,
+      Math.min(Math.ceil((demand * horizonMs) / windowMs), Math.floor((limit - demand) / 10)),
+    );
+  const capacity = (lane: Lane, demand = 0) =>
+    lane === 'poll' ? Math.max(0, limit - reserve(demand)) : limit;
+  const demandOf = (byLane: Map<string, number>) =>
+    (byLane.get('write') ?? 0) + (byLane.get('readback') ?? 0);
 
   function setGauges(byLane: Map<string, number>): void {
     const used = [...byLane.values()].reduce((a, b) => a + b, 0);
+    const demand = demandOf(byLane);
     for (const lane of LANES) {
       metrics.budgetUsed.set({ lane }, byLane.get(lane) ?? 0);
-      metrics.budgetLeft.set({ lane }, Math.max(0, capacity(lane) - used));
+      metrics.budgetLeft.set({ lane }, Math.max(0, capacity(lane, demand) - used));
     }
     metrics.budgetUsed.set({ lane: 'external' }, byLane.get('external') ?? 0);
   }
@@ -102,7 +134,17 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
         WHERE budget = ${name} AND rank < ${rank} AND id <> ${waiterId}`;
       const byLane = new Map(rows.map((r) => [r.lane, r.n]));
       const used = rows.reduce((a, r) => a + r.n, 0);
-      const allowed = capacity(lane) - (ahead?.n ?? 0);
+      const allowed = capacity(lane, demandOf(byLane)) - (ahead?.n ?? 0);
+      if (used < allowed && lane === 'poll' && paceMs > 0) {
+        const [paced] = await tx.$queryRaw<{ n: number; oldest: Date | null }[]>`
+          SELECT count(*)::int AS n, min(taken_at) AS oldest FROM rate_budget_slots
+          WHERE budget = ${name} AND lane = 'poll'
+            AND taken_at > clock_timestamp() - make_interval(secs => ${paceSeconds}::float8)`;
+        if (paced && paced.n >= paceCap && paced.oldest) {
+          setGauges(byLane);
+          return { taken: false, waitMs: paced.oldest.getTime() + paceMs - now, reason: 'paced' } as const;
+        }
+      }
       if (used < allowed) {
         await tx.$executeRaw`INSERT INTO rate_budget_slots (budget, lane, taken_at) VALUES (${name}, ${lane}, clock_timestamp())`;
         await tx.$executeRaw`DELETE FROM rate_budget_waiters WHERE id = ${waiterId}`;
@@ -120,6 +162,7 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
 
   return {
     capacity,
+    reserve,
 
     async acquire(lane, signal) {
       const started = performance.now();
@@ -132,6 +175,11 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
           if (take.taken) {
             const seconds = (performance.now() - started) / 1000;
             metrics.budgetWaitSeconds.observe({ lane }, seconds);
+            // Every slot, for `npm run bench -- budget` (LOG_LEVEL=trace): exact wait percentiles per lane.
+            log.trace(
+              { lane, waitedMs: Math.round(seconds * 1000), used: take.used },
+              'rate budget slot taken',
+            );
             if (seconds > 1)
               log.info(
                 { lane, waitedMs: Math.round(seconds * 1000), used: take.used },

@@ -14,17 +14,36 @@ const logger = createLogger({ level: 'silent' });
  */
 function buildList(options: {
   ids: number[];
-  order: 'desc' | 'asc';
+  order: 'desc' | 'asc' | 'keyed';
   between: (fetch: number, ids: number[]) => void;
+  /** `keyed` order: ascending by this key, ties by id (units by title, roles by name). */
+  keyOf?: (id: number) => number;
+  /**
+   * A server clock: every answer carries a `Date` header, the clock moves 1 s per read, and each
+   * record its `created_at` (ids the list did not start with are created at the read they appear).
+   */
+  clock?: boolean;
 }) {
   let ids = [...options.ids];
   let fetches = 0;
+  const epoch = Date.parse('2026-11-01T00:00:00Z');
+  const createdAt = new Map<number, number>(options.ids.map((id) => [id, epoch - 86_400_000]));
+  const keyOf = options.keyOf ?? ((id: number) => id);
+  const compare = (a: number, b: number) =>
+    options.order === 'desc' ? b - a : options.order === 'asc' ? a - b : keyOf(a) - keyOf(b) || a - b;
   return {
     current: () => ids,
+    fetches: () => fetches,
     fetchPage: async (page: number, perPage: number): Promise<PartnerResponse<ListPage>> => {
+      const now = epoch + fetches * 1000;
       options.between(fetches++, ids);
-      ids = [...new Set(ids)].sort((a, b) => (options.order === 'desc' ? b - a : a - b));
-      const items: PartnerRecord[] = ids.slice((page - 1) * perPage, page * perPage).map((id) => ({ id }));
+      ids = [...new Set(ids)].sort(compare);
+      for (const id of ids) if (!createdAt.has(id)) createdAt.set(id, now - 500);
+      const items: PartnerRecord[] = ids
+        .slice((page - 1) * perPage, page * perPage)
+        .map((id) =>
+          options.clock ? { id, created_at: new Date(createdAt.get(id)!).toISOString() } : { id },
+        );
       const pageCount = Math.ceil(ids.length / perPage);
       return {
         data: {
@@ -36,7 +55,7 @@ function buildList(options: {
         },
         status: 200,
         requestId: `r${fetches}`,
-        headers: new Headers(),
+        headers: new Headers(options.clock ? { date: new Date(now).toUTCString() } : {}),
       };
     },
   };
@@ -128,6 +147,114 @@ describe('walkPages', () => {
           },
         ),
         { numRuns: 2000 },
+      );
+    });
+  });
+
+  describe('when records carry created_at and the API answers with its Date', () => {
+    for (const [order, resource] of [
+      ['asc', 'listings'],
+      ['keyed', 'units'],
+    ] as const) {
+      it(`reads each page once when nothing changes (${resource})`, async () => {
+        const list = buildList({
+          ids: Array.from({ length: 50 }, (_, i) => i + 1),
+          order,
+          keyOf: (id) => (id * 7919) % 101,
+          clock: true,
+          between: () => undefined,
+        });
+        const ids = (await walk(resource, list, 10)).map((r) => Number(r.id));
+        expect(ids.sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+        expect(list.fetches()).toBe(5);
+      });
+    }
+
+    it('still yields the record that a delete behind the cursor and a create ahead of it moved', async () => {
+      // asc ids 1..9, 3 per page. After page 1 (1,2,3): 2 deleted and 100 created at the end, the
+      // total unchanged: 4 slides onto page 1, and page 2 reads 5,6,7.
+      const list = buildList({
+        ids: [1, 2, 3, 4, 5, 6, 7, 8, 9],
+        order: 'asc',
+        clock: true,
+        between: (n, ids) => {
+          if (n === 1) {
+            ids.splice(ids.indexOf(2), 1);
+            ids.push(100);
+          }
+        },
+      });
+      const ids = (await walk('listings', list, 3)).map((r) => Number(r.id));
+      expect(ids).toContain(4);
+      expect(new Set(ids).size).toBe(ids.length);
+    });
+
+    it('still yields it when the record created ahead is deleted again before the walk reads it', async () => {
+      // asc ids 1..6, 1 per page. After page 1: 1 deleted and 100 created (2 slides onto page 1,
+      // the total unchanged); after page 2: 100 deleted again, unseen. Only the total tells.
+      const list = buildList({
+        ids: [1, 2, 3, 4, 5, 6],
+        order: 'asc',
+        clock: true,
+        between: (n, ids) => {
+          if (n === 1) {
+            ids.splice(ids.indexOf(1), 1);
+            ids.push(100);
+          }
+          if (n === 2) ids.splice(ids.indexOf(100), 1);
+        },
+      });
+      const ids = (await walk('listings', list, 1)).map((r) => Number(r.id));
+      expect(ids).toContain(2);
+      expect(new Set(ids).size).toBe(ids.length);
+    });
+
+    it('never misses a record present during the whole walk, never repeats one', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 0, max: 40 }),
+          fc.integer({ min: 1, max: 7 }),
+          fc.constantFrom('asc' as const, 'keyed' as const),
+          fc.array(
+            fc.record({
+              deletes: fc.array(fc.nat(), { maxLength: 3 }),
+              creates: fc.array(fc.nat({ max: 1000 }), { maxLength: 3 }),
+            }),
+            { maxLength: 30 },
+          ),
+          async (size, perPage, order, changes) => {
+            const initial = Array.from({ length: size }, (_, i) => i + 1);
+            const deleted = new Set<number>();
+            const keys = new Map<number, number>(initial.map((id) => [id, (id * 7919) % 1000]));
+            let nextId = 1000;
+            const list = buildList({
+              ids: initial,
+              order,
+              clock: true,
+              keyOf: (id) => keys.get(id) ?? 0,
+              between: (n, ids) => {
+                const change = n > 0 ? changes[n - 1] : undefined;
+                if (!change) return;
+                for (const d of change.deletes) {
+                  if (ids.length === 0) break;
+                  const [gone] = ids.splice(d % ids.length, 1);
+                  deleted.add(gone!);
+                }
+                // keyed lists get new records anywhere (by their key), asc ones at the end.
+                for (const key of change.creates) {
+                  keys.set(nextId, key);
+                  ids.push(nextId++);
+                }
+              },
+            });
+            const seen = (await walk(order === 'asc' ? 'listings' : 'units', list, perPage)).map((r) =>
+              Number(r.id),
+            );
+            expect(new Set(seen).size).toBe(seen.length);
+            for (const id of initial) if (!deleted.has(id)) expect(seen).toContain(id);
+          },
+        ),
+        { numRuns: Number(process.env.PROPERTY_RUNS ?? 3000) },
       );
     });
   });

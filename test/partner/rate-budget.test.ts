@@ -27,12 +27,103 @@ describe('rate budget', () => {
 
   describe('when poll reads fill the window', () => {
     it('leaves the reserve to writes', async () => {
-      const budget = createRateBudget({ db: database.db, limitPerMinute: 10, logger, name: budgetName() });
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 10,
+        logger,
+        name: budgetName(),
+        pollPaceMs: 0,
+      });
       expect(budget.capacity('poll')).toBe(9);
       for (let i = 0; i < 9; i++) await budget.acquire('poll');
       await expect(budget.acquire('poll', AbortSignal.timeout(300))).rejects.toThrow();
       await budget.acquire('write');
       expect((await budget.snapshot()).used).toBe(10);
+    });
+  });
+
+  describe('when writes and read-backs used part of the last window', () => {
+    it('holds back a reserve sized from their demand, which the poll lane cannot take', async () => {
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 100,
+        logger,
+        name: budgetName(),
+        pollPaceMs: 0,
+        safetyMs: 0,
+      });
+      for (let i = 0; i < 20; i++) await budget.acquire('write');
+      for (let i = 0; i < 10; i++) await budget.acquire('readback');
+      // 30 slots in the last minute → 10 s of that demand: 5 slots (floor 2, cap 7).
+      expect(budget.reserve(30)).toBe(5);
+      for (let i = 0; i < 100 - 30 - 5; i++) await budget.acquire('poll');
+      await expect(budget.acquire('poll', AbortSignal.timeout(300))).rejects.toThrow();
+      // The reserve is there for the higher lanes at once.
+      for (let i = 0; i < 5; i++)
+        await budget.acquire(i % 2 ? 'readback' : 'write', AbortSignal.timeout(5000));
+      expect((await budget.snapshot()).used).toBe(100);
+    });
+
+    it('never reserves more than a tenth of what the higher lanes leave, nor less than the floor', () => {
+      const budget = createRateBudget({ db: database.db, limitPerMinute: 650, logger, name: budgetName() });
+      expect(budget.reserve(0)).toBe(13);
+      expect(budget.reserve(120)).toBe(20);
+      expect(budget.reserve(500)).toBe(15);
+      expect(budget.reserve(640)).toBe(13);
+    });
+  });
+
+  describe('when the poll lane asks for slots faster than the limit spread over the window', () => {
+    it('paces it: no more than its share in any pace interval, while a write still gets a slot', async () => {
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 600,
+        logger,
+        name: budgetName(),
+        windowMs: 600_000,
+        safetyMs: 0,
+        pollPaceMs: 10_000,
+      });
+      // 600 per 10 min → 10 per 10 s.
+      for (let i = 0; i < 10; i++) await budget.acquire('poll');
+      await expect(budget.acquire('poll', AbortSignal.timeout(500))).rejects.toThrow();
+      await budget.acquire('write', AbortSignal.timeout(5000));
+      expect((await budget.snapshot()).used).toBe(11);
+    });
+  });
+
+  describe('when several processes saturate the poll lane', () => {
+    it('admits a write before the poll requests queued ahead of it', async () => {
+      const name = budgetName();
+      const options = { db: database.db, limitPerMinute: 6, logger, name, windowMs: 2000, safetyMs: 0 };
+      const admitted: string[] = [];
+      let stop = false;
+      const controller = new AbortController();
+      // Three "processes" (budget objects share nothing but PostgreSQL), each polling flat out.
+      const pollers = [0, 1, 2].map(async () => {
+        const budget = createRateBudget(options);
+        while (!stop) {
+          await budget.acquire('poll', controller.signal).catch(() => undefined);
+          if (!stop) admitted.push('poll');
+        }
+      });
+      const writer = createRateBudget(options);
+      try {
+        // The poll lane fills its share of the window (6 less the floor reserve of 1) and queues.
+        await expect.poll(() => admitted.length, { timeout: 10_000 }).toBe(5);
+        // The reserve: the first write goes at once, though three poll requests were queued first.
+        await writer.acquire('write', AbortSignal.timeout(5000));
+        admitted.push('write');
+        // The window is now full: the second write waits for a slot to age out, and gets it
+        // before any of the poll requests that waited longer.
+        await writer.acquire('write', AbortSignal.timeout(10_000));
+        admitted.push('write');
+        expect(admitted.slice(0, 7)).toEqual(['poll', 'poll', 'poll', 'poll', 'poll', 'write', 'write']);
+      } finally {
+        stop = true;
+        controller.abort();
+        await Promise.all(pollers);
+      }
     });
   });
 

@@ -1,5 +1,5 @@
 import { createLogger } from '../../src/logger.js';
-import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import { createPartnerClient, createRateBudget, type PartnerClient } from '../../src/partner/index.js';
 import type { Resource } from '../../src/partner/resources.js';
 import {
   createPoller,
@@ -32,7 +32,8 @@ export interface PollerHarness {
 
 export const silent = createLogger({ level: 'silent' });
 
-export async function createPollerHarness(): Promise<PollerHarness> {
+/** `limitPerMinute`: the client takes its slots from a shared budget of that limit (default: none). */
+export async function createPollerHarness(options: { limitPerMinute?: number } = {}): Promise<PollerHarness> {
   const database = await createTestDatabase();
   const sandbox = await startSandbox({ port: 0 });
   const control = createSandboxControl(sandbox.url);
@@ -87,6 +88,9 @@ export async function createPollerHarness(): Promise<PollerHarness> {
     secretKey: 'sandbox-secret-key',
     logger: silent,
     fetch: counter.fetch,
+    ...(options.limitPerMinute && {
+      budget: createRateBudget({ db: database.db, limitPerMinute: options.limitPerMinute, logger: silent }),
+    }),
   });
   return harness;
 }
