@@ -95,7 +95,9 @@ describe('rate budget', () => {
   describe('when several processes saturate the poll lane', () => {
     it('admits a write before the poll requests queued ahead of it', async () => {
       const name = budgetName();
-      const options = { db: database.db, limitPerMinute: 6, logger, name, windowMs: 2000, safetyMs: 0 };
+      // A window long enough that no slot ages out before the second write asks, however slow the
+      // machine: a slot freed earlier would rightly go to a waiting poll.
+      const options = { db: database.db, limitPerMinute: 6, logger, name, windowMs: 10_000, safetyMs: 0 };
       const admitted: string[] = [];
       let stop = false;
       const controller = new AbortController();
@@ -110,13 +112,13 @@ describe('rate budget', () => {
       const writer = createRateBudget(options);
       try {
         // The poll lane fills its share of the window (6 less the floor reserve of 1) and queues.
-        await expect.poll(() => admitted.length, { timeout: 10_000 }).toBe(5);
+        await expect.poll(() => admitted.length, { timeout: 20_000 }).toBe(5);
         // The reserve: the first write goes at once, though three poll requests were queued first.
         await writer.acquire('write', AbortSignal.timeout(5000));
         admitted.push('write');
         // The window is now full: the second write waits for a slot to age out, and gets it
         // before any of the poll requests that waited longer.
-        await writer.acquire('write', AbortSignal.timeout(10_000));
+        await writer.acquire('write', AbortSignal.timeout(20_000));
         admitted.push('write');
         expect(admitted.slice(0, 7)).toEqual(['poll', 'poll', 'poll', 'poll', 'poll', 'write', 'write']);
       } finally {
