@@ -345,7 +345,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: next.key,
             value: JSON.stringify(command),
-            headers: { ...cloudEventHeaders(command), ...trail, 'caused-by': record.commandId },
+            // Its own event: the webhook's trail stays on the registration, `caused-by` links them.
+            headers: { ...cloudEventHeaders(command), 'caused-by': record.commandId },
           },
         ],
       });
