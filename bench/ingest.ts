@@ -157,10 +157,16 @@ export async function run(): Promise<BenchResult> {
       try {
         await load(`${url}/webhooks/pms/acme`, 8, secret); // warm-up
         for (const c of CONCURRENCY) {
+          const cpu = process.cpuUsage();
           const r = await load(`${url}/webhooks/pms/acme`, c, secret);
+          const used = process.cpuUsage(cpu);
+          // CPU the server's process spent per acknowledgement: far steadier than acks/s on a
+          // machine others load, and what the receiver can still shave off.
+          const cpuPerAck = Math.round((used.user + used.system) / Math.max(1, r.acksPerSecond * SECONDS));
           console.log(
-            `${scenario.name} c=${c}: ${r.acksPerSecond} acks/s p50=${r.p50}ms p99=${r.p99}ms non2xx=${r.non2xx}`,
+            `${scenario.name} c=${c}: ${r.acksPerSecond} acks/s p50=${r.p50}ms p99=${r.p99}ms cpu=${cpuPerAck}us/ack non2xx=${r.non2xx}`,
           );
+          figures[`${scenario.name}_c${c}_server_cpu_us_per_ack`] = cpuPerAck;
           figures[`${scenario.name}_c${c}_acks_per_s`] = r.acksPerSecond;
           figures[`${scenario.name}_c${c}_p50_ms`] = r.p50;
           figures[`${scenario.name}_c${c}_p99_ms`] = r.p99;
