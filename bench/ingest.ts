@@ -199,6 +199,15 @@ export async function run(): Promise<BenchResult> {
       figures.receiver_knee_acks_per_s = atKnee;
       // Issue 15's goal: >= 1.2 x the naive receiver (one producer.send per request), p99 < 50 ms.
       figures.receiver_knee_vs_send_best_ratio = Number((atKnee / best('baseline_send')).toFixed(2));
+      // The same latency bound for both: the send baseline's own knee (its most acks/s under 50 ms).
+      const sendKnee = Math.max(
+        0,
+        ...CONCURRENCY.filter((c) => Number(figures[`baseline_send_c${c}_p99_ms`]) < 50).map((c) =>
+          Number(figures[`baseline_send_c${c}_acks_per_s`]),
+        ),
+      );
+      figures.baseline_send_knee_acks_per_s = sendKnee;
+      if (sendKnee > 0) figures.receiver_knee_vs_send_knee_ratio = Number((atKnee / sendKnee).toFixed(2));
     }
     const count = new pg.Client({
       connectionString: parseDatabaseUrl(databaseUrl).connectionString,
