@@ -3,7 +3,7 @@ import { parseDatabaseUrl } from '../db/database-url.js';
 import type { Db } from '../db/prisma.js';
 import { recordStateChange } from '../events/state-change.js';
 import type { Logger } from '../logger.js';
-import type { OutboxMessageInput, Tx } from '../outbox/outbox-repository.js';
+import { OUTBOX_CHANNEL, type OutboxMessageInput, type Tx } from '../outbox/outbox-repository.js';
 import type { Resource } from '../partner/resources.js';
 import { writeMessages } from './message-writer.js';
 import { insertReceipts, receiptKey } from './receipt-repository.js';
@@ -16,6 +16,10 @@ import { insertReceipts, receiptKey } from './receipt-repository.js';
  * one, so under load one commit (one WAL flush) acknowledges many webhooks, and with no load a
  * webhook is written at once (no timer). If a shared transaction fails, each of its webhooks is
  * retried alone so that one bad webhook cannot fail the others.
+ *
+ * The relay is woken after the commit, not inside it (see `wakeRelay`): a NOTIFY in the
+ * transaction holds PostgreSQL's cluster-wide notify lock through the WAL flush, so that the
+ * writers' commits could never share a flush.
  */
 
 interface ItemBase {
@@ -110,7 +114,8 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   const { connectionString, schema } = parseDatabaseUrl(options.databaseUrl);
   const pool = new pg.Pool({
     connectionString,
-    max: concurrency,
+    // One more than the writers: the relay's wake-up never waits behind a batch.
+    max: concurrency + 1,
     options: `-c search_path=${schema}`,
     application_name: 'rentbridge-receiver',
     // Bounded on the server too: a statement waiting on a lock is cancelled and rolled back.
@@ -118,6 +123,36 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     connectionTimeoutMillis: timeoutMs,
   });
   pool.on('error', (error) => logger.warn({ err: error }, 'idle receiver connection failed'));
+
+  /**
+   * Wakes the relay once rows are committed: one NOTIFY at a time, coalesced (batches committed
+   * while one is on its way share the next). Its own short transaction with synchronous_commit
+   * off: the NOTIFY is a wake-up, not data (the rows were committed and flushed before the 2xx),
+   * so its commit need not wait for a flush and holds the notify lock only briefly. Lost (this
+   * process dies first, or the query fails), the relay still finds the rows on its next sweep.
+   */
+  let waking: Promise<void> | null = null;
+  let wakeAgain = false;
+  function wakeRelay(): void {
+    if (waking) {
+      wakeAgain = true;
+      return;
+    }
+    waking = pool
+      .query(`BEGIN; SET LOCAL synchronous_commit TO off; NOTIFY ${OUTBOX_CHANNEL}; COMMIT`)
+      .then(
+        () => undefined,
+        (error: unknown) =>
+          logger.warn({ err: error }, 'relay not woken: it will find the rows on its sweep'),
+      )
+      .finally(() => {
+        waking = null;
+        if (wakeAgain) {
+          wakeAgain = false;
+          wakeRelay();
+        }
+      });
+  }
 
   function pump(): void {
     while (queue.length > 0 && inFlight.size < concurrency) {
@@ -165,6 +200,7 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     // Two transactions at most, each atomic for its webhooks; the answers wait for both.
     await Promise.all([
       writeMessages(pool, messages).then((fresh) => {
+        if (fresh.size > 0) wakeRelay();
         for (const m of messages) {
           if (fresh.has(receiptKey(m.source, m.webhookId))) {
             results.set(m, { duplicate: false, eventId: m.message.eventId });
@@ -234,6 +270,7 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     },
     async close() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);
+      while (waking) await waking;
       await pool.end();
     },
   };

@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { OUTBOX_CHANNEL } from '../outbox/outbox-repository.js';
 import type { MessageItem } from './ingest-writer.js';
 import { receiptKey } from './receipt-repository.js';
 
@@ -8,14 +7,17 @@ import { receiptKey } from './receipt-repository.js';
  * A single statement is its own transaction (atomic, one commit, one WAL flush) and one round
  * trip, where a Prisma interactive transaction costs a round trip per statement plus BEGIN and
  * COMMIT (bench/ingest.ts measured ~10 ms against ~2 ms). It writes the same rows as
- * `enqueue` (src/outbox/outbox-repository.ts) and notifies the same channel.
+ * `enqueue` (src/outbox/outbox-repository.ts). It does not notify the relay: a NOTIFY in the
+ * transaction takes PostgreSQL's cluster-wide notify lock until the commit is flushed, which
+ * serializes every notifying commit (no two WAL flushes overlap); the ingest writer wakes the
+ * relay after the commit instead (src/receiver/ingest-writer.ts, `wakeRelay`).
  *
  * Outbox ids are drawn before the insert so that each receipt records the row it produced; a
  * duplicate's drawn id is simply never used.
  */
 const INSERT_SQL = `
 WITH input AS (
-  SELECT i.*, nextval(pg_get_serial_sequence('outbox', 'id')) AS outbox_id
+  SELECT i.*, nextval((SELECT pg_get_serial_sequence('outbox', 'id')::regclass)) AS outbox_id
   FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[],
               $8::text[], $9::text[], $10::jsonb[], $11::jsonb[])
        WITH ORDINALITY AS i(source, webhook_id, event_type, event_id, topic, key, type, ce_source,
@@ -27,33 +29,37 @@ WITH input AS (
   ON CONFLICT DO NOTHING
   RETURNING source, webhook_id
 ), written AS (
+  -- A data-modifying CTE runs to completion whether or not it is read.
   INSERT INTO outbox (id, event_id, topic, key, type, source, subject, data, headers)
   SELECT i.outbox_id, i.event_id, i.topic, i.key, i.type, i.ce_source, i.subject, i.data, i.headers
   FROM input i JOIN receipts r ON r.source = i.source AND r.webhook_id = i.webhook_id
   ORDER BY i.ord
   RETURNING source AS ce_source, event_id
-), notified AS (
-  SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT 1 FROM written LIMIT 1) AS one
 )
-SELECT i.source, i.webhook_id, (SELECT count(*) FROM notified) AS notified
+SELECT i.source, i.webhook_id
 FROM input i JOIN receipts r ON r.source = i.source AND r.webhook_id = i.webhook_id`;
 
 /** Writes the items (distinct webhook ids); returns the receipt keys that were new. */
 export async function writeMessages(pool: pg.Pool, items: MessageItem[]): Promise<Set<string>> {
   if (items.length === 0) return new Set();
   const col = <T>(f: (i: MessageItem) => T) => items.map(f);
-  const { rows } = await pool.query<{ source: string; webhook_id: string }>(INSERT_SQL, [
-    col((i) => i.source),
-    col((i) => i.webhookId),
-    col((i) => i.eventType),
-    col((i) => i.message.eventId),
-    col((i) => i.message.topic),
-    col((i) => i.message.key),
-    col((i) => i.message.type),
-    col((i) => i.message.source),
-    col((i) => i.message.subject ?? null),
-    col((i) => JSON.stringify(i.message.data)),
-    col((i) => JSON.stringify(i.message.headers ?? {})),
-  ]);
+  const { rows } = await pool.query<{ source: string; webhook_id: string }>({
+    // Named: prepared once per connection, then only bound and executed (no parse, no plan).
+    name: 'ingest-messages',
+    text: INSERT_SQL,
+    values: [
+      col((i) => i.source),
+      col((i) => i.webhookId),
+      col((i) => i.eventType),
+      col((i) => i.message.eventId),
+      col((i) => i.message.topic),
+      col((i) => i.message.key),
+      col((i) => i.message.type),
+      col((i) => i.message.source),
+      col((i) => i.message.subject ?? null),
+      col((i) => JSON.stringify(i.message.data)),
+      col((i) => JSON.stringify(i.message.headers ?? {})),
+    ],
+  });
   return new Set(rows.map((r) => receiptKey(r.source, r.webhook_id)));
 }

@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { createLogger } from '../../src/logger.js';
+import { createRelay, type Relay } from '../../src/relay/relay.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { buildRentPayment, buildSecret, retry, send, startReceiver, type TestReceiver } from './webhooks.js';
+
+/**
+ * The ingest writer wakes the relay after its commit (a NOTIFY of its own, outside the
+ * acknowledging transaction): a relay whose sweep is ten minutes away still publishes an accepted
+ * webhook at once. (NOTIFY channels are per database, not per schema: another process writing
+ * to an outbox in the same database may wake this relay too, so on a shared server the test can
+ * only fail for lack of a wake-up when the others are quiet: without one, it waited 26 s here.)
+ */
+const acme = buildSecret();
+
+describe('an accepted webhook wakes the relay', () => {
+  let database: TestDatabase;
+  let kafka: TestKafka;
+  let receiver: TestReceiver;
+  let relay: Relay;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    kafka = createTestKafka();
+    await retry(() => kafka.createTopics([TOPICS.rentalPayments]));
+    receiver = await startReceiver({
+      db: database.db,
+      databaseUrl: database.url,
+      partnerSecrets: [],
+      pmsSecrets: { acme: [acme] },
+    });
+    relay = createRelay({
+      db: database.db,
+      kafka: kafka.kafka,
+      logger: createLogger({ level: 'silent' }),
+      databaseUrl: database.url,
+      topicPrefix: kafka.prefix,
+      retentionHours: 72,
+      sweepMs: 600_000,
+    });
+    await relay.start();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await relay?.stop();
+    await kafka?.close();
+    await database?.drop();
+  });
+
+  it('publishes the webhook without waiting for the sweep', async () => {
+    // Once it leads, its session LISTENs: from then on no wake-up is lost. Then let its first
+    // pass over the (empty) outbox end, so that only a wake-up (or the sweep) starts another.
+    while (!relay.isPublisher()) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 500));
+    const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ enrollment_id: 'enr-9' }), {
+      secret: acme,
+    });
+    expect(res.status).toBe(202);
+    const [message] = await kafka.readMessages('commands.rental-payments', 1, 10_000);
+    expect(message?.key?.toString()).toBe('enr-9');
+    const { rows } = await database.sql.query<{ published: boolean }>(
+      'SELECT published_at IS NOT NULL AS published FROM outbox',
+    );
+    expect(rows).toEqual([{ published: true }]);
+  });
+});
