@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer, TopicMessages } from 'kafkajs';
+import type { Consumer, IHeaders, Kafka, KafkaMessage, TopicMessages } from 'kafkajs';
 import type { ZodType } from 'zod';
 import type { Db } from '../src/db/prisma.js';
 import {
@@ -32,6 +32,7 @@ import {
   type SnapshotPageCache,
   requestIdBase,
 } from '../src/guard/index.js';
+import { createSharedProducer, type SharedProducer } from '../src/kafka/shared-producer.js';
 import { TOPICS, topicName } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logger.js';
 import { metrics } from '../src/metrics.js';
@@ -111,6 +112,8 @@ export interface CommandConsumerDeps {
   logger: Logger;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
+  /** The process's one producer (src/app/composition-root.ts). Default: one of the consumer's own. */
+  producer?: SharedProducer;
   /** The shared rate budget: a 429 pauses every process sharing it. */
   budget?: { pauseUntil(until: Date): Promise<void> };
   /** Default `<topicPrefix>rentbridge.<name>`. */
@@ -229,11 +232,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     allowAutoTopicCreation: false,
     ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
   });
-  const producer: Producer = deps.kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-  });
+  const producer = deps.producer ?? createSharedProducer(deps.kafka);
   const gate = createThrottleGate({
     onPause: async (until) => {
       logger.warn({ until: until.toISOString() }, 'throttled: pausing the consumer');
@@ -369,8 +368,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       );
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
-    await traceOutcome(record.commandId, record.state, () =>
-      producer.sendBatch({ topicMessages: batches, acks: -1 }),
+    await traceOutcome(record.commandId, record.state, async () =>
+      (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
     );
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)
@@ -438,7 +437,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           ],
         });
       }
-      await producer.sendBatch({ topicMessages: batches, acks: -1 });
+      await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 });
       metrics.deadLetters.inc({ topic: spec.topic, reason: 'invalid_message' });
       return;
     }
@@ -496,7 +495,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   return {
     groupId,
     async start() {
-      await producer.connect();
+      await producer.get();
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: true });
       await consumer.run({
@@ -524,7 +523,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       stopping.abort();
       gate.close();
       await consumer.disconnect();
-      await producer.disconnect();
+      // The process's shared producer is closed by its owner, after every user has stopped.
+      if (!deps.producer) await producer.close();
       await locks.close();
       logger.info({ groupId }, 'consumer stopped');
     },

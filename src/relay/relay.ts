@@ -1,6 +1,7 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
 import { tracePublish, withTraceExtension } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
@@ -48,6 +49,8 @@ export interface RelayOptions {
   sweepMs?: number;
   /** Longest back-off after failures. Default 30000 ms. */
   maxBackoffMs?: number;
+  /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
+  producer?: SharedProducer;
   /** Test hook: runs after Kafka's ack and before the rows are marked (a crash here repeats them). */
   afterSend?: (rows: OutboxRow[]) => Promise<void>;
 }
@@ -129,7 +132,8 @@ export function createRelay(options: RelayOptions): Relay {
   const sweepMs = options.sweepMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
 
-  let producer: Producer | null = null;
+  // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
+  const producer = options.producer ?? createSharedProducer(kafka);
   let running = false;
   let loop: Promise<void> | null = null;
   let wake: (() => void) | null = null;
@@ -164,26 +168,6 @@ export function createRelay(options: RelayOptions): Relay {
       }
       wake = done;
     });
-  }
-
-  async function connectedProducer(): Promise<Producer> {
-    if (producer) return producer;
-    // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
-    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-    try {
-      await p.connect();
-    } catch (error) {
-      await p.disconnect().catch(() => undefined);
-      throw error;
-    }
-    producer = p;
-    return p;
-  }
-
-  async function resetProducer(): Promise<void> {
-    const p = producer;
-    producer = null;
-    await p?.disconnect().catch(() => undefined);
   }
 
   /**
@@ -261,8 +245,9 @@ export function createRelay(options: RelayOptions): Relay {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
+    let p: Producer | undefined;
     try {
-      const p = await connectedProducer();
+      p = await producer.get();
       await p.sendBatch({
         acks: -1,
         topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
@@ -283,7 +268,7 @@ export function createRelay(options: RelayOptions): Relay {
         toError(error).message,
       ).catch(() => undefined);
       // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
-      await resetProducer();
+      if (p) await producer.reset(p);
       throw error;
     }
     traced.end();
@@ -394,7 +379,8 @@ export function createRelay(options: RelayOptions): Relay {
         loop = null;
       }
       await listener.close();
-      await resetProducer();
+      // The process's shared producer is closed by its owner, after every user has stopped.
+      if (!options.producer) await producer.close();
       logger.info('relay stopped');
     },
     isPublisher: () => listener.isLeader(),
