@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { OUTBOX_CHANNEL } from '../outbox/outbox-repository.js';
-import type { MessageItem } from './ingest-writer.js';
+import type { MessageItem } from './ingest-items.js';
 import { receiptKey } from './receipt-repository.js';
 
 /**

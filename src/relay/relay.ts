@@ -1,9 +1,9 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
-import { tracePublish, withTraceExtension } from '../telemetry/telemetry.js';
+import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
@@ -64,25 +64,10 @@ export interface Relay {
   isPublisher(): boolean;
 }
 
+export { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage };
+
 const PRUNE_EVERY_MS = 60_000;
 const METRICS_EVERY_MS = 1_000;
-export const DEFAULT_MAX_BATCH_BYTES = 900_000;
-/** Record and request framing Kafka adds to each message, roughly: a safety margin. */
-const MESSAGE_OVERHEAD_BYTES = 100;
-
-/** The bytes a message takes in a produce request (value, key, headers, framing). */
-export function messageBytes(message: Message): number {
-  let n = MESSAGE_OVERHEAD_BYTES;
-  n += typeof message.value === 'string' ? Buffer.byteLength(message.value) : (message.value?.length ?? 0);
-  n += typeof message.key === 'string' ? Buffer.byteLength(message.key) : (message.key?.length ?? 0);
-  for (const [k, v] of Object.entries(message.headers ?? {})) {
-    n +=
-      Buffer.byteLength(k) +
-      (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
-  }
-  return n;
-}
-
 /** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
 export function isTooLarge(error: unknown): boolean {
   const seen = new Set<unknown>();
@@ -98,28 +83,6 @@ export function isTooLarge(error: unknown): boolean {
     stack.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
   }
   return false;
-}
-
-export function toKafkaMessage(row: OutboxRow): Message {
-  const event = toCloudEvent({
-    id: row.eventId,
-    source: row.source,
-    type: row.type,
-    subject: row.subject,
-    // The row's time, so that a repeat is byte-for-byte the same event.
-    time: row.createdAt,
-    data: row.data,
-  });
-  return {
-    key: row.key,
-    value: JSON.stringify(withTraceExtension(event, row.headers)),
-    headers: {
-      ...row.headers,
-      'content-type': CLOUDEVENT_CONTENT_TYPE,
-      ce_id: row.eventId,
-      ce_type: row.type,
-    },
-  };
 }
 
 export function createRelay(options: RelayOptions): Relay {
