@@ -9,7 +9,7 @@ import type { CommandRecord, CommandRepository, FinalState } from './command-rep
 import { isFinal } from './command-repository.js';
 import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
-import { readRequestId, writeRequestId } from './request-ids.js';
+import { readRequestId, writeRequestId } from './command-request-ids.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**
