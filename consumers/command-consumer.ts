@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, IHeaders, Kafka, KafkaMessage, TopicMessages } from 'kafkajs';
 import type { ZodType } from 'zod';
+import { backoffDelay, type BackoffPolicy } from '../src/backoff.js';
 import type { Db } from '../src/db/prisma.js';
 import {
   DEAD_LETTER_REASONS,
@@ -136,6 +137,9 @@ export interface CommandConsumer {
   /** Finishes the command in hand, then leaves the group. */
   stop(): Promise<void>;
 }
+
+/** Trying a command again after the guard could not decide: 1 s doubled, at most 30 s. */
+const COMMAND_RETRY: BackoffPolicy = { initialRetryTime: 1000, maxRetryTime: 30_000, maxGrowths: 5 };
 
 /** Source of the outcomes and dead letters this consumer publishes. */
 const SOURCE = (name: string) => `/consumers/${name}`;
@@ -483,7 +487,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         // The guard could not decide (a read failed, the database is away): the row keeps its
         // state, so trying the same command again later is safe. On shutdown, leave it.
         if (stopping.signal.aborted) throw error;
-        const waitMs = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
+        const waitMs = backoffDelay(COMMAND_RETRY, attempt);
         if (error instanceof GuardBusyError)
           clog.warn({ waitMs }, 'command still worked on by another process: trying again');
         else clog.error({ err: error, waitMs }, 'command interrupted: trying again');

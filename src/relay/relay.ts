@@ -6,6 +6,7 @@ import { topicName } from '../kafka/topics.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
+import { backoffDelay } from '../backoff.js';
 import { toError } from '../errors.js';
 import { pruneReceipts } from '../receiver/receipt-repository.js';
 import { createOutboxListener } from './outbox-listener.js';
@@ -94,6 +95,8 @@ export function createRelay(options: RelayOptions): Relay {
   const topicBackoff = new Map<string, { failures: number; until: number }>();
   const sweepMs = options.sweepMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  /** After failure n: 400 ms doubled (ten doublings at most), capped at maxBackoffMs. */
+  const failureBackoff = { initialRetryTime: 400, maxRetryTime: maxBackoffMs, maxGrowths: 9 };
 
   // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
   const producer = options.producer ?? createSharedProducer(kafka);
@@ -184,7 +187,7 @@ export function createRelay(options: RelayOptions): Relay {
       } catch (error) {
         firstError ??= error;
         const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
-        const wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        const wait = backoffDelay(failureBackoff, failures);
         topicBackoff.set(topic, { failures, until: Date.now() + wait });
         logger.warn(
           { err: error, topic, failures, backoffMs: wait },
@@ -312,7 +315,7 @@ export function createRelay(options: RelayOptions): Relay {
         failures = 0;
       } catch (error) {
         failures += 1;
-        wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        wait = backoffDelay(failureBackoff, failures);
         logger.warn({ err: error, failures, backoffMs: wait }, 'relay pass failed: rows wait, retrying');
         // A NOTIFY must not cut the back-off short while the broker is down.
         notified = false;
