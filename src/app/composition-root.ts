@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createApplicationDecisionsConsumer } from '../../consumers/application-decisions.js';
-import type { CommandConsumer } from '../../consumers/command-consumer.js';
-import { createCustomerRegistrationsConsumer } from '../../consumers/customer-registrations.js';
-import { createEnrollmentsConsumer } from '../../consumers/enrollments.js';
-import { createRentalPaymentsConsumer } from '../../consumers/rental-payments.js';
+import { createApplicationDecisionsConsumer } from '../commands/application-decisions.js';
+import type { CommandConsumer } from '../commands/command-runner.js';
+import { createCustomerRegistrationsConsumer } from '../commands/customer-registrations.js';
+import { createEnrollmentsConsumer } from '../commands/enrollments.js';
+import { createRentalPaymentsConsumer } from '../commands/rental-payments.js';
 import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
 import { UsageError } from '../errors.js';

@@ -1,23 +1,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, IHeaders, Kafka, KafkaMessage, TopicMessages } from 'kafkajs';
 import type { ZodType } from 'zod';
-import { backoffDelay, type BackoffPolicy } from '../src/backoff.js';
-import type { Db } from '../src/db/prisma.js';
+import { backoffDelay, type BackoffPolicy } from '../backoff.js';
+import type { Db } from '../db/prisma.js';
 import {
   DEAD_LETTER_REASONS,
   REDRIVE_HEADER,
   toDeadLetterHeaders,
   withOriginalHeaders,
   type DeadLetterReason,
-} from '../src/dead-letters/dead-letter-headers.js';
-import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
+} from '../dead-letters/dead-letter-headers.js';
+import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../events/cloudevent.js';
 import {
   errorCodeLabel,
   isSuccess,
   OUTCOME_TYPES,
   type CommandKind,
   type CommandOutcome,
-} from '../src/events/outcomes.js';
+} from '../events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
@@ -32,13 +32,13 @@ import {
   type ReadBackStrategy,
   type SnapshotPageCache,
   requestIdBase,
-} from '../src/guard/index.js';
-import { createSharedProducer, type SharedProducer } from '../src/kafka/shared-producer.js';
-import { TOPICS, topicName } from '../src/kafka/topics.js';
-import type { Logger } from '../src/logger.js';
-import { metrics } from '../src/metrics.js';
-import type { OutcomeError } from '../src/partner/errors.js';
-import { traceCommand, traceOutcome } from '../src/telemetry/telemetry.js';
+} from '../guard/index.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import { TOPICS, topicName } from '../kafka/topics.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import type { OutcomeError } from '../partner/errors.js';
+import { traceCommand, traceOutcome } from '../telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
