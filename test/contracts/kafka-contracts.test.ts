@@ -147,7 +147,10 @@ describe('Kafka contracts, as an outside client reads them', () => {
 
     // The demo's doomed decision is dead-lettered; redrive it through the ops API.
     const letter = await eventually('a dead letter', async () => {
-      const res = await fetch(`${base}/ops/api/dead-letters`, { headers: OPS });
+      // The application decision's letter: the onboarding commands above dead-letter too.
+      const res = await fetch(`${base}/ops/api/dead-letters?topic=commands.application-decisions`, {
+        headers: OPS,
+      });
       const body = (await res.json()) as { items: Array<{ id: number; state: string }> };
       return body.items.find((l) => l.state === 'open');
     });
