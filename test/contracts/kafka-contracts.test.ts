@@ -141,7 +141,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
     expect(registration.status).toBe(202);
     const enrollment = await signed('/webhooks/pms/demo-pms', DEMO_PMS_WEBHOOK_SECRET, {
       type: 'enrollment.requested',
-      data: { enrollment_request_id: 'contract-enr-1', customer_id: 'no-such-customer' },
+      data: { enrollment_request_id: 'contract-enr-1', customer_id: '999999999' },
     });
     expect(enrollment.status).toBe(202);
 
