@@ -15,6 +15,33 @@ export default tseslint.config(
     },
   },
   {
+    // Layers (docs/decisions/017-composition-root.md): the Partner client, the guard and the event
+    // schemas never reach up into the HTTP face, the CLI, the ops API or the composition root.
+    files: ['src/partner/**', 'src/guard/**', 'src/events/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/http/*',
+                '**/cli/*',
+                '**/cli/**',
+                '**/ops/*',
+                '**/ops/**',
+                '**/app/*',
+                '**/runtime.js',
+              ],
+              message:
+                'partner, guard and events are lower layers: no imports of http, cli, ops or the composition root',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'],
     rules: { 'no-console': 'off' },
   },

@@ -1,25 +1,6 @@
-import {
-  applicationDecisionCommandSchema,
-  COMMAND_TYPES,
-  type ApplicationDecisionCommand,
-} from '../src/events/commands.js';
-import { applicationDecisionReadBack } from '../src/guard/index.js';
-import { TOPICS } from '../src/kafka/topics.js';
-import { createCommandConsumer, type CommandConsumerDeps, type CommandSpec } from './command-consumer.js';
-
-/** Applies application decisions (approve / decline) from commands.application-decisions. */
-export const applicationDecisions: CommandSpec<ApplicationDecisionCommand> = {
-  name: 'application-decisions',
-  kind: 'application_decision',
-  topic: TOPICS.applicationDecisions,
-  outcomeTopic: TOPICS.applicationDecisionOutcomes,
-  eventType: COMMAND_TYPES.applicationDecision,
-  schema: applicationDecisionCommandSchema,
-  commandId: (c) => c.decision_id,
-  targetId: (c) => c.application_id,
-  readBack: applicationDecisionReadBack,
-};
-
-export function createApplicationDecisionsConsumer(deps: CommandConsumerDeps) {
-  return createCommandConsumer(applicationDecisions, deps);
-}
+/**
+ * Entry point of the `application-decisions` command consumer (over src/commands/command-runner.ts):
+ * the same as `rentbridge consumer application-decisions`, wired by src/app/composition-root.ts.
+ */
+process.argv.splice(2, process.argv.length - 2, 'consumer', 'application-decisions');
+await import('../src/cli/main.js');

@@ -1,25 +1,6 @@
-import {
-  COMMAND_TYPES,
-  rentalPaymentCommandSchema,
-  type RentalPaymentCommand,
-} from '../src/events/commands.js';
-import { rentalPaymentReadBack } from '../src/guard/index.js';
-import { TOPICS } from '../src/kafka/topics.js';
-import { createCommandConsumer, type CommandConsumerDeps, type CommandSpec } from './command-consumer.js';
-
-/** Reports rental payments to enrollments from commands.rental-payments. */
-export const rentalPayments: CommandSpec<RentalPaymentCommand> = {
-  name: 'rental-payments',
-  kind: 'rental_payment',
-  topic: TOPICS.rentalPayments,
-  outcomeTopic: TOPICS.rentalPaymentOutcomes,
-  eventType: COMMAND_TYPES.rentalPayment,
-  schema: rentalPaymentCommandSchema,
-  commandId: (c) => c.payment_id,
-  targetId: (c) => c.enrollment_id,
-  readBack: rentalPaymentReadBack,
-};
-
-export function createRentalPaymentsConsumer(deps: CommandConsumerDeps) {
-  return createCommandConsumer(rentalPayments, deps);
-}
+/**
+ * Entry point of the `rental-payments` command consumer (over src/commands/command-runner.ts):
+ * the same as `rentbridge consumer rental-payments`, wired by src/app/composition-root.ts.
+ */
+process.argv.splice(2, process.argv.length - 2, 'consumer', 'rental-payments');
+await import('../src/cli/main.js');

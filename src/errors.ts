@@ -30,3 +30,8 @@ export function toError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;
   return new Error(typeof thrown === 'string' ? thrown : JSON.stringify(thrown));
 }
+
+/** Bad usage or configuration of a command: the CLI exits with code 2 (README: "CLI"). */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}

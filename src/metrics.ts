@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { logicalTopic } from './kafka/topics.js';
+import { logicalTopic } from './topic-prefix.js';
 
 /**
  * Every Prometheus metric rentbridge exposes at /metrics (README: "Runbook" says what each means

@@ -1,6 +1,6 @@
 import { pendingMigrations } from '../db/migrate.js';
 import type { Logger } from '../logger.js';
-import { UsageError } from './process.js';
+import { UsageError } from '../errors.js';
 
 /**
  * Every role checks at start that the database schema is current, as /readyz does: a role

@@ -26,7 +26,8 @@ export interface CommandAttemptView {
   message: string | null;
 }
 
-export interface GuardState {
+/** The guard row of a command as ops see it (the guard's own state type is src/guard's GuardState). */
+export interface GuardStateView {
   commandId: string;
   commandType: string;
   targetId: string;
@@ -42,7 +43,7 @@ export interface GuardState {
   history: CommandAttemptView[];
 }
 
-export async function getGuardState(db: Db | Tx, commandId: string): Promise<GuardState | null> {
+export async function getGuardState(db: Db | Tx, commandId: string): Promise<GuardStateView | null> {
   const row = await db.command.findUnique({
     where: { commandId },
     include: { attemptLog: { orderBy: { id: 'asc' } } },

@@ -1,3 +1,4 @@
+import { backoffDelay } from '../backoff.js';
 import type { FailureInfo } from './classify-failure.js';
 import type { FinalState, GuardState } from './command-repository.js';
 import type { Verdict } from './read-back.js';
@@ -128,7 +129,7 @@ export const INTERRUPTED: FailureInfo = {
 
 /** Back-off before retry `n` (1-based), without jitter. */
 export function backoffMs(limits: MachineLimits, n: number): number {
-  return Math.min(limits.maxBackoffMs, limits.backoffMs * 2 ** Math.max(0, n - 1));
+  return backoffDelay({ initialRetryTime: limits.backoffMs, maxRetryTime: limits.maxBackoffMs }, n);
 }
 
 /** When a read-back may first prove "not applied": the bound past the last send. */

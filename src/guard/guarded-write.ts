@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '@prisma/client';
 import type { Logger } from '../logger.js';
+import { backoffDelay } from '../backoff.js';
 import { metrics } from '../metrics.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
 import { classifyFailure, type FailureInfo } from './classify-failure.js';
@@ -9,7 +10,7 @@ import type { CommandRecord, CommandRepository, FinalState } from './command-rep
 import { isFinal } from './command-repository.js';
 import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
-import { readRequestId, writeRequestId } from './request-ids.js';
+import { readRequestId, writeRequestId } from './command-request-ids.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**
@@ -172,8 +173,10 @@ async function walk<C>(
     },
   };
   const backoff = (n: number) =>
-    Math.min(options.maxBackoffMs, options.backoffMs * 2 ** Math.max(0, n - 1)) *
-    (0.75 + Math.random() * 0.5);
+    backoffDelay(
+      { initialRetryTime: options.backoffMs, maxRetryTime: options.maxBackoffMs, factor: 0.25 },
+      n,
+    );
 
   const counted = (): GuardResult => {
     metrics.commands.inc({ command: input.commandType, status: record.state });

@@ -17,7 +17,7 @@ export { customerRegistrationReadBack, sameEmail } from './customer-registration
 export { enrollmentReadBack, enrollmentOf } from './enrollment-read-back.js';
 export { findNewest } from './newest-first.js';
 export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
-export { writeRequestId, readRequestId, requestIdBase } from './request-ids.js';
+export { writeRequestId, readRequestId, requestIdBase } from './command-request-ids.js';
 export type { GuardPartner } from './partner-port.js';
 export { createSnapshotPageCache } from './snapshot-page-cache.js';
 export type { SnapshotPageCache, SnapshotPageCacheOptions } from './snapshot-page-cache.js';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import { REQUEST_ID_PATTERN } from '../partner/request-ids.js';
 
-/** Spec 7.3: 1 to 128 characters of A-Z a-z 0-9 _ . - are kept; anything else is replaced. */
-export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+export { REQUEST_ID_PATTERN };
 
 export function acceptRequestId(value: unknown): string {
   return typeof value === 'string' && REQUEST_ID_PATTERN.test(value) ? value : randomUUID();

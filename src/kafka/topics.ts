@@ -42,9 +42,7 @@ export function topicName(prefix: string, logical: string): string {
 }
 
 /** Strips the prefix from a physical topic name. */
-export function logicalTopic(prefix: string, physical: string): string {
-  return prefix && physical.startsWith(prefix) ? physical.slice(prefix.length) : physical;
-}
+export { logicalTopic } from '../topic-prefix.js';
 
 /**
  * Creates the topics that do not exist yet. The broker's auto-creation is off: a topic appears

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Router } from 'express';
 import type { Kafka, Producer } from 'kafkajs';
+import type { SharedProducer } from '../kafka/shared-producer.js';
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
 import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
@@ -25,6 +26,8 @@ export interface OpsRouterOptions {
   db: Db;
   /** A connected producer to redrive with; or `kafka`, from which one is made on first use. */
   producer?: Producer;
+  /** The process's one producer (src/app/composition-root.ts), connected on first use. */
+  sharedProducer?: SharedProducer;
   kafka?: Kafka;
   logger: Logger;
   /** OPS_TOKEN; unset: every API call answers 401. */
@@ -117,6 +120,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
 
   async function producer(): Promise<Producer> {
     if (options.producer) return options.producer;
+    if (options.sharedProducer) return options.sharedProducer.get();
     if (!options.kafka) throw new AppError(503, 'unavailable', 'no Kafka producer configured for redrive');
     connecting ??= (async () => {
       ownProducer = options.kafka!.producer({ idempotent: true, maxInFlightRequests: 1 });

@@ -30,7 +30,7 @@ export type DecisionBody = { reason?: string };
  * kept as unknown JSON.
  */
 export const REPORT_RENTAL_PAYMENTS_PATH = '/partner/v1/enrollments/{id}/report_rental_payments';
-export type RentalPayment = { amount_cents: number; paid_on: string; period?: string };
+type RentalPayment = { amount_cents: number; paid_on: string; period?: string };
 export type ReportRentalPaymentsBody = { rental_payments: RentalPayment[] };
 
 /**
@@ -89,13 +89,12 @@ export function webhookEventType(singular: string, action: WebhookEventAction): 
   return `${singular}.${action}`;
 }
 
-/**
+/*
  * ASSUMPTION (spec 8 lists `/partner/v1/*` at 650/min and issue_access_token at 2,500/min, and
  * says nothing of `/v1/partners/customers` or authenticate): every call the client makes takes a
- * slot of the shared budget, including authenticate and create-customer. That can only make the
- * client slower, never throttled.
+ * slot of the shared budget, including authenticate and create-customer (src/partner/transport.ts
+ * acquires one per attempt). That can only make the client slower, never throttled.
  */
-export const EVERY_CALL_TAKES_A_BUDGET_SLOT = true;
 
 /**
  * ASSUMPTION (spec 7.2 shows `503 request_timeout`, "processing time exceeded", but not the

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { REQUEST_ID_PATTERN } from '../http/request-id.js';
+
+/** Spec 7.3: 1 to 128 characters of A-Z a-z 0-9 _ . - are kept; anything else is replaced. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
 /**
  * The `X-Request-Id` a call sends (spec 7.3): the caller's own when it follows the rule (1 to 128

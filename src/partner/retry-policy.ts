@@ -5,6 +5,8 @@
  * that a 401 renews the token and repeats once, because a 401 was not applied.
  */
 
+import { backoffDelay } from '../backoff.js';
+
 export type Retry = 'retry' | 'renew_token' | 'no';
 
 /** By code (spec 7.2). A code not listed here is handled by its HTTP status (spec 7.2, last line). */
@@ -56,12 +58,15 @@ export function backoffMs(
   failure: { throttled: boolean; retryAfterSeconds?: number },
   random: () => number = Math.random,
 ): number {
-  const doubling = 2 ** (attempt - 1);
-  const jitter = attempt > 1 || !failure.throttled ? random() * 1000 : 0;
   if (failure.throttled) {
     const base = Math.max(1, failure.retryAfterSeconds ?? 1) * 1000;
     // The first wait is exactly Retry-After; later ones never less than what the API asked for.
-    return Math.min(MAX_WAIT_MS, Math.max(base * doubling + jitter, (failure.retryAfterSeconds ?? 0) * 1000));
+    const grown = backoffDelay(
+      { initialRetryTime: base, maxRetryTime: Number.POSITIVE_INFINITY, jitterMs: attempt > 1 ? 1000 : 0 },
+      attempt,
+      random,
+    );
+    return Math.min(MAX_WAIT_MS, Math.max(grown, (failure.retryAfterSeconds ?? 0) * 1000));
   }
-  return Math.min(MAX_WAIT_MS, 500 * doubling + jitter);
+  return backoffDelay({ initialRetryTime: 500, maxRetryTime: MAX_WAIT_MS, jitterMs: 1000 }, attempt, random);
 }

@@ -6,7 +6,7 @@ import { enqueue, type Tx } from '../outbox/outbox-repository.js';
 import type { Resource } from '../partner/resources.js';
 
 /**
- * `recordStateChange` (src/events/state-change.ts) for a whole page of polled records at once:
+ * `recordStateChange` (src/changes/record-state-change.ts) for a whole page of polled records at once:
  * the same claim in `published_versions`, the same previous status from `known_records`, the same
  * event on `partner.<resource>`, but in four statements per page instead of five per record. A
  * first pass over 100,000 records spends its time here (see bench/sync.ts), so the poller batches;

@@ -1,6 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import { recordStateChange } from '../events/state-change.js';
+import { recordStateChange } from '../changes/record-state-change.js';
 import type { Resource } from '../partner/resources.js';
 import { recordPolledChanges } from './batch-state-changes.js';
 

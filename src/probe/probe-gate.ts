@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { UsageError } from '../cli/process.js';
+import { UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ProbeReport } from './probe.js';
 

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { parseDatabaseUrl } from '../db/database-url.js';
 import type { Db } from '../db/prisma.js';
-import { recordStateChange } from '../events/state-change.js';
+import { recordStateChange } from '../changes/record-state-change.js';
 import type { Logger } from '../logger.js';
-import { OUTBOX_CHANNEL, type OutboxMessageInput, type Tx } from '../outbox/outbox-repository.js';
-import type { Resource } from '../partner/resources.js';
+import { OUTBOX_CHANNEL, type Tx } from '../outbox/outbox-repository.js';
+import type { IngestItem, MessageItem, StateChangeItem } from './ingest-items.js';
 import { writeMessages } from './message-writer.js';
 import { insertReceipts, receiptKey } from './receipt-repository.js';
 
@@ -22,32 +22,7 @@ import { insertReceipts, receiptKey } from './receipt-repository.js';
  * writers' commits could never share a flush.
  */
 
-interface ItemBase {
-  /** `partner` or `pms:<source>`: the receipt's namespace of webhook ids. */
-  source: string;
-  webhookId: string;
-  eventType: string;
-}
-
-/** An event published as given (commands, unrouted). */
-export interface MessageItem extends ItemBase {
-  kind: 'message';
-  message: OutboxMessageInput & { eventId: string };
-}
-
-/** A partner record's new version, published only if neither path saw it before. */
-export interface StateChangeItem extends ItemBase {
-  kind: 'state-change';
-  change: {
-    resource: Resource;
-    record: Record<string, unknown>;
-    removed: boolean;
-    source: string;
-    headers: Record<string, string>;
-  };
-}
-
-export type IngestItem = MessageItem | StateChangeItem;
+export type { IngestItem, MessageItem, StateChangeItem } from './ingest-items.js';
 
 export type IngestResult =
   /** Written; `eventId` is absent when the record's version was already published. */

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { MessageItem } from './ingest-writer.js';
+import type { MessageItem } from './ingest-items.js';
 import { receiptKey } from './receipt-repository.js';
 
 /**

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { AppError } from '../errors.js';
+import { WEBHOOK_SIGNING } from '../partner/assumptions.js';
 
 /**
  * Standard Webhooks verification against several secrets at once (rotation: the old and the new
@@ -33,9 +34,9 @@ export function createVerifier(secrets: readonly string[], toleranceSeconds: num
     return Buffer.from(s.startsWith('whsec_') ? s.slice('whsec_'.length) : s, 'base64');
   });
   return (raw, headers) => {
-    const webhookId = header(headers, 'webhook-id');
-    const stamp = header(headers, 'webhook-timestamp');
-    const signature = header(headers, 'webhook-signature');
+    const webhookId = header(headers, WEBHOOK_SIGNING.headers.id);
+    const stamp = header(headers, WEBHOOK_SIGNING.headers.timestamp);
+    const signature = header(headers, WEBHOOK_SIGNING.headers.signature);
     if (!webhookId || !stamp || !signature) {
       throw unauthenticated('webhook-id, webhook-timestamp and webhook-signature headers are required');
     }

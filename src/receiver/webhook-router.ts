@@ -4,7 +4,7 @@ import { UNROUTED_TYPE } from '../events/unrouted.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
-import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../relay/relay.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
@@ -38,9 +38,7 @@ function eventBytes(item: IngestItem): number {
     const m = item.message;
     return messageBytes(
       toKafkaMessage({
-        id: 0n,
         eventId: m.eventId,
-        topic: m.topic,
         key: m.key,
         type: m.type,
         source: m.source,
@@ -48,7 +46,6 @@ function eventBytes(item: IngestItem): number {
         data: m.data,
         headers: m.headers ?? {},
         createdAt: new Date(),
-        attempts: 0,
       }),
     );
   }

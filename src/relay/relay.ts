@@ -1,10 +1,12 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
-import { tracePublish, withTraceExtension } from '../telemetry/telemetry.js';
+import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
+import { backoffDelay } from '../backoff.js';
 import { toError } from '../errors.js';
 import { pruneReceipts } from '../receiver/receipt-repository.js';
 import { createOutboxListener } from './outbox-listener.js';
@@ -48,6 +50,8 @@ export interface RelayOptions {
   sweepMs?: number;
   /** Longest back-off after failures. Default 30000 ms. */
   maxBackoffMs?: number;
+  /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
+  producer?: SharedProducer;
   /** Test hook: runs after Kafka's ack and before the rows are marked (a crash here repeats them). */
   afterSend?: (rows: OutboxRow[]) => Promise<void>;
 }
@@ -61,25 +65,10 @@ export interface Relay {
   isPublisher(): boolean;
 }
 
+export { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage };
+
 const PRUNE_EVERY_MS = 60_000;
 const METRICS_EVERY_MS = 1_000;
-export const DEFAULT_MAX_BATCH_BYTES = 900_000;
-/** Record and request framing Kafka adds to each message, roughly: a safety margin. */
-const MESSAGE_OVERHEAD_BYTES = 100;
-
-/** The bytes a message takes in a produce request (value, key, headers, framing). */
-export function messageBytes(message: Message): number {
-  let n = MESSAGE_OVERHEAD_BYTES;
-  n += typeof message.value === 'string' ? Buffer.byteLength(message.value) : (message.value?.length ?? 0);
-  n += typeof message.key === 'string' ? Buffer.byteLength(message.key) : (message.key?.length ?? 0);
-  for (const [k, v] of Object.entries(message.headers ?? {})) {
-    n +=
-      Buffer.byteLength(k) +
-      (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
-  }
-  return n;
-}
-
 /** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
 export function isTooLarge(error: unknown): boolean {
   const seen = new Set<unknown>();
@@ -97,28 +86,6 @@ export function isTooLarge(error: unknown): boolean {
   return false;
 }
 
-export function toKafkaMessage(row: OutboxRow): Message {
-  const event = toCloudEvent({
-    id: row.eventId,
-    source: row.source,
-    type: row.type,
-    subject: row.subject,
-    // The row's time, so that a repeat is byte-for-byte the same event.
-    time: row.createdAt,
-    data: row.data,
-  });
-  return {
-    key: row.key,
-    value: JSON.stringify(withTraceExtension(event, row.headers)),
-    headers: {
-      ...row.headers,
-      'content-type': CLOUDEVENT_CONTENT_TYPE,
-      ce_id: row.eventId,
-      ce_type: row.type,
-    },
-  };
-}
-
 export function createRelay(options: RelayOptions): Relay {
   const { db, kafka, topicPrefix } = options;
   const logger = options.logger.child({ component: 'relay' });
@@ -128,8 +95,11 @@ export function createRelay(options: RelayOptions): Relay {
   const topicBackoff = new Map<string, { failures: number; until: number }>();
   const sweepMs = options.sweepMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  /** After failure n: 400 ms doubled (ten doublings at most), capped at maxBackoffMs. */
+  const failureBackoff = { initialRetryTime: 400, maxRetryTime: maxBackoffMs, maxGrowths: 9 };
 
-  let producer: Producer | null = null;
+  // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
+  const producer = options.producer ?? createSharedProducer(kafka);
   let running = false;
   let loop: Promise<void> | null = null;
   let wake: (() => void) | null = null;
@@ -164,26 +134,6 @@ export function createRelay(options: RelayOptions): Relay {
       }
       wake = done;
     });
-  }
-
-  async function connectedProducer(): Promise<Producer> {
-    if (producer) return producer;
-    // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
-    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-    try {
-      await p.connect();
-    } catch (error) {
-      await p.disconnect().catch(() => undefined);
-      throw error;
-    }
-    producer = p;
-    return p;
-  }
-
-  async function resetProducer(): Promise<void> {
-    const p = producer;
-    producer = null;
-    await p?.disconnect().catch(() => undefined);
   }
 
   /**
@@ -237,7 +187,7 @@ export function createRelay(options: RelayOptions): Relay {
       } catch (error) {
         firstError ??= error;
         const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
-        const wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        const wait = backoffDelay(failureBackoff, failures);
         topicBackoff.set(topic, { failures, until: Date.now() + wait });
         logger.warn(
           { err: error, topic, failures, backoffMs: wait },
@@ -261,8 +211,9 @@ export function createRelay(options: RelayOptions): Relay {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
+    let p: Producer | undefined;
     try {
-      const p = await connectedProducer();
+      p = await producer.get();
       await p.sendBatch({
         acks: -1,
         topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
@@ -283,7 +234,7 @@ export function createRelay(options: RelayOptions): Relay {
         toError(error).message,
       ).catch(() => undefined);
       // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
-      await resetProducer();
+      if (p) await producer.reset(p);
       throw error;
     }
     traced.end();
@@ -364,7 +315,7 @@ export function createRelay(options: RelayOptions): Relay {
         failures = 0;
       } catch (error) {
         failures += 1;
-        wait = Math.min(maxBackoffMs, 200 * 2 ** Math.min(failures, 10));
+        wait = backoffDelay(failureBackoff, failures);
         logger.warn({ err: error, failures, backoffMs: wait }, 'relay pass failed: rows wait, retrying');
         // A NOTIFY must not cut the back-off short while the broker is down.
         notified = false;
@@ -394,7 +345,8 @@ export function createRelay(options: RelayOptions): Relay {
         loop = null;
       }
       await listener.close();
-      await resetProducer();
+      // The process's shared producer is closed by its owner, after every user has stopped.
+      if (!options.producer) await producer.close();
       logger.info('relay stopped');
     },
     isPublisher: () => listener.isLeader(),

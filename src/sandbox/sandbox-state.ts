@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { webhookEventType, type WebhookEventAction } from '../partner/assumptions.js';
 import { SINGULAR, type Resource } from '../partner/resources.js';
 import { KeyRing } from './api-keys.js';
 import { FaultRegistry } from './faults.js';
@@ -36,7 +37,7 @@ export class SandboxState {
   }
 
   /** Every state change goes through here, so each one emits its webhook (spec 6). */
-  changed(resource: Resource, record: SandboxRecord, kind: 'updated' | 'deleted' = 'updated'): void {
-    this.webhooks.emit(`${SINGULAR[resource]}.${kind}`, record);
+  changed(resource: Resource, record: SandboxRecord, kind: WebhookEventAction = 'updated'): void {
+    this.webhooks.emit(webhookEventType(SINGULAR[resource], kind), record);
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../logger.js';
+import { WEBHOOK_SIGNING } from '../partner/assumptions.js';
 import type { SandboxConfig } from './sandbox-config.js';
 
 export interface DeliveryAttempt {
@@ -112,9 +113,9 @@ export class WebhookDispatcher {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          'webhook-id': delivery.id,
-          'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-          'webhook-signature': signature,
+          [WEBHOOK_SIGNING.headers.id]: delivery.id,
+          [WEBHOOK_SIGNING.headers.timestamp]: String(Math.floor(timestamp.getTime() / 1000)),
+          [WEBHOOK_SIGNING.headers.signature]: signature,
         },
         body,
         signal: controller.signal,

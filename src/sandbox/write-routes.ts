@@ -1,4 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import {
+  APPLICATION_DECISION_PATHS,
+  AUTHENTICATE_PATH,
+  CHECK_CUSTOMER_PATH,
+  CREATE_CUSTOMER_PATH,
+  CREATE_ENROLLMENT_PATH,
+  ISSUE_ACCESS_TOKEN_PATH,
+  REPORT_RENTAL_PAYMENTS_PATH,
+} from '../partner/assumptions.js';
 import { visibleRecord, scopeFields, type Route, type RouteContext } from './route.js';
 import { invalidTransition, notFoundError, SandboxError, validationError } from './sandbox-error.js';
 
@@ -98,7 +107,7 @@ function decide(target: 'approved' | 'declined'): Route['handle'] {
 
 export function writeRoutes(): Route[] {
   return [
-    post('/partner/v1/authenticate', { auth: false, write: false, ledger: false }, async (ctx) => {
+    post(AUTHENTICATE_PATH, { auth: false, write: false, ledger: false }, async (ctx) => {
       const body = objectBody(ctx);
       const errors: string[] = [];
       requiredStrings(body, ['access_key', 'secret_key'], errors);
@@ -109,7 +118,7 @@ export function writeRoutes(): Route[] {
       return { status: 200, body: { token: await ctx.state.keys.issue(key, ttl), expires_in: ttl } };
     }),
 
-    post('/v1/partners/customers', {}, (ctx) => {
+    post(CREATE_CUSTOMER_PATH, {}, (ctx) => {
       const body = objectBody(ctx);
       const errors: string[] = [];
       requiredStrings(body, ['first_name', 'last_name', 'email', 'phone'], errors);
@@ -136,7 +145,7 @@ export function writeRoutes(): Route[] {
       return { status: 201, body: record };
     }),
 
-    post('/partner/v1/customers/check', { write: false, ledger: false }, (ctx) => {
+    post(CHECK_CUSTOMER_PATH, { write: false, ledger: false }, (ctx) => {
       const body = objectBody(ctx);
       let fields: Body = body;
       if (body.customer_id !== undefined) {
@@ -155,22 +164,18 @@ export function writeRoutes(): Route[] {
       };
     }),
 
-    post(
-      '/partner/v1/customers/{id}/issue_access_token',
-      { ledger: false, bucket: 'issue_token' },
-      async (ctx) => {
-        const customer = visibleRecord(ctx, 'customers');
-        const ttl = ctx.state.config.token_ttl_seconds;
-        if (!ctx.key) throw new SandboxError(401, 'unauthenticated', 'missing bearer token');
-        // A customer-level token for SDK use; it is not accepted as an API token.
-        const token = await ctx.state.keys.issue(ctx.key, ttl, { customer_id: customer.id });
-        return { status: 200, body: { token, expires_in: ttl } };
-      },
-    ),
+    post(ISSUE_ACCESS_TOKEN_PATH, { ledger: false, bucket: 'issue_token' }, async (ctx) => {
+      const customer = visibleRecord(ctx, 'customers');
+      const ttl = ctx.state.config.token_ttl_seconds;
+      if (!ctx.key) throw new SandboxError(401, 'unauthenticated', 'missing bearer token');
+      // A customer-level token for SDK use; it is not accepted as an API token.
+      const token = await ctx.state.keys.issue(ctx.key, ttl, { customer_id: customer.id });
+      return { status: 200, body: { token, expires_in: ttl } };
+    }),
 
     // Assumption (not in the spec): enrollments are created with `POST /partner/v1/enrollments`
     // and `{ customer_id }`; the spec only says a second active enrollment is a business error.
-    post('/partner/v1/enrollments', {}, (ctx) => {
+    post(CREATE_ENROLLMENT_PATH, {}, (ctx) => {
       const body = objectBody(ctx);
       const raw = body.customer_id;
       if (raw === undefined || raw === null) throw validationError(['customer_id is required']);
@@ -197,7 +202,7 @@ export function writeRoutes(): Route[] {
       return { status: 201, body: record };
     }),
 
-    post('/partner/v1/enrollments/{id}/report_rental_payments', {}, (ctx) => {
+    post(REPORT_RENTAL_PAYMENTS_PATH, {}, (ctx) => {
       const enrollment = visibleRecord(ctx, 'enrollments');
       const body = objectBody(ctx);
       const payments = body.rental_payments;
@@ -255,7 +260,7 @@ export function writeRoutes(): Route[] {
     }),
 
     // Assumed decision paths and body (DESIGN.md): `{ reason? }`.
-    post('/partner/v1/applications/{id}/approve', {}, decide('approved')),
-    post('/partner/v1/applications/{id}/decline', {}, decide('declined')),
+    post(APPLICATION_DECISION_PATHS.approve, {}, decide('approved')),
+    post(APPLICATION_DECISION_PATHS.decline, {}, decide('declined')),
   ];
 }

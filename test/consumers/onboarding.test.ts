@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrations } from '../../consumers/customer-registrations.js';
-import { enrollments } from '../../consumers/enrollments.js';
+import { customerRegistrations } from '../../src/commands/customer-registrations.js';
+import { enrollments } from '../../src/commands/enrollments.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES, enrollmentRequestIdOf } from '../../src/events/commands.js';
 import { TOPICS } from '../../src/kafka/topics.js';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../consumers/application-decisions.js';
-import type { CommandConsumer } from '../../consumers/command-consumer.js';
-import { rentalPayments } from '../../consumers/rental-payments.js';
+import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import type { CommandConsumer } from '../../src/commands/command-runner.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../consumers/rental-payments.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
 import type { CommandOutcome } from '../../src/events/outcomes.js';
 import { registry } from '../../src/metrics.js';
 import type { FaultInput } from '../../src/sandbox/faults.js';

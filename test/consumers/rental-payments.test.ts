@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../consumers/rental-payments.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
 import {
   FAST_GUARD,
   TEST_MAX_PROCESSING_MS,

@@ -141,12 +141,13 @@ describe('Kafka contracts, as an outside client reads them', () => {
     expect(registration.status).toBe(202);
     const enrollment = await signed('/webhooks/pms/demo-pms', DEMO_PMS_WEBHOOK_SECRET, {
       type: 'enrollment.requested',
-      data: { enrollment_request_id: 'contract-enr-1', customer_id: 'no-such-customer' },
+      data: { enrollment_request_id: 'contract-enr-1', customer_id: '999999999' },
     });
     expect(enrollment.status).toBe(202);
 
     // The demo's doomed decision is dead-lettered; redrive it through the ops API.
     const letter = await eventually('a dead letter', async () => {
+      // The application decision's letter: the onboarding commands above dead-letter too.
       const res = await fetch(`${base}/ops/api/dead-letters?topic=commands.application-decisions`, {
         headers: OPS,
       });

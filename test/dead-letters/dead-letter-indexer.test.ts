@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   createDeadLetterIndexer,
   type DeadLetterIndexer,
@@ -11,14 +11,15 @@ import { buildDecisionLetter, produceDeadLetter } from './build-dead-letter.js';
 
 const logger = createLogger({ level: 'silent' });
 
-async function waitFor<T>(read: () => Promise<T | null | undefined>, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function waitFor<T>(read: () => Promise<T | null | undefined>, timeoutMs = 30_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const v = await read();
+      if (!v) throw new Error('timed out waiting');
+      return v;
+    },
+    { timeout: timeoutMs, interval: 200 },
+  );
 }
 
 describe('dead-letter indexer', () => {

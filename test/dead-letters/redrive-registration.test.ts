@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrations } from '../../consumers/customer-registrations.js';
+import { customerRegistrations } from '../../src/commands/customer-registrations.js';
 import {
   createDeadLetterIndexer,
   type DeadLetterIndexer,

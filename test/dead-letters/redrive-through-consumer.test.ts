@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../consumers/application-decisions.js';
+import { applicationDecisions } from '../../src/commands/application-decisions.js';
 import {
   createDeadLetterIndexer,
   type DeadLetterIndexer,

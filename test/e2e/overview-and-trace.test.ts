@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../consumers/rental-payments.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { requestId } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';

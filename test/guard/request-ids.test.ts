@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
-import { readRequestId, requestIdBase, writeRequestId } from '../../src/guard/request-ids.js';
+import { readRequestId, requestIdBase, writeRequestId } from '../../src/guard/command-request-ids.js';
 
 describe('guard request ids', () => {
   describe('when the command id fits spec 7.3', () => {

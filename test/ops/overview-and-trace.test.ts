@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../consumers/rental-payments.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { requestId } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
 import type { Overview } from '../../src/ops/overview/overview.js';

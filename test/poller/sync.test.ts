@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStateChange } from '../../src/events/state-change.js';
+import { recordStateChange } from '../../src/changes/record-state-change.js';
 import type { Resource } from '../../src/partner/resources.js';
 import { createPollerHarness, type PollerHarness } from './poller-harness.js';
 

@@ -71,11 +71,7 @@ describe('relay with poison rows', () => {
   }
 
   async function eventually(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > until) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await expect.poll(check, { timeout: timeoutMs, interval: 100 }).toBe(true);
   }
 
   async function count(sql: string, params: unknown[] = []): Promise<number> {

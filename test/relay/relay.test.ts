@@ -82,11 +82,7 @@ describe('relay', () => {
   }
 
   async function eventually(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > until) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await expect.poll(check, { timeout: timeoutMs, interval: 100 }).toBe(true);
   }
 
   /** CloudEvent ids of the messages keyed `key`, in the order of their partition. */

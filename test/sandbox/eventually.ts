@@ -1,10 +1,13 @@
-/** Polls `check` until it returns a value other than undefined (or throws after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+import { vi } from 'vitest';
+
+/** Polls `check` (vitest's `vi.waitFor`) until it returns a value other than undefined, for `timeoutMs`. */
+export function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await check();
+      if (value === undefined) throw new Error('condition not met in time');
+      return value;
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
 }

@@ -1,23 +1,38 @@
-import { UsageError } from '../process.js';
+import {
+  COMMAND_CONSUMER_NAMES,
+  createCompositionRoot,
+  runRoles,
+  type CommandConsumerName,
+} from '../../app/composition-root.js';
+import { requireProbeAssumptions } from '../../probe/probe-gate.js';
+import { loadConfigOrExit, UsageError } from '../process.js';
+import { requireMigrated } from '../require-migrated.js';
 
-export const CONSUMERS = [
-  'application-decisions',
-  'rental-payments',
-  'customer-registrations',
-  'enrollments',
-  'dead-letters',
-] as const;
+export const CONSUMERS = [...COMMAND_CONSUMER_NAMES, 'dead-letters'] as const;
 
+function isCommandConsumer(name: string): name is CommandConsumerName {
+  return (COMMAND_CONSUMER_NAMES as string[]).includes(name);
+}
+
+/**
+ * `rentbridge consumer <name>`: one command consumer (application-decisions, rental-payments,
+ * customer-registrations, enrollments) or the dead-letter indexer (dead-letters), until
+ * SIGTERM / SIGINT.
+ */
 export async function consumer(name: string): Promise<void> {
-  switch (name) {
-    case 'application-decisions':
-    case 'rental-payments':
-    case 'customer-registrations':
-    case 'enrollments':
-      return (await import('../../../consumers/start-command-consumer.js')).runCommandConsumer(name);
-    case 'dead-letters':
-      return (await import('./dead-letters-consumer.js')).deadLettersConsumer();
-    default:
-      throw new UsageError(`unknown consumer "${name}": expected one of ${CONSUMERS.join(', ')}`);
+  if (name !== 'dead-letters' && !isCommandConsumer(name)) {
+    throw new UsageError(`unknown consumer "${name}": expected one of ${CONSUMERS.join(', ')}`);
   }
+  const root = createCompositionRoot(loadConfigOrExit());
+  if (name === 'dead-letters') {
+    // Indexes every `*.dlq` topic into PostgreSQL for ops.
+    await requireMigrated(root.config.DATABASE_URL, root.logger);
+    await runRoles(root, () => [root.deadLetterIndexer()], { before: () => root.ensureTopics() });
+    return;
+  }
+  requireProbeAssumptions(root.config, root.logger);
+  await requireMigrated(root.config.DATABASE_URL, root.logger);
+  // Built before the signal handlers: no PARTNER_API_URL is a usage error (exit 2) at once.
+  const role = root.commandConsumer(name);
+  await runRoles(root, () => [role], { before: () => root.ensureTopics() });
 }

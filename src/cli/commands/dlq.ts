@@ -29,7 +29,7 @@ import { discardDeadLetter, redriveDeadLetter, type RedriveOutcome } from '../..
 import { AppError } from '../../errors.js';
 import { logicalTopic } from '../../kafka/topics.js';
 import type { Logger } from '../../logger.js';
-import { createRuntime } from '../../runtime.js';
+import { createCompositionRoot } from '../../app/composition-root.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 
 /**
@@ -432,18 +432,13 @@ export async function runDlq(sub: string, args: string[], deps: DlqDeps): Promis
 }
 
 export async function dlq(sub: string, args: string[]): Promise<void> {
-  const runtime = createRuntime(loadConfigOrExit());
-  let producer: Producer | undefined;
+  const runtime = createCompositionRoot(loadConfigOrExit());
   try {
     const code = await runDlq(sub, args, {
       db: runtime.db,
       topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,
       logger: runtime.logger,
-      async producer() {
-        producer ??= runtime.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-        await producer.connect();
-        return producer;
-      },
+      producer: () => runtime.producer.get(),
       out: (text) => process.stdout.write(`${text}\n`),
       isTTY: Boolean(process.stdin.isTTY && process.stdout.isTTY),
       async confirm(question) {
@@ -458,7 +453,6 @@ export async function dlq(sub: string, args: string[]): Promise<void> {
     });
     process.exitCode = code;
   } finally {
-    await producer?.disconnect();
     await runtime.close();
   }
 }

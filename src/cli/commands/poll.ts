@@ -1,8 +1,7 @@
 import { isResource, RESOURCES } from '../../partner/resources.js';
 import type { PassSummary } from '../../poller/index.js';
-import { createRuntime } from '../../runtime.js';
+import { createCompositionRoot } from '../../app/composition-root.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
-import { buildPoller } from './poller.js';
 import { requireMigrated } from '../require-migrated.js';
 
 /**
@@ -14,17 +13,16 @@ export async function pollOnce(opts: { resource?: string }): Promise<void> {
   if (resource !== undefined && !isResource(resource)) {
     throw new UsageError(`unknown resource "${resource}"; valid resources: ${RESOURCES.join(', ')}`);
   }
-  const runtime = createRuntime(loadConfigOrExit());
-  await requireMigrated(runtime.config.DATABASE_URL, runtime.logger);
-  const built = buildPoller(runtime);
+  const root = createCompositionRoot(loadConfigOrExit());
+  await requireMigrated(root.config.DATABASE_URL, root.logger);
+  const poller = root.poller();
   try {
-    const summaries = await built.poller.runOnce(resource);
+    const summaries = await poller.runOnce(resource);
     process.stdout.write(formatSummary(summaries));
     if (summaries.some((s) => s.outcome === 'failed')) process.exitCode = 1;
   } finally {
-    await built.poller.stop();
-    await built.close();
-    await runtime.close();
+    await poller.stop();
+    await root.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import { createLogger } from '../../logger.js';
-import { runUntilSignal, UsageError } from '../process.js';
+import { runUntilSignal } from '../../app/lifecycle.js';
+import { UsageError } from '../process.js';
 
 /**
  * `rentbridge sandbox [--port N] [--seed demo]`: the Partner API sandbox on its own. It needs

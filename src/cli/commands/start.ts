@@ -1,15 +1,17 @@
-import { startCommandConsumer } from '../../../consumers/start-command-consumer.js';
+import {
+  COMMAND_CONSUMER_NAMES,
+  createCompositionRoot,
+  runRoles,
+  type CompositionRoot,
+} from '../../app/composition-root.js';
+import type { HttpRole } from '../../app/http-role.js';
+import type { Component } from '../../app/lifecycle.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
-import { startHttpRole } from '../../roles/http-role.js';
-import { createRuntime } from '../../runtime.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { loadConfigOrExit, runUntilSignal, type Service } from '../process.js';
-import { buildDeadLetterIndexer } from './dead-letters-consumer.js';
-import { buildPoller } from './poller.js';
-import { buildRelay } from './relay.js';
+import { loadConfigOrExit } from '../process.js';
 import { requireProbeAssumptions } from '../../probe/probe-gate.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
@@ -48,73 +50,82 @@ export async function start(): Promise<void> {
   const given = loadConfigOrExit();
   const demo = !given.PARTNER_API_URL;
   const config = demo ? demoConfig(given) : given;
-  const runtime = createRuntime(config, createLogger({ level: config.LOG_LEVEL }));
-  const { logger } = runtime;
+  const root = createCompositionRoot(config, createLogger({ level: config.LOG_LEVEL }));
+  const { logger } = root;
   // `start` runs the command consumers too: the same refusal as `rentbridge consumer`.
   requireProbeAssumptions(config, logger);
 
-  await runUntilSignal(logger, async () => {
-    const services: Service[] = [];
-    const stopAll = async () => {
-      for (const s of services.reverse())
-        await s.stop().catch((err: unknown) => logger.error({ err }, 'stop failed'));
-      await runtime.close();
-    };
-    try {
-      await migrate(config.DATABASE_URL, { logger });
-      await runtime.ensureTopics();
+  let sandbox: Sandbox | undefined;
+  await runRoles(
+    root,
+    () => {
+      let httpRole: HttpRole | undefined;
+      return [
+        ...(demo ? [() => sandboxComponent(root, (s) => (sandbox = s))] : []),
+        () => (httpRole = root.http()),
+        () => root.relay(),
+        ...COMMAND_CONSUMER_NAMES.map((name) => () => root.commandConsumer(name)),
+        () => root.deadLetterIndexer(),
+        () => root.poller(),
+        () => announce(root, { demo, sandbox, port: httpRole!.port }),
+      ];
+    },
+    {
+      before: async () => {
+        await migrate(config.DATABASE_URL, { logger });
+        await root.ensureTopics();
+      },
+    },
+  );
+}
 
-      let partnerUrl = config.PARTNER_API_URL;
-      let sandbox: Sandbox | undefined;
-      if (demo) {
-        sandbox = await startSandbox({ port: config.SANDBOX_PORT, seed: 'demo', logger });
-        services.push({ stop: () => sandbox!.close() });
-        partnerUrl = sandbox.url;
-        await createSandboxControl(sandbox.url).setConfig({
-          webhook_url: `http://127.0.0.1:${config.HTTP_PORT}/webhooks/partner`,
-          webhook_secret: config.PARTNER_WEBHOOK_SECRETS[0] ?? null,
-        });
-        logger.info(
-          { component: 'start', sandboxUrl: sandbox.url },
-          'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
-        );
-      }
+/**
+ * The embedded Partner API sandbox with demo data, standing in for PARTNER_API_URL: the root's
+ * one Partner client is pointed at it, and it sends its webhooks to this process.
+ */
+function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => void): Component {
+  const { config, logger } = root;
+  let sandbox: Sandbox | undefined;
+  return {
+    name: 'sandbox',
+    async start() {
+      sandbox = await startSandbox({ port: config.SANDBOX_PORT, seed: 'demo', logger });
+      started(sandbox);
+      root.usePartnerUrl(sandbox.url);
+      await createSandboxControl(sandbox.url).setConfig({
+        webhook_url: `http://127.0.0.1:${config.HTTP_PORT}/webhooks/partner`,
+        webhook_secret: config.PARTNER_WEBHOOK_SECRETS[0] ?? null,
+      });
+      logger.info(
+        { component: 'start', sandboxUrl: sandbox.url },
+        'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
+      );
+    },
+    async stop() {
+      await sandbox?.close();
+    },
+  };
+}
 
-      const http = await startHttpRole(runtime, partnerUrl ? { partnerUrl } : {});
-      services.push(http);
-
-      const relay = buildRelay(runtime);
-      await relay.start();
-      services.push(relay);
-
-      for (const name of [
-        'application-decisions',
-        'rental-payments',
-        'customer-registrations',
-        'enrollments',
-      ] as const) {
-        services.push(await startCommandConsumer(runtime, name, { partnerUrl: partnerUrl! }));
-      }
-
-      const indexer = buildDeadLetterIndexer(runtime);
-      await indexer.start();
-      services.push(indexer);
-
-      const poller = buildPoller(runtime, { partnerUrl: partnerUrl! });
-      await poller.poller.start();
-      services.push({ stop: () => poller.poller.stop().then(() => poller.close()) });
-
-      const base = `http://localhost:${http.port}`;
+/** The demo's traffic (when demo), then the line that says where to look. */
+function announce(
+  root: CompositionRoot,
+  { demo, sandbox, port }: { demo: boolean; sandbox: Sandbox | undefined; port: number },
+): Component {
+  const { config, logger } = root;
+  let traffic: { stop(): Promise<void> } | undefined;
+  return {
+    name: 'demo',
+    async start() {
+      const base = `http://localhost:${port}`;
       if (demo && sandbox) {
-        services.push(
-          startDemoTraffic({
-            receiverUrl: `http://127.0.0.1:${http.port}`,
-            source: DEMO_PMS_SOURCE,
-            secret: config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]![0]!,
-            sandbox: createSandboxControl(sandbox.url),
-            logger,
-          }),
-        );
+        traffic = startDemoTraffic({
+          receiverUrl: `http://127.0.0.1:${port}`,
+          source: DEMO_PMS_SOURCE,
+          secret: config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]![0]!,
+          sandbox: createSandboxControl(sandbox.url),
+          logger,
+        });
       }
       logger.info(
         {
@@ -134,10 +145,9 @@ export async function start(): Promise<void> {
           ? 'rentbridge is running (demo): open the console, events and commands flow within a minute'
           : 'rentbridge is running',
       );
-    } catch (error) {
-      await stopAll();
-      throw error;
-    }
-    return { stop: stopAll };
-  });
+    },
+    async stop() {
+      await traffic?.stop();
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { createRuntime } from '../../runtime.js';
+import { createCompositionRoot } from '../../app/composition-root.js';
 import { formatTrace } from '../../trace/trace-table.js';
 import { traceId } from '../../trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
@@ -8,7 +8,7 @@ import { loadConfigOrExit } from '../process.js';
  * something was found, 1 when nothing was.
  */
 export async function trace(id: string, opts: { json?: boolean }): Promise<void> {
-  const runtime = createRuntime(loadConfigOrExit());
+  const runtime = createCompositionRoot(loadConfigOrExit());
   try {
     const result = await traceId(runtime.db, id, {
       topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,

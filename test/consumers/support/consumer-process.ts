@@ -4,8 +4,8 @@
  * Prints `ready` once the consumer has started.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import { applicationDecisions } from '../../../consumers/application-decisions.js';
-import { createCommandConsumer } from '../../../consumers/command-consumer.js';
+import { applicationDecisions } from '../../../src/commands/application-decisions.js';
+import { createCommandConsumer } from '../../../src/commands/command-runner.js';
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';
 import { createPartnerClient } from '../../../src/partner/index.js';

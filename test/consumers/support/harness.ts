@@ -5,7 +5,7 @@ import {
   type CommandConsumer,
   type CommandConsumerDeps,
   type CommandSpec,
-} from '../../../consumers/command-consumer.js';
+} from '../../../src/commands/command-runner.js';
 import { COMMAND_TYPES } from '../../../src/events/commands.js';
 import { toCloudEvent } from '../../../src/events/cloudevent.js';
 import type { CommandOutcome } from '../../../src/events/outcomes.js';

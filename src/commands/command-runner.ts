@@ -1,22 +1,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer, TopicMessages } from 'kafkajs';
+import type { Consumer, IHeaders, Kafka, KafkaMessage, TopicMessages } from 'kafkajs';
 import type { ZodType } from 'zod';
-import type { Db } from '../src/db/prisma.js';
+import { backoffDelay, type BackoffPolicy } from '../backoff.js';
+import type { Db } from '../db/prisma.js';
 import {
   DEAD_LETTER_REASONS,
   REDRIVE_HEADER,
   toDeadLetterHeaders,
   withOriginalHeaders,
   type DeadLetterReason,
-} from '../src/dead-letters/dead-letter-headers.js';
-import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
+} from '../dead-letters/dead-letter-headers.js';
+import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../events/cloudevent.js';
 import {
   errorCodeLabel,
   isSuccess,
   OUTCOME_TYPES,
   type CommandKind,
   type CommandOutcome,
-} from '../src/events/outcomes.js';
+} from '../events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
@@ -31,12 +32,13 @@ import {
   type ReadBackStrategy,
   type SnapshotPageCache,
   requestIdBase,
-} from '../src/guard/index.js';
-import { TOPICS, topicName } from '../src/kafka/topics.js';
-import type { Logger } from '../src/logger.js';
-import { metrics } from '../src/metrics.js';
-import type { OutcomeError } from '../src/partner/errors.js';
-import { traceCommand, traceOutcome } from '../src/telemetry/telemetry.js';
+} from '../guard/index.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import { TOPICS, topicName } from '../kafka/topics.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import type { OutcomeError } from '../partner/errors.js';
+import { traceCommand, traceOutcome } from '../telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -111,6 +113,8 @@ export interface CommandConsumerDeps {
   logger: Logger;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
+  /** The process's one producer (src/app/composition-root.ts). Default: one of the consumer's own. */
+  producer?: SharedProducer;
   /** The shared rate budget: a 429 pauses every process sharing it. */
   budget?: { pauseUntil(until: Date): Promise<void> };
   /** Default `<topicPrefix>rentbridge.<name>`. */
@@ -133,6 +137,9 @@ export interface CommandConsumer {
   /** Finishes the command in hand, then leaves the group. */
   stop(): Promise<void>;
 }
+
+/** Trying a command again after the guard could not decide: 1 s doubled, at most 30 s. */
+const COMMAND_RETRY: BackoffPolicy = { initialRetryTime: 1000, maxRetryTime: 30_000, maxGrowths: 5 };
 
 /** Source of the outcomes and dead letters this consumer publishes. */
 const SOURCE = (name: string) => `/consumers/${name}`;
@@ -229,11 +236,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     allowAutoTopicCreation: false,
     ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
   });
-  const producer: Producer = deps.kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-  });
+  const producer = deps.producer ?? createSharedProducer(deps.kafka);
   const gate = createThrottleGate({
     onPause: async (until) => {
       logger.warn({ until: until.toISOString() }, 'throttled: pausing the consumer');
@@ -370,8 +373,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       );
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
-    await traceOutcome(record.commandId, record.state, () =>
-      producer.sendBatch({ topicMessages: batches, acks: -1 }),
+    await traceOutcome(record.commandId, record.state, async () =>
+      (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
     );
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)
@@ -439,7 +442,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           ],
         });
       }
-      await producer.sendBatch({ topicMessages: batches, acks: -1 });
+      await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 });
       metrics.deadLetters.inc({ topic: spec.topic, reason: 'invalid_message' });
       return;
     }
@@ -485,7 +488,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         // The guard could not decide (a read failed, the database is away): the row keeps its
         // state, so trying the same command again later is safe. On shutdown, leave it.
         if (stopping.signal.aborted) throw error;
-        const waitMs = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
+        const waitMs = backoffDelay(COMMAND_RETRY, attempt);
         if (error instanceof GuardBusyError)
           clog.warn({ waitMs }, 'command still worked on by another process: trying again');
         else clog.error({ err: error, waitMs }, 'command interrupted: trying again');
@@ -497,7 +500,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   return {
     groupId,
     async start() {
-      await producer.connect();
+      await producer.get();
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: true });
       await consumer.run({
@@ -525,7 +528,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       stopping.abort();
       gate.close();
       await consumer.disconnect();
-      await producer.disconnect();
+      // The process's shared producer is closed by its owner, after every user has stopped.
+      if (!deps.producer) await producer.close();
       await locks.close();
       logger.info({ groupId }, 'consumer stopped');
     },

@@ -6,17 +6,44 @@ import { createOpsRouter } from '../ops/ops-router.js';
 import { createReadiness } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createWebhookRouter } from '../receiver/webhook-router.js';
+import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Runtime } from '../runtime.js';
-import type { Service } from '../cli/process.js';
+import type { Component } from './lifecycle.js';
 
 /**
  * The HTTP face of a process on HTTP_PORT: webhooks (/webhooks), the ops API and console (/ops),
  * /metrics, /healthz and /readyz (PostgreSQL, Kafka, migrations).
  */
-export async function startHttpRole(
+export interface HttpRole extends Component {
+  /** The port it listens on, once started (HTTP_PORT, or the one the OS chose for 0). */
+  readonly port: number;
+}
+
+export function createHttpRole(
   runtime: Runtime,
-  options: { partnerUrl?: string } = {},
-): Promise<Service & { port: number }> {
+  options: { partnerUrl?: string; producer?: SharedProducer } = {},
+): HttpRole {
+  let started: { port: number; stop(): Promise<void> } | undefined;
+  return {
+    name: 'http',
+    get port() {
+      if (!started) throw new Error('the HTTP role is not started');
+      return started.port;
+    },
+    async start() {
+      started = await startHttp(runtime, options);
+    },
+    async stop() {
+      await started?.stop();
+      started = undefined;
+    },
+  };
+}
+
+async function startHttp(
+  runtime: Runtime,
+  options: { partnerUrl?: string; producer?: SharedProducer },
+): Promise<{ port: number; stop(): Promise<void> }> {
   const { config, logger, db } = runtime;
   const partnerUrl = options.partnerUrl ?? config.PARTNER_API_URL;
   // Customer access tokens for SDK use (POST /pms/:source/customer-access-tokens): a budget of
@@ -31,6 +58,7 @@ export async function startHttpRole(
   const ops = createOpsRouter({
     db,
     kafka: runtime.kafka,
+    ...(options.producer && { sharedProducer: options.producer }),
     logger,
     opsToken: config.OPS_TOKEN,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,

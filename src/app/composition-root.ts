@@ -1,0 +1,250 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createApplicationDecisionsConsumer } from '../commands/application-decisions.js';
+import type { CommandConsumer } from '../commands/command-runner.js';
+import { createCustomerRegistrationsConsumer } from '../commands/customer-registrations.js';
+import { createEnrollmentsConsumer } from '../commands/enrollments.js';
+import { createRentalPaymentsConsumer } from '../commands/rental-payments.js';
+import type { Config } from '../config/config.js';
+import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
+import { UsageError } from '../errors.js';
+import type { GuardOptions } from '../guard/index.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import { createLogger, type Logger } from '../logger.js';
+import {
+  createPartnerClient,
+  createRateBudget,
+  type PartnerClient,
+  type RateBudget,
+} from '../partner/index.js';
+import {
+  createPoller,
+  createRequestCounter,
+  pollerIntervals,
+  type PassSummary,
+  type RequestCounter,
+} from '../poller/index.js';
+import type { Resource } from '../partner/resources.js';
+import { createRelay, type Relay } from '../relay/relay.js';
+import { createRuntime, type Runtime } from '../runtime.js';
+import { createHttpRole, type HttpRole } from './http-role.js';
+import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
+
+/**
+ * The one composition root (docs/decisions/017-composition-root.md). A process builds one: it
+ * owns the database, Kafka with ONE producer, ONE Partner API client with its rate budget and
+ * token manager, and builds the components (roles) a CLI command asks for, each with the same
+ * `start()` / `stop()` shape (src/app/lifecycle.ts). `close()` releases what they share, after
+ * they have stopped.
+ */
+
+export const COMMAND_CONSUMERS = {
+  'application-decisions': createApplicationDecisionsConsumer,
+  'rental-payments': createRentalPaymentsConsumer,
+  'customer-registrations': createCustomerRegistrationsConsumer,
+  enrollments: createEnrollmentsConsumer,
+} as const;
+export type CommandConsumerName = keyof typeof COMMAND_CONSUMERS;
+export const COMMAND_CONSUMER_NAMES = Object.keys(COMMAND_CONSUMERS) as CommandConsumerName[];
+
+export interface PollerComponent extends Component {
+  /** One pass over every resource (or one): `rentbridge poll --once`. */
+  runOnce(resource?: Resource): Promise<PassSummary[]>;
+}
+
+export interface CompositionRoot extends Runtime {
+  /** The process's one Kafka producer (connected on first use). */
+  readonly producer: SharedProducer;
+  /**
+   * The process's one Partner API client on the shared budget (PARTNER_RATE_LIMIT_PER_MINUTE).
+   * The base URL is PARTNER_API_URL unless `usePartnerUrl` set another (the demo's sandbox).
+   */
+  partner(): { partner: PartnerClient; budget: RateBudget };
+  /** Points the Partner client at another base URL (the embedded sandbox); before its first use. */
+  usePartnerUrl(url: string): void;
+  http(): HttpRole;
+  relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
+  poller(): PollerComponent;
+  commandConsumer(
+    name: CommandConsumerName,
+    options?: { guard?: GuardOptions },
+  ): Component & {
+    readonly groupId: string;
+  };
+  deadLetterIndexer(): Component;
+}
+
+const NO_PARTNER_URL =
+  'PARTNER_API_URL is not set: point it at the Partner API (or use `rentbridge start`, which runs the embedded sandbox)';
+
+export function createCompositionRoot(
+  config: Config,
+  logger: Logger = createLogger({ level: config.LOG_LEVEL }),
+): CompositionRoot {
+  const runtime = createRuntime(config, logger);
+  let partnerUrl = config.PARTNER_API_URL;
+  let producer: SharedProducer | undefined;
+  let partner: { partner: PartnerClient; budget: RateBudget } | undefined;
+  // The poller counts the requests of its own passes (PassSummary.stats.requests) through the
+  // one client: its passes run in this scope, the other roles' calls are not counted.
+  const pollerScope = new AsyncLocalStorage<RequestCounter>();
+
+  function sharedProducer(): SharedProducer {
+    producer ??= createSharedProducer(runtime.kafka);
+    return producer;
+  }
+
+  function sharedPartner(): { partner: PartnerClient; budget: RateBudget } {
+    if (partner) return partner;
+    if (!partnerUrl) throw new UsageError(NO_PARTNER_URL);
+    const budget = createRateBudget({
+      db: runtime.db,
+      limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE,
+      logger,
+    });
+    const client = createPartnerClient({
+      baseUrl: partnerUrl,
+      accessKey: config.PARTNER_ACCESS_KEY,
+      secretKey: config.PARTNER_SECRET_KEY,
+      enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+      timeoutMs: config.PARTNER_TIMEOUT_MS,
+      budget,
+      logger,
+      fetch: (input, init) => (pollerScope.getStore()?.fetch ?? globalThis.fetch)(input, init),
+    });
+    partner = { partner: client, budget };
+    return partner;
+  }
+
+  return {
+    config,
+    logger,
+    get db() {
+      return runtime.db;
+    },
+    get kafka() {
+      return runtime.kafka;
+    },
+    ensureTopics: () => runtime.ensureTopics(),
+    get producer() {
+      return sharedProducer();
+    },
+    partner: sharedPartner,
+    usePartnerUrl(url) {
+      if (partner && url !== partnerUrl) throw new Error('the Partner API client is already built');
+      partnerUrl = url;
+    },
+
+    http() {
+      return createHttpRole(runtime, {
+        ...(partnerUrl && { partnerUrl }),
+        producer: sharedProducer(),
+      });
+    },
+
+    relay() {
+      const relay = createRelay({
+        db: runtime.db,
+        kafka: runtime.kafka,
+        producer: sharedProducer(),
+        logger,
+        databaseUrl: config.DATABASE_URL,
+        topicPrefix: config.KAFKA_TOPIC_PREFIX,
+        retentionHours: config.OUTBOX_RETENTION_HOURS,
+        maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
+        stallSeconds: config.RELAY_STALL_SECONDS,
+      });
+      return {
+        name: 'relay',
+        start: () => relay.start(),
+        stop: () => relay.stop(),
+        drain: () => relay.drain(),
+        isPublisher: () => relay.isPublisher(),
+      };
+    },
+
+    poller() {
+      const { partner: client } = sharedPartner();
+      const requestCounter = createRequestCounter();
+      const poller = createPoller({
+        partner: client,
+        db: runtime.db,
+        databaseUrl: config.DATABASE_URL,
+        logger,
+        intervals: pollerIntervals(config),
+        defaultIntervalSeconds: config.POLL_INTERVAL_SECONDS,
+        requestCounter,
+      });
+      return {
+        name: 'poller',
+        start: () => pollerScope.run(requestCounter, () => poller.start()),
+        stop: () => poller.stop(),
+        runOnce: (resource) => pollerScope.run(requestCounter, () => poller.runOnce(resource)),
+      };
+    },
+
+    commandConsumer(name, options = {}) {
+      const { partner: client, budget } = sharedPartner();
+      const consumer: CommandConsumer = COMMAND_CONSUMERS[name]({
+        kafka: runtime.kafka,
+        producer: sharedProducer(),
+        db: runtime.db,
+        databaseUrl: config.DATABASE_URL,
+        partner: client,
+        budget,
+        logger,
+        topicPrefix: config.KAFKA_TOPIC_PREFIX,
+        partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
+        sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+        // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
+        guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },
+      });
+      return {
+        name: `consumer:${name}`,
+        groupId: consumer.groupId,
+        start: () => consumer.start(),
+        stop: () => consumer.stop(),
+      };
+    },
+
+    deadLetterIndexer() {
+      const indexer = createDeadLetterIndexer({
+        db: runtime.db,
+        kafka: runtime.kafka,
+        logger,
+        topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      });
+      return { name: 'dead-letters', start: () => indexer.start(), stop: () => indexer.stop() };
+    },
+
+    /** After every component has stopped: the producer, the budget, then the database. */
+    async close() {
+      await producer?.close();
+      await partner?.budget.close?.();
+      await runtime.close();
+    },
+  };
+}
+
+/**
+ * Runs the roles a CLI command asks for until SIGTERM / SIGINT: `before` (topics, say), then
+ * each role started in order; on a signal they stop in the reverse order and the root closes.
+ */
+export async function runRoles(
+  root: CompositionRoot,
+  roles: () => Iterable<Component | (() => Promise<Component | null> | Component | null)>,
+  options: { before?: () => Promise<void>; graceMs?: number } = {},
+): Promise<void> {
+  await runUntilSignal(
+    root.logger,
+    async () => {
+      try {
+        await options.before?.();
+      } catch (error) {
+        await root.close();
+        throw error;
+      }
+      return startInOrder(roles(), root.logger, { finally: () => root.close() });
+    },
+    options.graceMs === undefined ? {} : { graceMs: options.graceMs },
+  );
+}

@@ -1,0 +1,61 @@
+import type { Message } from 'kafkajs';
+import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
+import { withTraceExtension } from '../telemetry/telemetry.js';
+
+/**
+ * The Kafka message an outbox row becomes, and its size: the relay sends it, the receiver
+ * refuses at ingest an event the relay could never send (docs/decisions/014).
+ */
+
+/** The fields of an outbox row its message is made of. */
+export interface OutboxMessageRow {
+  eventId: string;
+  key: string;
+  type: string;
+  source: string;
+  subject: string | null;
+  data: unknown;
+  headers: Record<string, string>;
+  createdAt: Date;
+}
+
+/** Most bytes per Kafka request the relay sends by default (RELAY_MAX_BATCH_BYTES). */
+export const DEFAULT_MAX_BATCH_BYTES = 900_000;
+/** Record and request framing Kafka adds to each message, roughly: a safety margin. */
+const MESSAGE_OVERHEAD_BYTES = 100;
+
+/** The bytes a message takes in a produce request (value, key, headers, framing). */
+export function messageBytes(message: Message): number {
+  let n = MESSAGE_OVERHEAD_BYTES;
+  n += typeof message.value === 'string' ? Buffer.byteLength(message.value) : (message.value?.length ?? 0);
+  n += typeof message.key === 'string' ? Buffer.byteLength(message.key) : (message.key?.length ?? 0);
+  for (const [k, v] of Object.entries(message.headers ?? {})) {
+    n +=
+      Buffer.byteLength(k) +
+      (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0);
+  }
+  return n;
+}
+
+/** An outbox row as the Kafka message the relay sends: a CloudEvent in structured mode. */
+export function toKafkaMessage(row: OutboxMessageRow): Message {
+  const event = toCloudEvent({
+    id: row.eventId,
+    source: row.source,
+    type: row.type,
+    subject: row.subject,
+    // The row's time, so that a repeat is byte-for-byte the same event.
+    time: row.createdAt,
+    data: row.data,
+  });
+  return {
+    key: row.key,
+    value: JSON.stringify(withTraceExtension(event, row.headers)),
+    headers: {
+      ...row.headers,
+      'content-type': CLOUDEVENT_CONTENT_TYPE,
+      ce_id: row.eventId,
+      ce_type: row.type,
+    },
+  };
+}
