@@ -348,8 +348,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           {
             key: next.key,
             value: JSON.stringify(command),
-            // Its own event: the webhook's trail stays on the registration, `caused-by` links them.
-            headers: { ...cloudEventHeaders(command), 'caused-by': record.commandId },
+            // Its own event, linked by `caused-by`; the webhook's trail goes on, so its outcome and a
+            // trace by webhook-id or request-id find it too.
+            headers: { ...cloudEventHeaders(command), ...trail, 'caused-by': record.commandId },
           },
         ],
       });

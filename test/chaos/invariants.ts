@@ -151,7 +151,9 @@ export function analyse(evidence: Evidence): Analysis {
     if (topic.endsWith('.dlq') || topic.startsWith('outcomes.')) continue;
     for (const e of list) {
       const wid = e.message.headers['webhook-id'];
-      if (!wid) continue;
+      // A follow-up a consumer derived (a registration's enrollment: `caused-by`) keeps its
+      // webhook's trail for tracing; it is not what the receiver published for that webhook.
+      if (!wid || e.message.headers['caused-by']) continue;
       const arr = byWebhookId.get(wid) ?? [];
       arr.push(e);
       byWebhookId.set(wid, arr);
