@@ -168,9 +168,9 @@ describe('rental-payments consumer', () => {
       await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'error', status: 500 });
       const id = await h.payment(payment(enrollment));
       // Wait for the failed write, then change the enrollment before the guard reads it back.
-      for (let i = 0; i < 100 && (await h.writesTo(REPORT(enrollment))).length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await expect
+        .poll(async () => (await h.writesTo(REPORT(enrollment))).length, { timeout: 5000, interval: 50 })
+        .toBeGreaterThan(0);
       await h.control.patchRecord('enrollments', enrollment, { nickname: 'changed' });
       const [outcome] = await h.outcomesOf(id);
       expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
