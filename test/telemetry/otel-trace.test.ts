@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { ROOT } from '../support/cli.js';
@@ -95,16 +95,16 @@ describe('OpenTelemetry across processes', () => {
     rentbridge(['relay']);
     rentbridge(['consumer', 'rental-payments']);
     // The receiver answers once it listens.
-    await expect
-      .poll(
-        () =>
-          fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
-            (r) => r.ok,
-            () => false,
-          ),
-        { timeout: 60_000, interval: 500, message: 'the receiver did not start' },
-      )
-      .toBe(true);
+    await vi.waitFor(
+      async () => {
+        const ok = await fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (!ok) throw new Error('the receiver did not start');
+      },
+      { timeout: 60_000, interval: 500 },
+    );
   }, 90_000);
 
   afterAll(async () => {
