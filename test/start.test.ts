@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { ROOT } from './support/cli.js';
 
@@ -17,15 +17,8 @@ function freePort(): Promise<number> {
   });
 }
 
-async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
+/** How long the demo gets to do each thing, polled once a second. */
+const WAIT = { timeout: 90_000, interval: 1000 };
 
 function metric(text: string, name: string, labels: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
@@ -74,40 +67,43 @@ describe('rentbridge start', () => {
     });
 
     it('says it started the embedded sandbox, and becomes ready', async () => {
-      await eventually(async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined));
+      await vi.waitFor(async () => expect((await fetch(`${base}/readyz`)).ok).toBe(true), WAIT);
       expect(log).toContain('started the embedded Partner API sandbox with demo data');
     });
 
     it('publishes state changes and applies commands within a minute', async () => {
-      const text = await eventually(async () => {
+      const text = await vi.waitFor(async () => {
         const body = await (await fetch(`${base}/metrics`)).text();
-        return metric(body, 'rentbridge_commands_total', 'status="applied"') > 0 ? body : undefined;
-      });
+        expect(metric(body, 'rentbridge_commands_total', 'status="applied"')).toBeGreaterThan(0);
+        return body;
+      }, WAIT);
       expect(
         metric(text, 'rentbridge_relay_published_total', 'topic="partner.applications"'),
       ).toBeGreaterThan(0);
     });
 
     it('registers and enrolls the demo tenants through the guard', async () => {
-      const text = await eventually(async () => {
+      const text = await vi.waitFor(async () => {
         const body = await (await fetch(`${base}/metrics`)).text();
-        return metric(body, 'rentbridge_commands_total', 'command="enrollment",status="applied"') >= 3
-          ? body
-          : undefined;
-      });
+        expect(
+          metric(body, 'rentbridge_commands_total', 'command="enrollment",status="applied"'),
+        ).toBeGreaterThanOrEqual(3);
+        return body;
+      }, WAIT);
       expect(
         metric(text, 'rentbridge_commands_total', 'command="customer_registration",status="applied"'),
       ).toBe(3);
     });
 
     it('shows dead letters in the ops API with the demo token', async () => {
-      const letters = await eventually(async () => {
+      const letters = await vi.waitFor(async () => {
         const res = await fetch(`${base}/ops/api/dead-letters`, {
           headers: { authorization: 'Bearer rentbridge-demo-ops-token' },
         });
         const body = (await res.json()) as { items: Array<{ reason: string }> };
-        return body.items.length > 0 ? body.items : undefined;
-      });
+        expect(body.items.length).toBeGreaterThan(0);
+        return body.items;
+      }, WAIT);
       expect(letters[0]?.reason).toBe('rejected');
     });
 

@@ -111,6 +111,10 @@ export interface PartnerClientDeps {
   budget?: RateBudget;
   logger: Logger;
   fetch?: typeof fetch;
+  /** Waits between attempts (back-off, Retry-After). Default: the real timer; tests inject a fake. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Jitter source in [0, 1). Default Math.random. */
+  random?: () => number;
 }
 
 export function createPartnerClient(deps: PartnerClientDeps): PartnerClient {
@@ -123,6 +127,8 @@ export function createPartnerClient(deps: PartnerClientDeps): PartnerClient {
     logger,
     fetch: deps.fetch ?? globalThis.fetch,
     ...(deps.budget && { budget: deps.budget }),
+    ...(deps.sleep && { sleep: deps.sleep }),
+    ...(deps.random && { random: deps.random }),
   };
   // Authenticate has no bearer token and no side effect, so it is repeated like a GET.
   const unauthenticated = createTransport(transportDeps);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/commands/application-decisions.js';
 import { TOPICS } from '../../src/kafka/topics.js';
+import type { FaultInput } from '../../src/sandbox/faults.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
@@ -25,124 +26,172 @@ describe('application-decisions consumer', () => {
     return (await h.writesTo(path)).filter((w) => w.applied).length;
   }
 
-  describe('when the write succeeds', () => {
-    it('approves the application once and publishes an applied outcome', async () => {
-      const app = await newApplication();
-      const id = await h.decision({ decision_id: uid('ok'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({
-        command_id: id,
-        command_type: 'application_decision',
-        target_id: String(app),
-        status: 'applied',
-        attempts: 1,
-        partner_request_ids: [`${id}.a1`],
-      });
-      const writes = await h.writesTo(APPROVE(app));
-      expect(writes.map((w) => [w.applied, w.request_id])).toEqual([[true, `${id}.a1`]]);
-      const [record] = (await h.control.records('applications')).filter((r) => r.id === app);
-      expect(record?.status).toBe('approved');
-    });
-  });
-
-  describe('when the write is applied but answered with a 500', () => {
-    it('reads back, finds it applied and never writes again', async () => {
-      const app = await newApplication();
-      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'apply_then_error', status: 500 });
-      const id = await h.decision({ decision_id: uid('ate'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
-      expect(await h.writesTo(APPROVE(app))).toHaveLength(1);
-      expect(await applied(APPROVE(app))).toBe(1);
-    });
-  });
-
-  describe('when the write is applied but never answered', () => {
-    it('times out, reads back, finds it applied and never writes again', async () => {
-      const app = await newApplication();
-      await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'apply_then_timeout' });
-      const id = await h.decision({ decision_id: uid('att'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
-      expect(await h.writesTo(APPROVE(app))).toHaveLength(1);
-    });
-  });
-
-  describe('when the write fails with a 503 and was not applied', () => {
-    it('reads back, proves it not applied, retries and applies it once', async () => {
-      const app = await newApplication();
-      await h.control.addFault({
-        method: 'POST',
-        path: APPROVE(app),
-        kind: 'error',
-        status: 503,
-        code: 'request_timeout',
-      });
-      const id = await h.decision({ decision_id: uid('503'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({
-        status: 'applied',
-        attempts: 2,
-        partner_request_ids: [`${id}.a1`, `${id}.a2`],
-      });
-      const writes = await h.writesTo(APPROVE(app));
-      expect(writes.map((w) => [w.applied, w.status])).toEqual([
+  /**
+   * The design's fault table (DESIGN.md, "The guarded write"): one row per answer of the Partner
+   * API to the approval, and what the consumer must end with — the outcome, how many attempts,
+   * the writes the sandbox's ledger saw (applied or not, with their status), the application's
+   * final state and, when the command does not succeed, its dead letter.
+   */
+  interface FaultRow {
+    name: string;
+    /** The application's status before the command. */
+    initial?: string;
+    faults: Array<Omit<FaultInput, 'method' | 'path'>>;
+    outcome: { status: string; attempts: number; error?: Record<string, unknown> };
+    /** The suffixes of the request ids the outcome lists (`<command id>.aN`). */
+    requestIds?: string[];
+    /** Ledger writes to the approve path, in order: [applied, HTTP status]. */
+    ledger: Array<[boolean, number | null]>;
+    finalStatus: string;
+    deadLetter?: Record<string, string>;
+    /** The second write started at least this long after the first (a wait the design asks for). */
+    secondWriteAfterMs?: number;
+  }
+  const FAULT_TABLE: FaultRow[] = [
+    {
+      name: '2xx: applied',
+      faults: [],
+      outcome: { status: 'applied', attempts: 1 },
+      requestIds: ['a1'],
+      ledger: [[true, 200]],
+      finalStatus: 'approved',
+    },
+    {
+      name: '429: not applied; waits Retry-After and writes again',
+      faults: [{ kind: 'error', status: 429, code: 'rate_limited' }],
+      outcome: { status: 'applied', attempts: 2 },
+      // The sandbox answers `Retry-After: 1`.
+      secondWriteAfterMs: 1000,
+      ledger: [
+        [false, 429],
+        [true, 200],
+      ],
+      finalStatus: 'approved',
+    },
+    {
+      name: '401: renews the token once and repeats the write',
+      faults: [{ kind: 'error', status: 401, code: 'unauthenticated' }],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [
+        [false, 401],
+        [true, 200],
+      ],
+      finalStatus: 'approved',
+    },
+    {
+      name: '409 invalid_state_transition, already in the target state: already_applied',
+      initial: 'approved',
+      faults: [],
+      outcome: { status: 'already_applied', attempts: 1 },
+      ledger: [[false, 409]],
+      finalStatus: 'approved',
+    },
+    {
+      name: '409 invalid_state_transition, in another state: rejected',
+      initial: 'declined',
+      faults: [],
+      outcome: { status: 'rejected', attempts: 1, error: { code: 'invalid_state_transition', status: 409 } },
+      ledger: [[false, 409]],
+      finalStatus: 'declined',
+      deadLetter: { 'dlq-reason': 'rejected', 'dlq-attempts': '1' },
+    },
+    {
+      name: '409 lock_failed: reads again and retries, bounded',
+      faults: [{ kind: 'error', status: 409, code: 'lock_failed', times: 2 }],
+      outcome: { status: 'applied', attempts: 3 },
+      ledger: [
+        [false, 409],
+        [false, 409],
+        [true, 200],
+      ],
+      finalStatus: 'approved',
+    },
+    {
+      name: 'other 4xx (403 forbidden): rejected, no retry',
+      faults: [{ kind: 'error', status: 403, code: 'forbidden' }],
+      outcome: { status: 'rejected', attempts: 1, error: { code: 'forbidden', status: 403 } },
+      ledger: [[false, 403]],
+      finalStatus: 'submitted',
+      deadLetter: { 'dlq-reason': 'rejected', 'dlq-attempts': '1', 'dlq-error-code': 'forbidden' },
+    },
+    {
+      name: '5xx, applied: the read-back finds it applied and never writes again',
+      faults: [{ kind: 'apply_then_error', status: 500 }],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [[true, 500]],
+      finalStatus: 'approved',
+    },
+    {
+      name: 'time-out, applied: the read-back finds it applied and never writes again',
+      faults: [{ kind: 'apply_then_timeout' }],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [[true, null]],
+      finalStatus: 'approved',
+    },
+    {
+      name: '503, not applied: the read-back proves it not applied, retries and applies it once',
+      faults: [{ kind: 'error', status: 503, code: 'request_timeout' }],
+      outcome: { status: 'applied', attempts: 2 },
+      requestIds: ['a1', 'a2'],
+      ledger: [
         [false, 503],
         [true, 200],
-      ]);
-    });
-  });
-
-  describe('when every write fails with a 503 and none was applied', () => {
-    it('stops after the bounded retries as exhausted and dead-letters it', async () => {
-      const app = await newApplication();
-      await h.control.addFault({
-        method: 'POST',
-        path: APPROVE(app),
-        kind: 'error',
-        status: 503,
-        code: 'request_timeout',
-        times: 50,
-      });
-      const id = await h.decision({ decision_id: uid('exh'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
+      ],
+      finalStatus: 'approved',
+    },
+    {
+      name: '503 every time, never applied: exhausted after the bounded retries',
+      faults: [{ kind: 'error', status: 503, code: 'request_timeout', times: 50 }],
       // Five retries after the first write, each after a read-back proved it not applied.
-      expect(outcome).toMatchObject({ status: 'exhausted', attempts: 6, error: { status: 503 } });
-      const [letter] = await h.deadLettersOf(id);
-      expect(headersOf(letter!.message.headers)).toMatchObject({
-        'dlq-reason': 'exhausted',
-        'dlq-attempts': '6',
-      });
-      expect(await applied(APPROVE(app))).toBe(0);
-      await h.control.clearFaults();
-    });
-  });
+      outcome: { status: 'exhausted', attempts: 6, error: { status: 503 } },
+      ledger: Array.from({ length: 6 }, () => [false, 503] as [boolean, number]),
+      finalStatus: 'submitted',
+      deadLetter: { 'dlq-reason': 'exhausted', 'dlq-attempts': '6' },
+    },
+  ];
 
-  describe('when the write meets 409 lock_failed', () => {
-    it('reads again and retries until it is applied', async () => {
-      const app = await newApplication();
-      await h.control.addFault({
-        method: 'POST',
-        path: APPROVE(app),
-        kind: 'error',
-        status: 409,
-        code: 'lock_failed',
-        times: 2,
-      });
-      const id = await h.decision({ decision_id: uid('lock'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({ status: 'applied', attempts: 3 });
-      expect(await applied(APPROVE(app))).toBe(1);
-    });
-  });
-
-  describe('when the application was already approved by a success the consumer never saw', () => {
-    it('settles the 409 invalid_state_transition as already_applied', async () => {
-      const app = await newApplication('approved');
-      const id = await h.decision({ decision_id: uid('ias'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({ status: 'already_applied', attempts: 1 });
-      expect(await applied(APPROVE(app))).toBe(0);
+  describe.each(FAULT_TABLE)('when the Partner API answers $name', (row) => {
+    it('ends with the outcome, attempts, ledger writes and record the design gives', async () => {
+      const app = await newApplication(row.initial);
+      for (const fault of row.faults)
+        await h.control.addFault({ method: 'POST', path: APPROVE(app), ...fault });
+      try {
+        const id = await h.decision({ decision_id: uid('row'), application_id: app, decision: 'approve' });
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({
+          command_id: id,
+          command_type: 'application_decision',
+          target_id: String(app),
+          ...row.outcome,
+        });
+        if (row.requestIds) {
+          expect(outcome!.partner_request_ids).toEqual(row.requestIds.map((suffix) => `${id}.${suffix}`));
+        }
+        const writes = await h.writesTo(APPROVE(app));
+        expect(writes.map((w) => [w.applied, w.status])).toEqual(row.ledger);
+        expect(await applied(APPROVE(app))).toBe(row.ledger.filter(([ok]) => ok).length);
+        if (row.requestIds) {
+          expect(writes.map((w) => w.request_id)).toEqual(row.requestIds.map((suffix) => `${id}.${suffix}`));
+        }
+        const [record] = (await h.control.records('applications')).filter((r) => r.id === app);
+        expect(record?.status).toBe(row.finalStatus);
+        if (row.secondWriteAfterMs !== undefined) {
+          const { rows } = await h.database.sql.query<{ started_at: Date }>(
+            "SELECT started_at FROM command_attempts WHERE command_id = $1 AND kind = 'write' ORDER BY attempt",
+            [id],
+          );
+          expect(rows).toHaveLength(2);
+          expect(rows[1]!.started_at.getTime() - rows[0]!.started_at.getTime()).toBeGreaterThanOrEqual(
+            row.secondWriteAfterMs,
+          );
+        }
+        if (row.deadLetter) {
+          const [letter] = await h.deadLettersOf(id);
+          expect(headersOf(letter!.message.headers)).toMatchObject(row.deadLetter);
+        }
+      } finally {
+        await h.control.clearFaults();
+      }
     });
   });
 
@@ -191,9 +240,9 @@ describe('application-decisions consumer', () => {
       const app = await newApplication();
       await h.control.addFault({ method: 'POST', path: APPROVE(app), kind: 'error', status: 500 });
       const id = await h.decision({ decision_id: uid('shape'), application_id: app, decision: 'approve' });
-      for (let i = 0; i < 100 && (await h.writesTo(APPROVE(app))).length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await expect
+        .poll(async () => (await h.writesTo(APPROVE(app))).length, { timeout: 2000, interval: 20 })
+        .toBeGreaterThan(0);
       // A status the client's schema refuses: every read of the list fails its shape check.
       await h.control.patchRecord('applications', app, { status: null });
       try {
@@ -204,20 +253,6 @@ describe('application-decisions consumer', () => {
       } finally {
         await h.control.deleteRecord('applications', app);
       }
-    });
-  });
-
-  describe('when the application cannot take the decision', () => {
-    it('settles the 409 as rejected and dead-letters it', async () => {
-      const app = await newApplication('declined');
-      const id = await h.decision({ decision_id: uid('rej409'), application_id: app, decision: 'approve' });
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({
-        status: 'rejected',
-        error: { code: 'invalid_state_transition', status: 409 },
-      });
-      const [letter] = await h.deadLettersOf(id);
-      expect(headersOf(letter!.message.headers)['dlq-reason']).toBe('rejected');
     });
   });
 
@@ -292,13 +327,13 @@ describe('application-decisions consumer', () => {
         id,
         source: '/test',
         type: 'rentbridge.command.application-decision.v2',
-        data: { decision_id: id, application_id: '17', decision: 'approve' },
+        data: { decision_id: id, application_id: '917017', decision: 'approve' },
       });
-      await h.publish(TOPICS.applicationDecisions, '17', value);
+      await h.publish(TOPICS.applicationDecisions, '917017', value);
       const [outcome] = await h.outcomesOf(id);
       expect(outcome).toMatchObject({
         command_id: id,
-        target_id: '17',
+        target_id: '917017',
         status: 'rejected',
         attempts: 0,
         error: { code: 'invalid_message' },
@@ -306,7 +341,7 @@ describe('application-decisions consumer', () => {
       expect(outcome!.error!.message).toContain('rentbridge.command.application-decision.v2');
       const [letter] = await h.deadLettersOf(id);
       expect(headersOf(letter!.message.headers)['dlq-reason']).toBe('invalid_message');
-      expect(await h.writesTo(APPROVE(17))).toHaveLength(0);
+      expect(await h.writesTo(APPROVE(917017))).toHaveLength(0);
     });
   });
 

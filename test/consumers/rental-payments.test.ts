@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
+import type { FaultInput } from '../../src/sandbox/faults.js';
 import {
   FAST_GUARD,
   TEST_MAX_PROCESSING_MS,
@@ -43,20 +44,131 @@ describe('rental-payments consumer', () => {
     ...overrides,
   });
 
-  describe('when the report succeeds', () => {
-    it('adds the payment to the enrollment once and publishes an applied outcome', async () => {
+  /**
+   * The design's fault table (DESIGN.md, "The guarded write") for the report of a payment: the
+   * Partner API's answer → the outcome, attempts, ledger writes, the enrollment's payments and,
+   * when it does not succeed, the dead letter.
+   */
+  interface FaultRow {
+    name: string;
+    overrides?: Record<string, unknown>;
+    faults: Array<Omit<FaultInput, 'method' | 'path'>>;
+    outcome: { status: string; attempts: number; error?: Record<string, unknown> };
+    /** Ledger writes to the report path, in order: [applied, HTTP status]. */
+    ledger: Array<[boolean, number | null]>;
+    /** The enrollment's payments afterwards. */
+    payments: Array<Record<string, unknown>>;
+    deadLetter?: Record<string, string>;
+  }
+  const FAULT_TABLE: FaultRow[] = [
+    {
+      name: '2xx: applied once',
+      faults: [],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [[true, 201]],
+      payments: [{ amount_cents: 125_000, paid_on: '2026-11-01', period: '2026-11' }],
+    },
+    {
+      name: '429: not applied; waits Retry-After and reports it once',
+      faults: [{ kind: 'error', status: 429, code: 'rate_limited' }],
+      outcome: { status: 'applied', attempts: 2 },
+      ledger: [
+        [false, 429],
+        [true, 201],
+      ],
+      payments: [{}],
+    },
+    {
+      name: '401: renews the token once and repeats the report',
+      faults: [{ kind: 'error', status: 401, code: 'unauthenticated' }],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [
+        [false, 401],
+        [true, 201],
+      ],
+      payments: [{}],
+    },
+    {
+      name: '409 lock_failed: reads again and retries, bounded',
+      faults: [{ kind: 'error', status: 409, code: 'lock_failed', times: 2 }],
+      outcome: { status: 'applied', attempts: 3 },
+      ledger: [
+        [false, 409],
+        [false, 409],
+        [true, 201],
+      ],
+      payments: [{}],
+    },
+    {
+      name: '402 (the card payment is declined): rejected with the processor error',
+      overrides: { amount_cents: 402 },
+      faults: [],
+      outcome: { status: 'rejected', attempts: 1, error: { code: 'processor_card_error', status: 402 } },
+      ledger: [[false, 402]],
+      payments: [],
+      deadLetter: { 'dlq-reason': 'rejected' },
+    },
+    {
+      name: 'other 4xx (403 forbidden): rejected, no retry',
+      faults: [{ kind: 'error', status: 403, code: 'forbidden' }],
+      outcome: { status: 'rejected', attempts: 1, error: { code: 'forbidden', status: 403 } },
+      ledger: [[false, 403]],
+      payments: [],
+      deadLetter: { 'dlq-reason': 'rejected', 'dlq-error-code': 'forbidden' },
+    },
+    {
+      name: 'time-out, applied: reports it only once',
+      faults: [{ kind: 'apply_then_timeout' }],
+      outcome: { status: 'applied', attempts: 1 },
+      ledger: [[true, null]],
+      payments: [{}],
+    },
+    {
+      name: '503 twice, not applied: proves it not applied, retries and reports it once',
+      faults: [{ kind: 'error', status: 503, code: 'request_timeout', times: 2 }],
+      outcome: { status: 'applied', attempts: 3 },
+      ledger: [
+        [false, 503],
+        [false, 503],
+        [true, 201],
+      ],
+      payments: [{}],
+    },
+    {
+      name: '503 every time: exhausted after the bounded retries',
+      faults: [{ kind: 'error', status: 503, code: 'request_timeout', times: null }],
+      outcome: { status: 'exhausted', attempts: 6, error: { status: 503 } },
+      ledger: Array.from({ length: 6 }, () => [false, 503] as [boolean, number]),
+      payments: [],
+      deadLetter: { 'dlq-reason': 'exhausted', 'dlq-attempts': '6' },
+    },
+  ];
+
+  describe.each(FAULT_TABLE)('when the Partner API answers $name', (row) => {
+    it('ends with the outcome, attempts, ledger writes and payments the design gives', async () => {
       const enrollment = await newEnrollment();
-      const id = await h.payment(payment(enrollment));
-      const [outcome] = await h.outcomesOf(id);
-      expect(outcome).toMatchObject({
-        command_type: 'rental_payment',
-        target_id: String(enrollment),
-        status: 'applied',
-        attempts: 1,
-      });
-      expect(await paymentsOf(enrollment)).toMatchObject([
-        { amount_cents: 125_000, paid_on: '2026-11-01', period: '2026-11' },
-      ]);
+      for (const fault of row.faults) {
+        await h.control.addFault({ method: 'POST', path: REPORT(enrollment), ...fault });
+      }
+      try {
+        const id = await h.payment(payment(enrollment, row.overrides));
+        const [outcome] = await h.outcomesOf(id);
+        expect(outcome).toMatchObject({
+          command_id: id,
+          command_type: 'rental_payment',
+          target_id: String(enrollment),
+          ...row.outcome,
+        });
+        const writes = await h.writesTo(REPORT(enrollment));
+        expect(writes.map((w) => [w.applied, w.status])).toEqual(row.ledger);
+        expect(await paymentsOf(enrollment)).toMatchObject(row.payments);
+        if (row.deadLetter) {
+          const [letter] = await h.deadLettersOf(id);
+          expect(headersOf(letter!.message.headers)).toMatchObject(row.deadLetter);
+        }
+      } finally {
+        await h.control.clearFaults();
+      }
     });
   });
 
@@ -75,33 +187,6 @@ describe('rental-payments consumer', () => {
       const [outcome] = await h.outcomesOf(id);
       expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
       expect(await paymentsOf(enrollment)).toHaveLength(2);
-    });
-  });
-
-  describe('when the report is applied but never answered', () => {
-    it('reports it only once', async () => {
-      const enrollment = await newEnrollment();
-      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'apply_then_timeout' });
-      const id = await h.payment(payment(enrollment));
-      expect((await h.outcomesOf(id))[0]).toMatchObject({ status: 'applied', attempts: 1 });
-      expect(await paymentsOf(enrollment)).toHaveLength(1);
-    });
-  });
-
-  describe('when the report fails with a 503 and was not applied', () => {
-    it('proves it not applied, retries and reports it once', async () => {
-      const enrollment = await newEnrollment();
-      await h.control.addFault({
-        method: 'POST',
-        path: REPORT(enrollment),
-        kind: 'error',
-        status: 503,
-        code: 'request_timeout',
-        times: 2,
-      });
-      const id = await h.payment(payment(enrollment));
-      expect((await h.outcomesOf(id))[0]).toMatchObject({ status: 'applied', attempts: 3 });
-      expect(await paymentsOf(enrollment)).toHaveLength(1);
     });
   });
 
@@ -168,9 +253,9 @@ describe('rental-payments consumer', () => {
       await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'error', status: 500 });
       const id = await h.payment(payment(enrollment));
       // Wait for the failed write, then change the enrollment before the guard reads it back.
-      for (let i = 0; i < 100 && (await h.writesTo(REPORT(enrollment))).length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await expect
+        .poll(async () => (await h.writesTo(REPORT(enrollment))).length, { timeout: 5000, interval: 50 })
+        .toBeGreaterThan(0);
       await h.control.patchRecord('enrollments', enrollment, { nickname: 'changed' });
       const [outcome] = await h.outcomesOf(id);
       expect(outcome).toMatchObject({ status: 'unverified', attempts: 1, error: { status: 500 } });
@@ -206,18 +291,6 @@ describe('rental-payments consumer', () => {
       } finally {
         await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
       }
-    });
-  });
-
-  describe('when the card payment is declined', () => {
-    it('rejects it with the processor error and dead-letters it', async () => {
-      const enrollment = await newEnrollment();
-      const id = await h.payment(payment(enrollment, { amount_cents: 402 }));
-      expect((await h.outcomesOf(id))[0]).toMatchObject({
-        status: 'rejected',
-        error: { code: 'processor_card_error', status: 402 },
-      });
-      expect(headersOf((await h.deadLettersOf(id))[0]!.message.headers)['dlq-reason']).toBe('rejected');
     });
   });
 

@@ -97,16 +97,26 @@ describe('command consumers under stress', () => {
       await h.control.addFault({ method: 'POST', path: APPROVE(app!), kind: 'delay', delay_ms: 2500 });
       const id = await h.decision({ decision_id: uid('kill'), application_id: app!, decision: 'approve' });
 
-      // Kill it once in_flight is committed and the write has reached the partner.
-      for (let i = 0; i < 400; i++) {
-        const { rows } = await h.database.sql.query<{ state: string }>(
-          'SELECT state FROM commands WHERE command_id = $1',
-          [id],
-        );
-        if (rows[0]?.state === 'in_flight') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      await new Promise((r) => setTimeout(r, 300));
+      // Kill it once in_flight is committed and the write has reached the partner (the sandbox
+      // has used up the delay fault: the write is being held there).
+      await expect
+        .poll(
+          async () => {
+            const { rows } = await h.database.sql.query<{ state: string }>(
+              'SELECT state FROM commands WHERE command_id = $1',
+              [id],
+            );
+            return rows[0]?.state;
+          },
+          { timeout: 20_000, interval: 50 },
+        )
+        .toBe('in_flight');
+      await expect
+        .poll(async () => (await h.control.faults()).some((f) => f.path === APPROVE(app!)), {
+          timeout: 5000,
+          interval: 20,
+        })
+        .toBe(false);
       child.kill('SIGKILL');
       await new Promise((r) => child!.once('exit', r));
       child = undefined;

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import type { KafkaMessage } from 'kafkajs';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { DEMO_PARTNER_WEBHOOK_SECRET, DEMO_PMS_WEBHOOK_SECRET } from '../../src/cli/commands/start.js';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
@@ -31,15 +31,8 @@ function freePort(): Promise<number> {
   });
 }
 
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
+/** How long the demo gets to do each thing, polled once a second. */
+const WAIT = { timeout: 90_000, interval: 1000 };
 
 interface Read {
   topic: string;
@@ -98,7 +91,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
     });
     child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-    await eventually('ready', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined));
+    await vi.waitFor(async () => expect((await fetch(`${base}/readyz`)).ok, 'ready').toBe(true), WAIT);
 
     // What the demo does not send by itself: a webhook of a type nobody routes, and a Partner API
     // webhook (the record id a number, as the API sends it), both signed with the README's secrets.
@@ -146,14 +139,16 @@ describe('Kafka contracts, as an outside client reads them', () => {
     expect(enrollment.status).toBe(202);
 
     // The demo's doomed decision is dead-lettered; redrive it through the ops API.
-    const letter = await eventually('a dead letter', async () => {
+    const letter = await vi.waitFor(async () => {
       // The application decision's letter: the onboarding commands above dead-letter too.
       const res = await fetch(`${base}/ops/api/dead-letters?topic=commands.application-decisions`, {
         headers: OPS,
       });
       const body = (await res.json()) as { items: Array<{ id: number; state: string }> };
-      return body.items.find((l) => l.state === 'open');
-    });
+      const open = body.items.find((l) => l.state === 'open');
+      expect(open, 'a dead letter').toBeDefined();
+      return open!;
+    }, WAIT);
     const redrive = await fetch(`${base}/ops/api/dead-letters/${letter.id}/redrive`, {
       method: 'POST',
       headers: OPS,
@@ -172,9 +167,8 @@ describe('Kafka contracts, as an outside client reads them', () => {
     });
     let missing: number[] = [];
     try {
-      await eventually(
-        'a message of every kind',
-        async () => {
+      await vi.waitFor(
+        () => {
           const redriven = on('commands.application-decisions').some(
             (r) => headerMap(r.message.headers)['redrive-dead-letter-id'] === String(letter.id),
           );
@@ -191,9 +185,9 @@ describe('Kafka contracts, as an outside client reads them', () => {
             redriven,
           ];
           missing = kinds.flatMap((ok, i) => (ok ? [] : [i]));
-          return kinds.every(Boolean) ? true : undefined;
+          expect(missing, 'a message of every kind').toEqual([]);
         },
-        120_000,
+        { ...WAIT, timeout: 120_000 },
       );
     } catch (error) {
       throw new Error(

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { customerRegistrations } from '../../src/commands/customer-registrations.js';
 import {
   createDeadLetterIndexer,
@@ -42,12 +42,14 @@ describe('redrive through the customer-registrations consumer', () => {
   });
 
   async function indexedLetterOf(commandId: string): Promise<number> {
-    for (let i = 0; i < 150; i++) {
-      const row = await h.database.db.deadLetter.findFirst({ where: { commandId } });
-      if (row) return Number(row.id);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error(`dead letter of ${commandId} not indexed`);
+    return vi.waitFor(
+      async () => {
+        const row = await h.database.db.deadLetter.findFirst({ where: { commandId } });
+        if (!row) throw new Error(`dead letter of ${commandId} not indexed`);
+        return Number(row.id);
+      },
+      { timeout: 30_000, interval: 200 },
+    );
   }
 
   describe('when a registration refused by the check is corrected and redriven', () => {

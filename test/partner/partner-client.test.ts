@@ -62,6 +62,24 @@ function buildApplications(
   }));
 }
 
+/**
+ * The client's clock: records every wait between attempts and returns at once, so the back-off
+ * is asserted, not slept. Jitter is drawn as 0.25 of its range.
+ */
+function fakeClock() {
+  const waits: number[] = [];
+  return {
+    waits,
+    deps: {
+      sleep: (ms: number) => {
+        waits.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.25,
+    } satisfies Partial<PartnerClientDeps>,
+  };
+}
+
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of iterable) out.push(item);
@@ -207,9 +225,12 @@ describe('partner client', () => {
         code: 'api_error',
         times: 1,
       });
-      const { client, calls } = buildClient();
+      const clock = fakeClock();
+      const { client, calls } = buildClient(clock.deps);
       await expect(client.listPage('applications')).resolves.toMatchObject({ status: 200 });
       expect(calls('/partner/v1/applications').map((c) => c.status)).toEqual([503, 500, 200]);
+      // 0.5 s doubled, plus up to 1 s of jitter (0.25 of it here).
+      expect(clock.waits).toEqual([500 + 250, 1000 + 250]);
     });
   });
 
@@ -223,10 +244,43 @@ describe('partner client', () => {
         code: 'rate_limited',
         times: 3,
       });
-      const { client, calls } = buildClient();
+      const clock = fakeClock();
+      const { client, calls } = buildClient(clock.deps);
       await expect(client.listPage('applications')).resolves.toMatchObject({ status: 200 });
       expect(calls('/partner/v1/applications').map((c) => c.status)).toEqual([429, 429, 429, 200]);
-    }, 30_000);
+      // Retry-After (the sandbox says 1 s) exactly, then doubled plus up to 1 s of jitter.
+      expect(clock.waits).toEqual([1000, 2000 + 250, 4000 + 250]);
+    });
+
+    it('gives up after five attempts, never waiting less than Retry-After nor more than 60 s', async () => {
+      await control.addFault({
+        method: 'GET',
+        path: '/partner/v1/applications',
+        kind: 'error',
+        status: 429,
+        code: 'rate_limited',
+        times: null,
+      });
+      const clock = fakeClock();
+      const statuses: number[] = [];
+      const { client } = buildClient({
+        ...clock.deps,
+        // The sandbox's 429s, asking for 40 s instead of 1 s.
+        fetch: async (input, init) => {
+          const res = await fetch(input, init);
+          if (new URL(String(input)).pathname === '/partner/v1/applications') statuses.push(res.status);
+          if (res.status !== 429) return res;
+          const headers = new Headers(res.headers);
+          headers.set('retry-after', '40');
+          return new Response(await res.text(), { status: 429, headers });
+        },
+      });
+      const error = await client.listPage('applications').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PartnerApiError);
+      expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryAfterSeconds: 40 });
+      expect(statuses).toEqual([429, 429, 429, 429, 429]);
+      expect(clock.waits).toEqual([40_000, 60_000, 60_000, 60_000]);
+    });
   });
 
   describe('when a write fails with a 5xx', () => {
@@ -272,7 +326,9 @@ describe('partner client', () => {
   describe('when the API cannot be reached', () => {
     it('throws a PartnerNetworkError after five attempts of a GET', async () => {
       let attempts = 0;
+      const clock = fakeClock();
       const { client } = buildClient({
+        ...clock.deps,
         baseUrl: 'http://127.0.0.1:1',
         fetch: async (input, init) => {
           attempts++;
@@ -282,6 +338,7 @@ describe('partner client', () => {
       await expect(client.listPage('applications')).rejects.toBeInstanceOf(PartnerNetworkError);
       // The five attempts are those of authenticate, which fails first.
       expect(attempts).toBe(5);
-    }, 30_000);
+      expect(clock.waits).toEqual([500 + 250, 1000 + 250, 2000 + 250, 4000 + 250]);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { storageCheck } from '../../src/readiness.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { buildRentPayment, buildSecret, send, startReceiver, type TestReceiver } from './webhooks.js';
@@ -214,11 +214,16 @@ describe('webhook receiver when PostgreSQL does not answer', () => {
       expect(overflow.status).toBe(503);
       expect(overflow.headers.get('retry-after')).toBeTruthy();
 
-      await new Promise((r) => setTimeout(r, 1500));
-      const ready = await fetch(`${receiver.url}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(((await ready.json()) as { checks: { storage: unknown } }).checks.storage).toEqual(
-        expect.stringMatching(/PostgreSQL|not answering/),
+      // Health tells the truth once its probe of the storage gives up.
+      await vi.waitFor(
+        async () => {
+          const ready = await fetch(`${receiver.url}/readyz`);
+          expect(ready.status).toBe(503);
+          expect(((await ready.json()) as { checks: { storage: unknown } }).checks.storage).toEqual(
+            expect.stringMatching(/PostgreSQL|not answering/),
+          );
+        },
+        { timeout: 5000, interval: 100 },
       );
 
       const answers = await Promise.all(waiting);

@@ -52,7 +52,7 @@ describe('an accepted webhook wakes the relay', () => {
   it('publishes the webhook without waiting for the sweep', async () => {
     // Once it leads, its session LISTENs: from then on no wake-up is lost. Then let its first
     // pass over the (empty) outbox end, so that only a wake-up (or the sweep) starts another.
-    while (!relay.isPublisher()) await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(() => relay.isPublisher(), { timeout: 30_000, interval: 50 }).toBe(true);
     await new Promise((r) => setTimeout(r, 500));
     const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ enrollment_id: 'enr-9' }), {
       secret: acme,

@@ -89,14 +89,6 @@ describe('relay', () => {
     return Number(rows[0]?.n);
   }
 
-  async function eventually(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > until) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-
   async function ingest(n: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
@@ -120,19 +112,24 @@ describe('relay', () => {
       { timeout: 240_000 },
       async () => {
         const before = await ingest(3);
-        await eventually(async () => (await unpublished()) === 0);
+        await expect.poll(unpublished, { timeout: 60_000, interval: 200 }).toBe(0);
 
         await kafkaScript('stop');
         const during = await ingest(5);
-        await eventually(async () => {
-          const { rows } = await database.sql.query<{ n: string }>(
-            'SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND last_error IS NOT NULL',
-          );
-          return Number(rows[0]?.n) === 5;
-        });
+        await expect
+          .poll(
+            async () => {
+              const { rows } = await database.sql.query<{ n: string }>(
+                'SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND last_error IS NOT NULL',
+              );
+              return Number(rows[0]?.n);
+            },
+            { timeout: 60_000, interval: 200 },
+          )
+          .toBe(5);
 
         await kafkaScript('start');
-        await eventually(async () => (await unpublished()) === 0, 120_000);
+        await expect.poll(unpublished, { timeout: 120_000, interval: 200 }).toBe(0);
 
         const consumer = kafka.consumer({ groupId: `outage-${Date.now()}` });
         const seen: string[] = [];

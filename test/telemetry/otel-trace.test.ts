@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { ROOT } from '../support/cli.js';
@@ -95,15 +95,16 @@ describe('OpenTelemetry across processes', () => {
     rentbridge(['relay']);
     rentbridge(['consumer', 'rental-payments']);
     // The receiver answers once it listens.
-    for (let i = 0; ; i++) {
-      const ok = await fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ok) break;
-      if (i > 120) throw new Error('the receiver did not start');
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await vi.waitFor(
+      async () => {
+        const ok = await fetch(`http://127.0.0.1:${httpPort}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (!ok) throw new Error('the receiver did not start');
+      },
+      { timeout: 60_000, interval: 500 },
+    );
   }, 90_000);
 
   afterAll(async () => {
@@ -134,13 +135,12 @@ describe('OpenTelemetry across processes', () => {
       expect(res.status).toBe(202);
 
       // Wait for the outcome's span: the last hop.
-      let outcome: OtlpSpan | undefined;
-      for (let i = 0; i < 180 && !outcome; i++) {
-        outcome = collector.spans.find(
+      const findOutcome = () =>
+        collector.spans.find(
           (s) => s.name === 'outcome publish' && attr(s, 'rentbridge.command.id') === paymentId,
         );
-        if (!outcome) await new Promise((r) => setTimeout(r, 500));
-      }
+      await expect.poll(findOutcome, { timeout: 90_000, interval: 500 }).toBeDefined();
+      const outcome: OtlpSpan | undefined = findOutcome();
       if (process.env.TEST_SHOW_SPANS)
         console.log(
           collector.spans.map(
