@@ -1,18 +1,11 @@
 import type { Db } from '../db/prisma.js';
+import type { OutboxMessageRow } from '../outbox/outbox-message.js';
 
 /** The relay's reads and writes of the outbox table. */
 
-export interface OutboxRow {
+export interface OutboxRow extends OutboxMessageRow {
   id: bigint;
-  eventId: string;
   topic: string;
-  key: string;
-  type: string;
-  source: string;
-  subject: string | null;
-  data: unknown;
-  headers: Record<string, string>;
-  createdAt: Date;
   attempts: number;
 }
 

@@ -1,3 +1,4 @@
+import type { CommandAttemptView } from '../dead-letters/guard-state-repository.js';
 import type { Db } from '../db/prisma.js';
 
 /**
@@ -40,17 +41,8 @@ export interface CommandRow {
   updatedAt: Date;
   finishedAt: Date | null;
 }
-export interface AttemptRow {
+export interface AttemptRow extends CommandAttemptView {
   commandId: string;
-  attempt: number;
-  requestId: string;
-  kind: string;
-  startedAt: Date;
-  finishedAt: Date | null;
-  result: string | null;
-  status: number | null;
-  code: string | null;
-  message: string | null;
 }
 export interface DeadLetterRow {
   id: string;
