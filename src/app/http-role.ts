@@ -5,6 +5,7 @@ import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { createReadiness } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
+import { createReceiptPruner } from '../receiver/receipt-pruner.js';
 import { createWebhookRouter } from '../receiver/webhook-router.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Runtime } from '../runtime.js';
@@ -55,6 +56,8 @@ async function startHttp(
     logger,
     timeoutMs: config.WEBHOOK_STORAGE_TIMEOUT_MS,
   });
+  // The receiver owns its receipts: it prunes them (after OUTBOX_RETENTION_HOURS, as the outbox).
+  const receipts = createReceiptPruner({ db, logger, retentionHours: config.OUTBOX_RETENTION_HOURS });
   const ops = createOpsRouter({
     db,
     kafka: runtime.kafka,
@@ -80,6 +83,7 @@ async function startHttp(
     s.listen(config.HTTP_PORT, () => resolve(s));
   });
   const port = (server.address() as { port: number }).port;
+  receipts.start();
   logger.info(
     { component: 'http', port },
     tokens
@@ -94,6 +98,7 @@ async function startHttp(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await writer.close();
+      await receipts.stop();
       await ops.close();
       await readiness.close();
       await tokens?.close();

@@ -2,8 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Prisma } from '@prisma/client';
 
 /**
- * The transactional outbox. Writers (receiver, poller) call `enqueue` inside their own
- * transaction; the relay publishes the rows to Kafka as CloudEvents and marks them sent.
+ * The transactional outbox. Writers call `insertOutboxRows` inside their own transaction (state
+ * changes through `recordChanges`, src/changes/record-changes.ts; the receiver's commands and
+ * unrouted events through its one-statement writer, src/receiver/message-writer.ts) and wake the
+ * relay after the commit (src/outbox/relay-waker.ts); the relay publishes the rows to Kafka as
+ * CloudEvents and marks them sent.
  */
 
 /** The Prisma transaction client passed to `db.$transaction(async (tx) => ...)`. */
@@ -31,8 +34,12 @@ export interface OutboxMessageInput {
   eventId?: string;
 }
 
-/** Writes outbox rows in the caller's transaction and notifies the relay on commit. */
-export async function enqueue(
+/**
+ * Writes outbox rows in the caller's transaction. It does not notify the relay: a NOTIFY in the
+ * transaction would hold PostgreSQL's cluster-wide notify lock through the commit's WAL flush
+ * (decision 001); the caller wakes the relay after its commit.
+ */
+export async function insertOutboxRows(
   tx: Tx,
   messages: OutboxMessageInput[],
 ): Promise<{ id: bigint; eventId: string }[]> {
@@ -50,7 +57,5 @@ export async function enqueue(
     })),
     select: { id: true, eventId: true },
   });
-  // Delivered only if the transaction commits; several in one transaction are folded into one.
-  await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`;
   return rows;
 }

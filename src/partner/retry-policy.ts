@@ -1,46 +1,19 @@
 /**
- * The one table that decides whether a Partner API error may be retried (spec 7.2, 7.4, 8), and
- * the back-off between attempts. "Retriable" means a GET may be repeated automatically; writes
+ * Whether a Partner API error may be retried (spec 7.2, 7.4, 8) — read from the one classification
+ * of failures (failure-classes.ts), which the guard reads too — and the back-off between attempts. "Retriable" means a GET may be repeated automatically; writes
  * are never repeated by the client (only the guarded write decides, after a read-back), except
  * that a 401 renews the token and repeats once, because a 401 was not applied.
  */
 
 import { backoffDelay } from '../backoff.js';
+import { classByStatus, type Retry } from './failure-classes.js';
 
-export type Retry = 'retry' | 'renew_token' | 'no';
-
-/** By code (spec 7.2). A code not listed here is handled by its HTTP status (spec 7.2, last line). */
-export const RETRY_BY_CODE: Readonly<Record<string, Retry>> = {
-  validation_error: 'no',
-  invalid_request_body: 'no',
-  bad_request: 'no',
-  unauthenticated: 'renew_token',
-  processor_card_error: 'no',
-  forbidden: 'no',
-  not_found: 'no',
-  method_not_allowed: 'no',
-  invalid_state_transition: 'no',
-  // The record changed under the request: the caller reads again and decides (spec 7.2).
-  lock_failed: 'no',
-  rate_limited: 'retry',
-  api_error: 'retry',
-  request_timeout: 'retry',
-};
+export type { Retry } from './failure-classes.js';
+export { retryFor } from './failure-classes.js';
 
 /** By status, for unknown codes: 401 renews, 408/429/5xx retry, any other 4xx does not. */
 export function retryByStatus(status: number): Retry {
-  if (status === 401) return 'renew_token';
-  if (status === 408 || status === 429 || status >= 500) return 'retry';
-  return 'no';
-}
-
-export function retryFor(status: number, code: string): Retry {
-  // A status the code does not belong to (e.g. a 503 saying bad_request) is judged by status.
-  const byCode = RETRY_BY_CODE[code];
-  const byStatus = retryByStatus(status);
-  if (byCode === undefined) return byStatus;
-  if (byStatus === 'retry' && byCode === 'no') return 'retry';
-  return byCode;
+  return classByStatus(status).retry;
 }
 
 /** Five attempts in all (spec 8, "give up after five attempts"). */

@@ -1,6 +1,7 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import { recordStateChange } from '../changes/record-state-change.js';
+import { recordChanges } from '../changes/record-changes.js';
+import { notifyRelay } from '../outbox/relay-waker.js';
 import type { Resource } from '../partner/resources.js';
 import { recordPolledChanges } from './batch-state-changes.js';
 
@@ -81,7 +82,20 @@ export async function writePage(
   source: string,
 ): Promise<number> {
   if (records.length === 0) return 0;
-  return db.$transaction((tx) => recordPolledChanges(tx, resource, records, source), TX_OPTIONS);
+  const changes = await db.$transaction(
+    (tx) => recordPolledChanges(tx, resource, records, source),
+    TX_OPTIONS,
+  );
+  if (changes > 0) await wakeRelay(db);
+  return changes;
+}
+
+/**
+ * After the commit, never inside the transaction (decision 001). A lost wake-up is not lost data:
+ * the rows are committed and the relay finds them on its sweep, so a failed NOTIFY fails nothing.
+ */
+async function wakeRelay(db: Db): Promise<void> {
+  await notifyRelay(db).catch(() => undefined);
 }
 
 /** Ids of the customers rentbridge knows and has not seen removed: whose issues are polled. */
@@ -114,16 +128,19 @@ export async function writeRemovals(
   let removed = 0;
   for (let i = 0; i < gone.length; i += 500) {
     const batch = gone.slice(i, i + 500);
-    removed += await db.$transaction(async (tx) => {
-      let n = 0;
-      for (const k of batch) {
-        const record: Record<string, unknown> = { id: k.recordId, updated_at: k.updatedAt };
-        if (k.status != null) record.status = k.status;
-        const result = await recordStateChange(tx, { resource, record, via: 'poll', removed: true, source });
-        if (result.published) n += 1;
-      }
-      return n;
+    const published = await db.$transaction(async (tx) => {
+      const recorded = await recordChanges(
+        tx,
+        batch.map((k) => {
+          const record: Record<string, unknown> = { id: k.recordId, updated_at: k.updatedAt };
+          if (k.status != null) record.status = k.status;
+          return { resource, record, via: 'poll' as const, removed: true, source };
+        }),
+      );
+      return recorded.filter((r) => r.published).length;
     }, TX_OPTIONS);
+    if (published > 0) await wakeRelay(db);
+    removed += published;
   }
   return removed;
 }

@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { parseDatabaseUrl } from '../db/database-url.js';
 import type { Db } from '../db/prisma.js';
-import { recordStateChange } from '../changes/record-state-change.js';
+import { anyPublished, recordChanges } from '../changes/record-changes.js';
 import type { Logger } from '../logger.js';
 import { OUTBOX_CHANNEL, type Tx } from '../outbox/outbox-repository.js';
+import { createRelayWaker } from '../outbox/relay-waker.js';
 import type { IngestItem, MessageItem, StateChangeItem } from './ingest-items.js';
 import { writeMessages } from './message-writer.js';
 import { insertReceipts, receiptKey } from './receipt-repository.js';
@@ -100,34 +101,17 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   pool.on('error', (error) => logger.warn({ err: error }, 'idle receiver connection failed'));
 
   /**
-   * Wakes the relay once rows are committed: one NOTIFY at a time, coalesced (batches committed
-   * while one is on its way share the next). Its own short transaction with synchronous_commit
-   * off: the NOTIFY is a wake-up, not data (the rows were committed and flushed before the 2xx),
-   * so its commit need not wait for a flush and holds the notify lock only briefly. Lost (this
-   * process dies first, or the query fails), the relay still finds the rows on its next sweep.
+   * Wakes the relay once rows are committed (messages and state changes alike): one NOTIFY at a
+   * time, coalesced (batches committed while one is on its way share the next). Its own short
+   * transaction with synchronous_commit off: the NOTIFY is a wake-up, not data (the rows were
+   * committed and flushed before the 2xx), so its commit need not wait for a flush and holds the
+   * notify lock only briefly.
    */
-  let waking: Promise<void> | null = null;
-  let wakeAgain = false;
-  function wakeRelay(): void {
-    if (waking) {
-      wakeAgain = true;
-      return;
-    }
-    waking = pool
-      .query(`BEGIN; SET LOCAL synchronous_commit TO off; NOTIFY ${OUTBOX_CHANNEL}; COMMIT`)
-      .then(
-        () => undefined,
-        (error: unknown) =>
-          logger.warn({ err: error }, 'relay not woken: it will find the rows on its sweep'),
-      )
-      .finally(() => {
-        waking = null;
-        if (wakeAgain) {
-          wakeAgain = false;
-          wakeRelay();
-        }
-      });
-  }
+  const relayWaker = createRelayWaker(
+    () => pool.query(`BEGIN; SET LOCAL synchronous_commit TO off; NOTIFY ${OUTBOX_CHANNEL}; COMMIT`),
+    logger,
+  );
+  const wakeRelay = () => relayWaker.wake();
 
   function pump(): void {
     while (queue.length > 0 && inFlight.size < concurrency) {
@@ -184,10 +168,14 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
       }),
       changes.length === 0
         ? undefined
-        : db.$transaction((tx) => writeStateChanges(tx, changes, results), {
-            maxWait: timeoutMs,
-            timeout: timeoutMs,
-          }),
+        : db
+            .$transaction((tx) => writeStateChanges(tx, changes, results), {
+              maxWait: timeoutMs,
+              timeout: timeoutMs,
+            })
+            .then((published) => {
+              if (published) wakeRelay();
+            }),
     ]);
     return items.map((item) => results.get(item) ?? { duplicate: true });
   }
@@ -245,25 +233,30 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
     },
     async close() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);
-      while (waking) await waking;
+      await relayWaker.idle();
       await pool.end();
     },
   };
 }
 
-/** Partner changes go through the dedupe the poller shares (a Prisma transaction). */
+/**
+ * Partner changes go through the one write path the poller shares (a Prisma transaction). Answers
+ * whether anything was enqueued: the caller wakes the relay after the commit.
+ */
 async function writeStateChanges(
   tx: Tx,
   changes: StateChangeItem[],
   results: Map<IngestItem, IngestResult>,
-): Promise<void> {
+): Promise<boolean> {
   const fresh = await insertReceipts(tx, changes);
-  for (const item of changes) {
-    if (!fresh.has(receiptKey(item.source, item.webhookId))) continue;
-    const recorded = await recordStateChange(tx, { ...item.change, via: 'webhook' });
-    results.set(
-      item,
-      recorded.published ? { duplicate: false, eventId: recorded.eventId } : { duplicate: false },
-    );
-  }
+  const accepted = changes.filter((item) => fresh.has(receiptKey(item.source, item.webhookId)));
+  const recorded = await recordChanges(
+    tx,
+    accepted.map((item) => ({ ...item.change, via: 'webhook' as const })),
+  );
+  accepted.forEach((item, i) => {
+    const r = recorded[i];
+    results.set(item, r?.published ? { duplicate: false, eventId: r.eventId } : { duplicate: false });
+  });
+  return anyPublished(recorded);
 }

@@ -6,8 +6,8 @@ import { receiptKey } from './receipt-repository.js';
  * The hot path of the receiver: receipts and outbox rows of many webhooks in ONE SQL statement.
  * A single statement is its own transaction (atomic, one commit, one WAL flush) and one round
  * trip, where a Prisma interactive transaction costs a round trip per statement plus BEGIN and
- * COMMIT (bench/ingest.ts measured ~10 ms against ~2 ms). It writes the same rows as
- * `enqueue` (src/outbox/outbox-repository.ts). It does not notify the relay: a NOTIFY in the
+ * COMMIT (bench/ingest.ts measured ~10 ms against ~2 ms). It writes the same outbox rows as
+ * `insertOutboxRows` (src/outbox/outbox-repository.ts). It does not notify the relay: a NOTIFY in the
  * transaction takes PostgreSQL's cluster-wide notify lock until the commit is flushed, which
  * serializes every notifying commit (no two WAL flushes overlap); the ingest writer wakes the
  * relay after the commit instead (src/receiver/ingest-writer.ts, `wakeRelay`).

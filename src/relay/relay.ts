@@ -8,7 +8,6 @@ import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { backoffDelay } from '../backoff.js';
 import { toError } from '../errors.js';
-import { pruneReceipts } from '../receiver/receipt-repository.js';
 import { createOutboxListener } from './outbox-listener.js';
 import {
   backlog,
@@ -290,9 +289,8 @@ export function createRelay(options: RelayOptions): Relay {
     if (now - lastPrune >= PRUNE_EVERY_MS) {
       lastPrune = now;
       const pruned = await prunePublished(db, options.retentionHours);
-      // Webhook receipts (the receiver's dedupe) are kept as long as the rows they produced.
-      const receipts = await pruneReceipts(db, options.retentionHours);
-      if (pruned + receipts > 0) logger.info({ pruned, receipts }, 'outbox rows and webhook receipts pruned');
+      // Webhook receipts are the receiver's: it prunes them (src/receiver/receipt-pruner.ts).
+      if (pruned > 0) logger.info({ pruned }, 'published outbox rows pruned');
     }
   }
 
