@@ -1,56 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerRegistrations } from '../../src/commands/customer-registrations.js';
-import {
-  createDeadLetterIndexer,
-  type DeadLetterIndexer,
-} from '../../src/dead-letters/dead-letter-indexer.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import {
-  createHarness,
-  headersOf,
-  logger,
-  outcomeOf,
-  uid,
-  type Harness,
-} from '../consumers/support/harness.js';
+import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
+import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 
 /** A registration refused by the check, corrected by ops and redriven through the guard. */
 describe('redrive through the customer-registrations consumer', () => {
+  let r: RedriveHarness;
   let h: Harness;
-  let indexer: DeadLetterIndexer;
+  const indexedLetterOf = (commandId: string) => r.indexedLetterOf(commandId);
 
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(customerRegistrations);
-    indexer = createDeadLetterIndexer({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger,
-      topicPrefix: h.kafka.prefix,
-    });
-    await indexer.start();
+    r = await createRedriveHarness(customerRegistrations);
+    h = r.h;
   });
   afterAll(async () => {
-    await indexer?.stop();
-    await h?.close();
+    await r?.close();
   });
-
-  async function indexedLetterOf(commandId: string): Promise<number> {
-    return vi.waitFor(
-      async () => {
-        const row = await h.database.db.deadLetter.findFirst({ where: { commandId } });
-        if (!row) throw new Error(`dead letter of ${commandId} not indexed`);
-        return Number(row.id);
-      },
-      { timeout: 30_000, interval: 200 },
-    );
-  }
 
   describe('when a registration refused by the check is corrected and redriven', () => {
     it('checks again, creates the customer once, and a second redrive closes it as applied', async () => {

@@ -1,19 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/commands/application-decisions.js';
-import {
-  createDeadLetterIndexer,
-  type DeadLetterIndexer,
-} from '../../src/dead-letters/dead-letter-indexer.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import {
-  createHarness,
-  headersOf,
-  logger,
-  outcomeOf,
-  uid,
-  type Harness,
-} from '../consumers/support/harness.js';
+import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
+import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
 
@@ -22,35 +12,17 @@ const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
  * dead-lettered and indexed; ops redrive it; the consumer applies it once.
  */
 describe('redrive through the application-decisions consumer', () => {
+  let r: RedriveHarness;
   let h: Harness;
-  let indexer: DeadLetterIndexer;
+  const indexedLetterOf = (commandId: string) => r.indexedLetterOf(commandId);
 
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(applicationDecisions);
-    indexer = createDeadLetterIndexer({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger,
-      topicPrefix: h.kafka.prefix,
-    });
-    await indexer.start();
+    r = await createRedriveHarness(applicationDecisions);
+    h = r.h;
   });
   afterAll(async () => {
-    await indexer?.stop();
-    await h?.close();
+    await r?.close();
   });
-
-  async function indexedLetterOf(commandId: string): Promise<number> {
-    return vi.waitFor(
-      async () => {
-        const row = await h.database.db.deadLetter.findFirst({ where: { commandId } });
-        if (!row) throw new Error(`dead letter of ${commandId} not indexed`);
-        return Number(row.id);
-      },
-      { timeout: 30_000, interval: 200 },
-    );
-  }
 
   describe('when an exhausted command is redriven after the cause is gone', () => {
     it('is applied exactly once, and a second redrive sends nothing', async () => {
