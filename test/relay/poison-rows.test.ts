@@ -1,19 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { createLogger } from '../../src/logger.js';
 import { registry } from '../../src/metrics.js';
 import { relayProgressCheck } from '../../src/readiness.js';
-import { createRelay, type Relay, type RelayOptions } from '../../src/relay/relay.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { Relay, RelayOptions } from '../../src/relay/relay.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
+import { useRelayFixture } from './relay-fixture.js';
 import {
   buildDecision,
   buildRentPayment,
   buildSecret,
-  retry,
   send,
-  startReceiver,
   type TestReceiver,
 } from '../receiver/webhooks.js';
 
@@ -28,47 +26,18 @@ const DECISIONS = 'commands.application-decisions';
 const UNROUTED = 'inbound.unrouted';
 
 describe('relay with poison rows', () => {
+  const fixture = useRelayFixture({
+    topics: [PAYMENTS, DECISIONS, UNROUTED],
+    acmeSecret: acme,
+    maxBodyBytes: 300 * 1024,
+  });
   let database: TestDatabase;
   let kafka: TestKafka;
   let receiver: TestReceiver;
-  const relays: Relay[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics([PAYMENTS, DECISIONS, UNROUTED]));
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [],
-      pmsSecrets: { acme: [acme] },
-      maxBodyBytes: 300 * 1024,
-    });
+  beforeAll(() => {
+    ({ database, kafka, receiver } = fixture);
   });
-  afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop()));
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await kafka?.close();
-    await database?.drop();
-  });
-
-  function relay(overrides: Partial<RelayOptions> = {}): Relay {
-    const r = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: process.env.RELAY_LOG ?? 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-      sweepMs: 200,
-      maxBackoffMs: 500,
-      ...overrides,
-    });
-    relays.push(r);
-    return r;
-  }
+  const relay = (overrides: Partial<RelayOptions> = {}): Relay => fixture.relay(overrides);
 
   async function eventually(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
     await expect.poll(check, { timeout: timeoutMs, interval: 100 }).toBe(true);

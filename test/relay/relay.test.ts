@@ -1,63 +1,24 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay, type RelayOptions } from '../../src/relay/relay.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import {
-  buildRentPayment,
-  buildSecret,
-  retry,
-  send,
-  startReceiver,
-  type TestReceiver,
-} from '../receiver/webhooks.js';
+import type { Relay, RelayOptions } from '../../src/relay/relay.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
+import { useRelayFixture } from './relay-fixture.js';
+import { buildRentPayment, buildSecret, send, type TestReceiver } from '../receiver/webhooks.js';
 
 const acme = buildSecret();
 const TOPIC = 'commands.rental-payments';
 
 describe('relay', () => {
+  const fixture = useRelayFixture({ topics: [TOPIC], acmeSecret: acme });
   let database: TestDatabase;
   let kafka: TestKafka;
   let receiver: TestReceiver;
-  const relays: Relay[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics([TOPIC]));
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [],
-      pmsSecrets: { acme: [acme] },
-    });
+  beforeAll(() => {
+    ({ database, kafka, receiver } = fixture);
   });
-  afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop()));
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await kafka?.close();
-    await database?.drop();
-  });
-
-  function relay(overrides: Partial<RelayOptions> = {}): Relay {
-    const r = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: process.env.RELAY_LOG ?? 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-      sweepMs: 200,
-      maxBackoffMs: 500,
-      ...overrides,
-    });
-    relays.push(r);
-    return r;
-  }
+  const relay = (overrides: Partial<RelayOptions> = {}): Relay => fixture.relay(overrides);
 
   async function ingest(n: number, enrollment = 'enr-order'): Promise<string[]> {
     const ids: string[] = [];
