@@ -86,4 +86,30 @@ describe('the root logger', () => {
     expect(out).toContain('[redacted]');
     expect(out).toContain('"access_key":"ak"');
   });
+
+  it('redacts secrets deep in objects, in errors and in child bindings, without changing the caller\'s objects', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const logger = createLogger({ level: 'info' }, sink)
+      .child({ component: 'test' })
+      .child({ config: { DATABASE_URL: 'postgres://u:pw_db@h/d' } });
+    const fields = { a: { b: { c: { d: [{ token: 'tok_deep' }] } } }, eventId: 'evt-1' };
+    const error = Object.assign(new Error('refused'), { headers: { authorization: 'Bearer jwt_in_error' } });
+    logger.info(fields, 'deep');
+    logger.error({ err: error }, 'failed');
+    const out = lines.join('');
+    for (const secret of ['pw_db', 'tok_deep', 'jwt_in_error']) expect(out).not.toContain(secret);
+    expect(out).toContain('"eventId":"evt-1"');
+    // The error keeps its message and stack; the caller's objects are untouched.
+    const failed = JSON.parse(lines[1]!) as { err: { message: string; stack: string } };
+    expect(failed.err.message).toBe('refused');
+    expect(failed.err.stack).toContain('Error: refused');
+    expect(fields.a.b.c.d[0]!.token).toBe('tok_deep');
+    expect(error.headers.authorization).toBe('Bearer jwt_in_error');
+  });
 });
