@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import express from 'express';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import { pino } from 'pino';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
@@ -28,7 +29,7 @@ export interface BenchResult {
   notes?: string[];
 }
 
-const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32,64').split(',').map(Number);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32,64,128').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const run$ = promisify(execFile);
 
@@ -74,7 +75,12 @@ async function load(url: string, connections: number, secret: string): Promise<L
 }
 
 export async function run(): Promise<BenchResult> {
-  const logger = createLogger({ level: 'warn' });
+  // The receiver logs as it does in production (LOG_LEVEL, default info, written synchronously
+  // like stdout), to /dev/null: its log lines are part of what a webhook costs.
+  const logger = createLogger(
+    { level: process.env.LOG_LEVEL ?? 'info' },
+    pino.destination({ dest: '/dev/null', sync: true }),
+  );
   const baseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
   const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
   const schema = `bench_${randomBytes(4).toString('hex')}`;
@@ -219,6 +225,7 @@ export async function run(): Promise<BenchResult> {
     figures.receiver_outbox_rows = Number(rows[0]?.n);
     notes.push(
       'receiver acks are durable (receipt + outbox row committed, group commit); the relay is not running',
+      `the receiver logs at LOG_LEVEL=${process.env.LOG_LEVEL ?? 'info'} (to /dev/null, synchronously); the baselines log nothing`,
       `${SECONDS} s per level, the scenarios taking turns at each level; the load generator (autocannon, signing each request) runs in a process of its own (bench/ingest-load.ts), on the same 2 cores`,
     );
     return { name: 'ingest', figures, notes };

@@ -87,7 +87,7 @@ describe('the root logger', () => {
     expect(out).toContain('"access_key":"ak"');
   });
 
-  it('redacts secrets deep in objects, in errors and in child bindings, without changing the caller\'s objects', () => {
+  it("redacts secrets deep in objects, in errors and in child bindings, without changing the caller's objects", () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {

@@ -49,6 +49,8 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  // Nothing served here is cached (webhook answers, ops JSON, metrics): no SHA-1 of every body.
+  app.set('etag', false);
   app.use(requestId());
   for (const mount of options.mounts) app.use(mount.path, mount.router);
 

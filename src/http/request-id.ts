@@ -18,7 +18,7 @@ declare module 'express-serve-static-core' {
 /** Gives every request an id (the caller's, when valid) and echoes it in `X-Request-Id`. */
 export function requestId() {
   return (req: Request, res: Response, next: NextFunction) => {
-    req.id = acceptRequestId(req.header('x-request-id'));
+    req.id = acceptRequestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.id);
     next();
   };

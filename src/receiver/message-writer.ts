@@ -18,8 +18,9 @@ import { receiptKey } from './receipt-repository.js';
 const INSERT_SQL = `
 WITH input AS (
   SELECT i.*, nextval((SELECT pg_get_serial_sequence('outbox', 'id')::regclass)) AS outbox_id
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[],
-              $8::text[], $9::text[], $10::jsonb[], $11::jsonb[])
+  FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (source text, webhook_id text, event_type text,
+         event_id uuid, topic text, key text, type text, ce_source text, subject text, data jsonb,
+         headers jsonb))
        WITH ORDINALITY AS i(source, webhook_id, event_type, event_id, topic, key, type, ce_source,
                             subject, data, headers, ord)
   ORDER BY i.ord
@@ -42,24 +43,29 @@ FROM input i JOIN receipts r ON r.source = i.source AND r.webhook_id = i.webhook
 /** Writes the items (distinct webhook ids); returns the receipt keys that were new. */
 export async function writeMessages(pool: pg.Pool, items: MessageItem[]): Promise<Set<string>> {
   if (items.length === 0) return new Set();
-  const col = <T>(f: (i: MessageItem) => T) => items.map(f);
+  // The batch as ONE jsonb parameter: a single JSON.stringify, where an array parameter per
+  // column cost pg's escaping of every element (the data's JSON text escaped twice over), about
+  // 6 µs of CPU per webhook (bench/ingest.ts). `data` is never JSON null (InputJsonValue).
+  const batch = JSON.stringify(
+    items.map((i) => ({
+      source: i.source,
+      webhook_id: i.webhookId,
+      event_type: i.eventType,
+      event_id: i.message.eventId,
+      topic: i.message.topic,
+      key: i.message.key,
+      type: i.message.type,
+      ce_source: i.message.source,
+      subject: i.message.subject ?? null,
+      data: i.message.data,
+      headers: i.message.headers ?? {},
+    })),
+  );
   const { rows } = await pool.query<{ source: string; webhook_id: string }>({
     // Named: prepared once per connection, then only bound and executed (no parse, no plan).
     name: 'ingest-messages',
     text: INSERT_SQL,
-    values: [
-      col((i) => i.source),
-      col((i) => i.webhookId),
-      col((i) => i.eventType),
-      col((i) => i.message.eventId),
-      col((i) => i.message.topic),
-      col((i) => i.message.key),
-      col((i) => i.message.type),
-      col((i) => i.message.source),
-      col((i) => i.message.subject ?? null),
-      col((i) => JSON.stringify(i.message.data)),
-      col((i) => JSON.stringify(i.message.headers ?? {})),
-    ],
+    values: [batch],
   });
   return new Set(rows.map((r) => receiptKey(r.source, r.webhook_id)));
 }
