@@ -12,13 +12,15 @@ export async function recordPolledChanges(
   resource: Resource,
   records: (Record<string, unknown> & { id: string; updated_at: string })[],
   source: string,
+  /** Trace context of the pass (`traceparent`), carried by every change's outbox row. */
+  headers?: Record<string, string>,
 ): Promise<number> {
   const byId = new Map(records.map((r) => [r.id, r]));
   if (byId.size === 0) return 0;
   const page = [...byId.keys()].sort().map((id) => byId.get(id)!);
   const recorded = await recordChanges(
     tx,
-    page.map((record) => ({ resource, record, via: 'poll' as const, source })),
+    page.map((record) => ({ resource, record, via: 'poll' as const, source, ...(headers && { headers }) })),
   );
   return recorded.filter((r) => r.published).length;
 }

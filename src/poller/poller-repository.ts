@@ -3,6 +3,7 @@ import type { Db } from '../db/prisma.js';
 import { recordChanges } from '../changes/record-changes.js';
 import { notifyRelay } from '../outbox/relay-waker.js';
 import type { Resource } from '../partner/resources.js';
+import { activeTraceHeaders } from '../telemetry/telemetry.js';
 import { recordPolledChanges } from './batch-state-changes.js';
 
 /** The poller's reads and writes of PostgreSQL: cursors, changes (through the shared dedupe), removals. */
@@ -83,7 +84,7 @@ export async function writePage(
 ): Promise<number> {
   if (records.length === 0) return 0;
   const changes = await db.$transaction(
-    (tx) => recordPolledChanges(tx, resource, records, source),
+    (tx) => recordPolledChanges(tx, resource, records, source, activeTraceHeaders()),
     TX_OPTIONS,
   );
   if (changes > 0) await wakeRelay(db);
@@ -125,6 +126,7 @@ export async function writeRemovals(
     select: { recordId: true, updatedAt: true, status: true },
   });
   const gone = known.filter((k) => !seenIds.has(k.recordId));
+  const headers = activeTraceHeaders();
   let removed = 0;
   for (let i = 0; i < gone.length; i += 500) {
     const batch = gone.slice(i, i + 500);
@@ -134,7 +136,14 @@ export async function writeRemovals(
         batch.map((k) => {
           const record: Record<string, unknown> = { id: k.recordId, updated_at: k.updatedAt };
           if (k.status != null) record.status = k.status;
-          return { resource, record, via: 'poll' as const, removed: true, source };
+          return {
+            resource,
+            record,
+            via: 'poll' as const,
+            removed: true,
+            source,
+            ...(headers && { headers }),
+          };
         }),
       );
       return recorded.filter((r) => r.published).length;

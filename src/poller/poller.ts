@@ -1,6 +1,7 @@
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
+import { tracePollPass } from '../telemetry/telemetry.js';
 import { intervalSeconds } from './collections.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
@@ -98,19 +99,21 @@ export function createPoller(options: PollerOptions): Poller {
       return { resource, outcome: 'skipped' };
     }
     try {
-      const stats = await runResourcePass({
-        partner: options.partner,
-        db: options.db,
-        logger,
-        resource,
-        backfillFrom: options.backfillFrom ?? null,
-        progressEveryPages: options.progressEveryPages ?? 10,
-        perPage: options.perPage ?? PER_PAGE,
-        now: options.now ?? (() => new Date()),
-        hooks: options.hooks ?? {},
-        isStopping: () => stopping,
-        ...(options.requestCounter && { requestCounter: options.requestCounter }),
-      });
+      const stats = await tracePollPass(resource, () =>
+        runResourcePass({
+          partner: options.partner,
+          db: options.db,
+          logger,
+          resource,
+          backfillFrom: options.backfillFrom ?? null,
+          progressEveryPages: options.progressEveryPages ?? 10,
+          perPage: options.perPage ?? PER_PAGE,
+          now: options.now ?? (() => new Date()),
+          hooks: options.hooks ?? {},
+          isStopping: () => stopping,
+          ...(options.requestCounter && { requestCounter: options.requestCounter }),
+        }),
+      );
       return { resource, outcome: 'completed', stats };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

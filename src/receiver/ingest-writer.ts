@@ -32,7 +32,7 @@ export type IngestResult =
   | { duplicate: true };
 
 export interface IngestWriter {
-  /** Rejects with a StorageTimeoutError when PostgreSQL did not answer within `timeoutMs`. */
+  /** Rejects with a StorageTimeoutError when PostgreSQL did not answer in time (see `timeoutMs`). */
   write(item: IngestItem): Promise<IngestResult>;
   /** How long the oldest write in hand has waited (0 when none): readiness reads it. */
   oldestWaitMs(): number;
@@ -56,7 +56,8 @@ export interface IngestWriterOptions {
   concurrency?: number;
   /**
    * Longest wait for PostgreSQL per write (WEBHOOK_STORAGE_TIMEOUT_MS), also the statements'
-   * statement_timeout so that a write given up on is rolled back, not committed later. Default 5000 ms.
+   * statement_timeout. A write already in a transaction is answered by its outcome instead, within
+   * about twice this, so that a StorageTimeoutError means nothing was stored. Default 5000 ms.
    */
   timeoutMs?: number;
 }
@@ -183,13 +184,24 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   return {
     write(item) {
       return new Promise<IngestResult>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          // Still queued: it never reaches PostgreSQL. In a transaction: statement_timeout rolls
-          // it back; should it commit all the same, the sender's retry is answered as a duplicate.
-          const at = queue.indexOf(pending);
-          if (at >= 0) queue.splice(at, 1);
+        const giveUp = () => {
           unanswered.delete(pending);
           reject(new StorageTimeoutError(timeoutMs));
+        };
+        let timer = setTimeout(() => {
+          const at = queue.indexOf(pending);
+          if (at >= 0) {
+            // Still queued: it never reaches PostgreSQL.
+            queue.splice(at, 1);
+            giveUp();
+            return;
+          }
+          // In a transaction, which started after this write was queued: its statements reach
+          // statement_timeout a little later, so a 503 now could be followed by a commit. Its
+          // outcome answers instead, so that a 503 always means nothing stored. Past a second
+          // bound PostgreSQL is not answering at all: given up on (should the transaction commit
+          // all the same, the sender's retry is answered as a duplicate).
+          timer = setTimeout(giveUp, timeoutMs);
         }, timeoutMs);
         const settle = () => {
           clearTimeout(timer);

@@ -167,8 +167,8 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       }
       result = item.kind === 'message' && item.message.type === UNROUTED_TYPE ? 'unrouted' : 'accepted';
       // Debug, not info: every accepted webhook is on record with all its ids (receipt, outbox
-      // row, `rentbridge trace`) and counted; a line each would be the receiver's largest cost at
-      // load (bench/ingest.ts). Refusals and duplicates, which nothing else records, stay at info.
+      // row, `rentbridge trace`) and counted; a line each cost ~12 of ~170 µs of CPU per webhook
+      // (bench/ingest.ts). Refusals and duplicates, which nothing else records, stay at info.
       logger.debug(
         { ...ids, webhookId, eventId: written.eventId, eventType: item.eventType, result },
         'webhook accepted',

@@ -162,6 +162,34 @@ export function withTraceExtension<E extends object>(event: E, headers: Record<s
   };
 }
 
+/**
+ * Poller: one `poll <resource>` span per pass (a trace of its own). Its Partner API list calls are
+ * its children, and the changes it records carry its context (`activeTraceHeaders`), so each
+ * change's `outbox publish` and everything downstream join the pass's trace.
+ */
+export function tracePollPass<T extends object>(resource: string, pass: () => Promise<T>): Promise<T> {
+  if (!enabled) return pass();
+  return inSpan(
+    `poll ${resource}`,
+    { kind: SpanKind.INTERNAL, attributes: { 'rentbridge.poller.resource': resource } },
+    async (span) => {
+      const stats = await pass();
+      for (const [key, value] of Object.entries(stats)) {
+        if (typeof value === 'number') span?.setAttribute(`rentbridge.poller.${key}`, value);
+      }
+      return stats;
+    },
+  );
+}
+
+/** The active span's context as message headers (`traceparent`); undefined when tracing is off. */
+export function activeTraceHeaders(): Record<string, string> | undefined {
+  if (!enabled) return undefined;
+  const headers: Record<string, string> = {};
+  injectTrace(headers);
+  return Object.keys(headers).length > 0 ? headers : undefined;
+}
+
 /** Command consumer: the `command` span around one message, child of its Kafka `traceparent`. */
 export function traceCommand<T>(
   consumer: string,

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
-import { mkdir, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,32 +25,50 @@ import {
  * acknowledged, then started again; the same relay must publish everything once it is back.
  */
 const run = promisify(execFile);
-const KAFKA_DIR = '/tmp/rentbridge-relay-outage-kafka';
-const PORT = 29492;
-const env = { ...process.env, KAFKA_DIR, KAFKA_PORT: String(PORT), KAFKA_CONTROLLER_PORT: String(PORT + 1) };
-const kafkaScript = (action: 'start' | 'stop') =>
-  run('bash', ['scripts/kafka.sh', action], { env, timeout: 180_000 });
 const TOPIC = 'commands.rental-payments';
 const acme = buildSecret();
+
+/** A port nothing listens on now: this file's broker must not clash with another run's. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 describe('relay', () => {
   let database: TestDatabase;
   let receiver: TestReceiver;
   let relay: Relay;
-  const kafka = new Kafka({
-    clientId: 'outage-test',
-    brokers: [`127.0.0.1:${PORT}`],
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 1000,
-    retry: { retries: 2, initialRetryTime: 200 },
-  });
+  let kafka: Kafka;
+  let kafkaDir = '';
+  let kafkaScript: (action: 'start' | 'stop') => Promise<unknown>;
   const prefix = 'outage.';
 
   beforeAll(async () => {
+    kafkaDir = await mkdtemp(join(tmpdir(), 'rentbridge-relay-outage-'));
+    const [port, controllerPort] = [await freePort(), await freePort()];
+    const env = {
+      ...process.env,
+      KAFKA_DIR: kafkaDir,
+      KAFKA_PORT: String(port),
+      KAFKA_CONTROLLER_PORT: String(controllerPort),
+    };
+    kafkaScript = (action) => run('bash', ['scripts/kafka.sh', action], { env, timeout: 180_000 });
+    kafka = new Kafka({
+      clientId: 'outage-test',
+      brokers: [`127.0.0.1:${port}`],
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 1000,
+      retry: { retries: 2, initialRetryTime: 200 },
+    });
     // The jars of the shared broker, when present, spare a download.
-    await mkdir(KAFKA_DIR, { recursive: true });
-    if (!existsSync(`${KAFKA_DIR}/jars`) && existsSync('.kafka/jars/.complete')) {
-      await symlink(`${process.cwd()}/.kafka/jars`, `${KAFKA_DIR}/jars`);
+    if (existsSync('.kafka/jars/.complete')) {
+      await symlink(`${process.cwd()}/.kafka/jars`, `${kafkaDir}/jars`);
     }
     await kafkaScript('start');
     const admin = kafka.admin();
@@ -78,8 +99,8 @@ describe('relay', () => {
     await relay?.stop();
     await receiver?.close();
     await database?.drop();
-    await kafkaScript('stop').catch(() => undefined);
-    await rm(KAFKA_DIR, { recursive: true, force: true });
+    await kafkaScript?.('stop').catch(() => undefined);
+    if (kafkaDir) await rm(kafkaDir, { recursive: true, force: true });
   }, 120_000);
 
   async function unpublished(): Promise<number> {

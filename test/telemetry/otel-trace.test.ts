@@ -88,6 +88,7 @@ describe('OpenTelemetry across processes', () => {
       TOPICS.rentalPayments,
       TOPICS.rentalPaymentOutcomes,
       TOPICS.dlq(TOPICS.rentalPayments),
+      TOPICS.partner('applications'),
     ]);
     sandbox = await startSandbox({ port: 0 });
     collector = await startCollector();
@@ -183,6 +184,39 @@ describe('OpenTelemetry across processes', () => {
       expect(new Set([webhook.role, publish.role, command.role])).toEqual(
         new Set(['receiver', 'relay', 'consumer']),
       );
+    });
+  });
+
+  describe('when the poller finds a change', () => {
+    it('yields one trace per pass: its Partner API list calls and the publish of each change it found', async () => {
+      const control = createSandboxControl(sandbox.url);
+      await control.addRecords('applications', [{ status: 'submitted' }]);
+      rentbridge(['poller']);
+
+      const findPass = () =>
+        collector.spans.find((s) => s.name === 'poll applications' && s.role === 'poller');
+      await expect.poll(findPass, { timeout: 90_000, interval: 500 }).toBeDefined();
+      const pass = findPass()!;
+      const findPublish = () =>
+        collector.spans.find(
+          (s) =>
+            s.name === 'outbox publish' &&
+            s.traceId === pass.traceId &&
+            attr(s, 'messaging.destination.name') === TOPICS.partner('applications'),
+        );
+      await expect.poll(findPublish, { timeout: 60_000, interval: 500 }).toBeDefined();
+      const publish = findPublish()!;
+
+      // The pass is the root; the list call and the change's publish (in the relay) its children.
+      expect(pass.parentSpanId ?? '').toBe('');
+      const lists = collector.spans.filter(
+        (s) => s.parentSpanId === pass.spanId && s.name.startsWith('partner GET'),
+      );
+      expect(lists.map((s) => s.name)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/applications/)]),
+      );
+      expect(publish.parentSpanId).toBe(pass.spanId);
+      expect(publish.role).toBe('relay');
     });
   });
 });
