@@ -19,7 +19,6 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -31,6 +30,7 @@ import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import type { SandboxControl } from '../src/sandbox/control-client.js';
 import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
 import type { BenchResult } from './types.js';
+import { freePort } from '../test/support/free-port.js';
 
 const run$ = promisify(execFile);
 const WORKER = fileURLToPath(new URL('../test/partner/support/budget-worker.ts', import.meta.url));
@@ -41,17 +41,6 @@ function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -53,15 +53,21 @@ describe('configuration', () => {
   });
 });
 
+/** A log destination that keeps each line written to it. */
+function captureLines(): { lines: string[]; sink: Writable } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, sink };
+}
+
 describe('the root logger', () => {
   it('redacts secrets wherever they travel', () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, sink } = captureLines();
     const logger = createLogger({ level: 'info' }, sink);
     logger.info(
       {
@@ -88,13 +94,7 @@ describe('the root logger', () => {
   });
 
   it("redacts secrets deep in objects, in errors and in child bindings, without changing the caller's objects", () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, sink } = captureLines();
     const logger = createLogger({ level: 'info' }, sink)
       .child({ component: 'test' })
       .child({ config: { DATABASE_URL: 'postgres://u:pw_db@h/d' } });

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { KafkaMessage } from 'kafkajs';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -10,6 +9,7 @@ import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
 import { ROOT } from '../support/cli.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { freePort } from '../support/free-port.js';
 
 /**
  * rentbridge held to its Kafka contracts the way a back-office would: the demo (`rentbridge
@@ -19,17 +19,6 @@ import { createTestKafka, type TestKafka } from '../support/kafka.js';
  * (Kafka binding, structured mode), against docs/asyncapi.yaml (its resolved payload schemas)
  * and against docs/schemas with ajv.
  */
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.once('error', reject);
-  });
-}
 
 /** How long the demo gets to do each thing, polled once a second. */
 const WAIT = { timeout: 90_000, interval: 1000 };

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -19,6 +18,7 @@ import {
   startReceiver,
   type TestReceiver,
 } from '../receiver/webhooks.js';
+import { freePort } from '../support/free-port.js';
 
 /**
  * A broker of this file's own (never the shared one on 9092): stopped while webhooks are
@@ -27,18 +27,6 @@ import {
 const run = promisify(execFile);
 const TOPIC = 'commands.rental-payments';
 const acme = buildSecret();
-
-/** A port nothing listens on now: this file's broker must not clash with another run's. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('relay', () => {
   let database: TestDatabase;

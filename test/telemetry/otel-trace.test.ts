@@ -7,6 +7,7 @@ import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sand
 import { ROOT } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { freePort } from '../support/free-port.js';
 import { buildRentPayment, buildSecret, send } from '../receiver/webhooks.js';
 
 /** One span as the OTLP/HTTP JSON exporter sends it. */
@@ -60,7 +61,7 @@ describe('OpenTelemetry across processes', () => {
   let collector: Awaited<ReturnType<typeof startCollector>>;
   const children: ChildProcess[] = [];
   const secret = buildSecret();
-  const httpPort = 20000 + Math.floor(Math.random() * 20000);
+  let httpPort = 0;
 
   function rentbridge(args: string[]): ChildProcess {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
@@ -82,6 +83,7 @@ describe('OpenTelemetry across processes', () => {
   }
 
   beforeAll(async () => {
+    httpPort = await freePort();
     database = await createTestDatabase();
     kafka = createTestKafka();
     await kafka.createTopics([
