@@ -12,6 +12,12 @@ import {
 } from '../dead-letters/dead-letter-headers.js';
 import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../events/cloudevent.js';
 import {
+  commandSourceOf,
+  describeIdentity,
+  escapeId,
+  type CommandIdentity,
+} from '../events/command-identity.js';
+import {
   errorCodeLabel,
   isSuccess,
   OUTCOME_TYPES,
@@ -31,7 +37,7 @@ import {
   createSnapshotPageCache,
   type ReadBackStrategy,
   type SnapshotPageCache,
-  requestIdBase,
+  preferredRequestIdBase,
 } from '../guard/index.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
@@ -78,6 +84,8 @@ export interface CommandSpec<C> {
 
 /** What `before` / `complete` may use. */
 export interface StepTools {
+  /** The command's identity (source + type + id): the key of its guard row. */
+  identity: CommandIdentity;
   partner: GuardPartner;
   repository: CommandRepository;
   logger: Logger;
@@ -159,24 +167,25 @@ function cloudEventOrNull(value: Buffer | null) {
   }
 }
 
-/** Best effort: the command id of a message that failed its schema, for the dead letter. */
-function looseCommandId(value: Buffer | null): string | null {
-  return looseCommand(value).commandId;
-}
-
-/** Best effort: the command and target ids of a message that failed its type or schema. */
-function looseCommand(value: Buffer | null): { commandId: string | null; targetId: string | null } {
+/** Best effort: the command's source, id and target of a message that failed its type or schema. */
+function looseCommand(value: Buffer | null): {
+  source: string | null;
+  commandId: string | null;
+  targetId: string | null;
+} {
   try {
-    const data = (JSON.parse(value?.toString() ?? '') as { data?: Record<string, unknown> }).data;
+    const event = JSON.parse(value?.toString() ?? '') as { source?: unknown; data?: Record<string, unknown> };
+    const data = event.data;
     const id = data?.decision_id ?? data?.payment_id ?? data?.registration_id ?? data?.enrollment_request_id;
     const email = typeof data?.email === 'string' ? data.email.toLowerCase() : undefined;
     const target = data?.application_id ?? data?.enrollment_id ?? data?.customer_id ?? email;
     return {
+      source: typeof event.source === 'string' && event.source !== '' ? commandSourceOf(event.source) : null,
       commandId: typeof id === 'string' && id !== '' ? id : null,
       targetId: typeof target === 'string' || typeof target === 'number' ? String(target) : null,
     };
   } catch {
-    return { commandId: null, targetId: null };
+    return { source: null, commandId: null, targetId: null };
   }
 }
 
@@ -184,6 +193,7 @@ export function toOutcome(kind: CommandKind, record: CommandRecord): CommandOutc
   const status = record.state as CommandOutcome['status'];
   return {
     command_id: record.commandId,
+    command_source: record.source,
     command_type: kind,
     target_id: record.targetId,
     status,
@@ -259,6 +269,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     reason: DeadLetterReason,
     info: {
       commandId: string | null;
+      /** The command's source, when known (its type is the topic's). */
+      commandSource: string | null;
       error: { code: string | null; status: number | null; message: string } | null;
       /** The Partner API's error whole (the outcome's `error`). */
       partnerError?: OutcomeError | null;
@@ -284,6 +296,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       partnerRequestIds: info.partnerRequestIds,
       consumerGroup: groupId,
       commandId: info.commandId,
+      ...(info.commandId != null && info.commandSource != null
+        ? { commandSource: info.commandSource, commandType: spec.kind }
+        : {}),
     });
     return {
       topic: dlqTopic,
@@ -302,42 +317,67 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     };
   }
 
-  async function publishResult(
-    origin: Origin,
-    record: CommandRecord,
-    redelivered: boolean,
-    completion: Completion = {},
-  ) {
-    const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
-    const event = toCloudEvent({
-      // Stable per command: a republished outcome carries the same id.
-      id: `outcome.${record.commandId}`,
-      source: SOURCE(spec.name),
-      type: OUTCOME_TYPES[spec.kind],
-      subject: record.targetId,
-      data: outcome,
-    });
+  /**
+   * An outcome as a CloudEvent: its command's source and type also as extension attributes
+   * (`commandsource`, `commandtype`) and headers, so a back-office routes or tells two `42`s apart
+   * without parsing `data`.
+   */
+  function outcomeMessage(id: string, outcome: CommandOutcome, trail: Record<string, string> = {}) {
+    const event = {
+      ...toCloudEvent({
+        id,
+        source: SOURCE(spec.name),
+        type: OUTCOME_TYPES[spec.kind],
+        subject: outcome.target_id,
+        data: outcome,
+      }),
+      commandsource: outcome.command_source,
+      commandtype: outcome.command_type,
+    };
+    return {
+      key: outcome.target_id,
+      value: JSON.stringify(event),
+      headers: {
+        ...cloudEventHeaders(event),
+        ...trail,
+        'command-id': outcome.command_id,
+        'command-source': outcome.command_source,
+        'command-type': outcome.command_type,
+      },
+    };
+  }
+
+  function trailOf(origin: Origin): Record<string, string> {
     const trail: Record<string, string> = {};
     for (const name of TRAIL_HEADERS) {
       const value = headerValue(origin.message.headers, name);
       if (value !== undefined) trail[name] = value;
     }
+    return trail;
+  }
+
+  async function publishResult(
+    origin: Origin,
+    record: CommandRecord,
+    redelivered: boolean,
+    completion: Completion = {},
+    causeSource?: string,
+  ) {
+    const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
+    const trail = trailOf(origin);
     const batches: TopicMessages[] = [
       {
         topic: outcomeTopic,
-        messages: [
-          {
-            key: record.targetId,
-            value: JSON.stringify(event),
-            headers: { ...cloudEventHeaders(event), ...trail, 'command-id': record.commandId },
-          },
-        ],
+        // Stable per command identity (its request-id base is unique to it and is the command id
+        // when that fits): a republished outcome carries the same id.
+        messages: [outcomeMessage(`outcome.${record.requestIdBase}`, outcome, trail)],
       },
     ];
     for (const next of completion.followUps ?? []) {
       const command = toCloudEvent({
         id: next.id,
-        source: SOURCE(spec.name),
+        // The cause's source: a follow-up is the same PMS's command, part of its identity.
+        source: causeSource ?? SOURCE(spec.name),
         type: next.type,
         subject: next.subject,
         data: next.data as never,
@@ -364,6 +404,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       batches.unshift(
         deadLetter(origin, reason, {
           commandId: record.commandId,
+          commandSource: record.source,
           error: record.lastError,
           partnerError: outcome.error ?? null,
           attempts: record.attempts,
@@ -382,12 +423,75 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
   }
 
+  /**
+   * Same identity, other content: refused as `conflicting_duplicate`, never taken for the first
+   * command and never written. The outcome (`rejected`) is this command's own: its target, and a
+   * CloudEvent id of its own (the message's place), so it never replaces the first's outcome; the
+   * dead letter holds this message and names both.
+   */
+  async function publishConflict(
+    origin: Origin,
+    identity: CommandIdentity,
+    targetId: string,
+    existing: CommandRecord,
+  ) {
+    const now = new Date();
+    const message =
+      `${describeIdentity(identity)} was already received with other content ` +
+      `(target ${escapeId(existing.targetId)}, ${existing.state}, first seen ${existing.createdAt.toISOString()}, ` +
+      `request ids ${existing.requestIdBase}.*); this one (target ${escapeId(targetId)}) is refused, ` +
+      'nothing written: send it under an id of its own';
+    const error = { code: 'conflicting_duplicate', status: null, message };
+    const outcome: CommandOutcome = {
+      command_id: identity.commandId,
+      command_source: identity.source,
+      command_type: spec.kind,
+      target_id: targetId,
+      status: 'rejected',
+      attempts: 0,
+      partner_request_ids: [],
+      error: { ...error, request_id: null },
+      conflicts_with: {
+        target_id: existing.targetId,
+        status: existing.state,
+        partner_request_ids: existing.requestIds,
+        first_seen_at: existing.createdAt.toISOString(),
+      },
+    };
+    const batches: TopicMessages[] = [
+      deadLetter(origin, 'conflicting_duplicate', {
+        commandId: identity.commandId,
+        commandSource: identity.source,
+        error,
+        attempts: 0,
+        firstFailureAt: now,
+        lastFailureAt: now,
+        partnerRequestIds: [],
+      }),
+      {
+        topic: outcomeTopic,
+        messages: [
+          outcomeMessage(
+            `outcome.${existing.requestIdBase}.conflict.${origin.partition}-${origin.message.offset}`,
+            outcome,
+            trailOf(origin),
+          ),
+        ],
+      },
+    ];
+    await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 });
+    metrics.deadLetters.inc({ topic: spec.topic, reason: 'conflicting_duplicate' });
+    metrics.commandsRefused.inc({ command: spec.kind, code: 'other' });
+  }
+
   async function handle(origin: Origin, log: Logger): Promise<void> {
     let command: C;
     let eventId: string;
+    let ceSource: string;
     try {
       const event = parseCloudEvent(origin.message.value);
       eventId = event.id;
+      ceSource = event.source;
       if (event.type !== spec.eventType) {
         throw new TypeError(`CloudEvent type "${event.type}" is not "${spec.eventType}"`);
       }
@@ -396,8 +500,10 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       // Never retried: the same bytes fail the same way (no crash loop on a poison message).
       log.warn({ err: error }, 'invalid message: dead-lettered');
       const now = new Date();
+      const loose = looseCommand(origin.message.value);
       const batch = deadLetter(origin, 'invalid_message', {
-        commandId: looseCommandId(origin.message.value),
+        commandId: loose.commandId,
+        commandSource: loose.source,
         error: { code: 'invalid_message', status: null, message: (error as Error).message ?? String(error) },
         attempts: 0,
         firstFailureAt: now,
@@ -407,12 +513,12 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       // Every command is promised an outcome: when its id can be read (an unknown CloudEvent type,
       // a field that fails the schema), a rejected one goes with the dead letter. Its CloudEvent id
       // names the message, so a valid command with the same id later keeps an outcome id of its own.
-      const loose = looseCommand(origin.message.value);
       const batches: TopicMessages[] = [batch];
       if (loose.commandId) {
         const targetId = loose.targetId ?? origin.message.key?.toString() ?? loose.commandId;
         const outcome: CommandOutcome = {
           command_id: loose.commandId,
+          command_source: loose.source ?? '',
           command_type: spec.kind,
           target_id: targetId,
           status: 'rejected',
@@ -425,21 +531,13 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             request_id: null,
           },
         };
-        const event = toCloudEvent({
-          id: `outcome.${loose.commandId}.invalid.${origin.partition}-${origin.message.offset}`,
-          source: SOURCE(spec.name),
-          type: OUTCOME_TYPES[spec.kind],
-          subject: targetId,
-          data: outcome,
-        });
         batches.push({
           topic: outcomeTopic,
           messages: [
-            {
-              key: targetId,
-              value: JSON.stringify(event),
-              headers: { ...cloudEventHeaders(event), 'command-id': loose.commandId },
-            },
+            outcomeMessage(
+              `outcome.${preferredRequestIdBase({ source: outcome.command_source, commandType: spec.kind, commandId: loose.commandId })}.invalid.${origin.partition}-${origin.message.offset}`,
+              outcome,
+            ),
           ],
         });
       }
@@ -449,25 +547,33 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     }
 
     const commandId = spec.commandId(command);
-    // The CloudEvent id ties this command to its webhook and outbox row; the command id to its
-    // Partner API attempts (request ids `<commandId>.a<n>`), outcome and dead letter.
-    const clog = log.child({ commandId, eventId });
+    const identity: CommandIdentity = {
+      source: commandSourceOf(ceSource),
+      commandType: spec.kind,
+      commandId,
+    };
+    const targetId = spec.targetId(command);
+    // The CloudEvent id ties this command to its webhook and outbox row; its identity to its
+    // Partner API attempts (request ids `<base>.a<n>`), outcome and dead letter.
+    const clog = log.child({ commandId, commandSource: identity.source, eventId });
     let steps = 0;
     const tools: StepTools = {
+      identity,
       partner: deps.partner,
       repository,
       logger: clog,
-      nextRequestId: () => `${requestIdBase(commandId)}.s${++steps}`,
+      // Before its row exists the command's base is the one it asks for; steps run before the row.
+      nextRequestId: () => `${preferredRequestIdBase(identity)}.s${++steps}`,
     };
     for (let attempt = 1; ; attempt++) {
       try {
         const ended = spec.before ? await spec.before(command, tools) : null;
         if (ended) {
           const completion = spec.complete ? await spec.complete(command, ended, tools) : {};
-          await publishResult(origin, ended, false, completion);
+          await publishResult(origin, ended, false, completion, ceSource);
           return;
         }
-        const { record, alreadyFinal, settled } = await guardedWrite(
+        const { record, alreadyFinal, conflict, settled } = await guardedWrite(
           {
             repository,
             locks,
@@ -477,13 +583,17 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             signal: stopping.signal,
             ...(deps.guard && { options: deps.guard }),
           },
-          { commandId, commandType: spec.kind, targetId: spec.targetId(command), command },
+          { ...identity, targetId, command },
         );
+        if (conflict) {
+          await Promise.all([publishConflict(origin, identity, targetId, record), settled]);
+          return;
+        }
         if (alreadyFinal)
           clog.info({ state: record.state }, 'command already final: outcome published again');
         // Both must hold before the offset is committed.
         const completion = spec.complete ? await spec.complete(command, record, tools) : {};
-        await Promise.all([publishResult(origin, record, alreadyFinal, completion), settled]);
+        await Promise.all([publishResult(origin, record, alreadyFinal, completion, ceSource), settled]);
         return;
       } catch (error) {
         // The guard could not decide (a read failed, the database is away): the row keeps its

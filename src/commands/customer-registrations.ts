@@ -8,7 +8,7 @@ import {
 } from '../events/commands.js';
 import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
 import { classifyFailure } from '../guard/classify-failure.js';
-import { customerRegistrationReadBack, findNewest, sameEmail } from '../guard/index.js';
+import { customerRegistrationReadBack, findNewest, sameContent, sameEmail } from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
 import { metrics } from '../metrics.js';
 import {
@@ -43,7 +43,9 @@ function reasons(details: unknown): Record<string, string> | undefined {
 async function check(command: CustomerRegistrationCommand, tools: StepTools) {
   if (!command.check) return null;
   // Checked already, unless a redrive put the row back before any write (a corrected command).
-  const row = await tools.repository.find(command.registration_id);
+  const row = await tools.repository.find(tools.identity);
+  // Another command under this identity (other content): the guard refuses it, unchecked.
+  if (row && !sameContent(row.payload, command)) return null;
   if (row && !(row.state === 'pending' && row.attempts === 0)) return null;
   try {
     await tools.partner.checkCustomer(customerInput(command), {
@@ -56,8 +58,7 @@ async function check(command: CustomerRegistrationCommand, tools: StepTools) {
     if (failure.kind !== 'rejected') throw error;
     const details = reasons((error as { details?: unknown }).details);
     await tools.repository.ensure({
-      commandId: command.registration_id,
-      commandType: 'customer_registration',
+      ...tools.identity,
       targetId: registrationKey(command),
       payload: command,
     });
@@ -68,7 +69,7 @@ async function check(command: CustomerRegistrationCommand, tools: StepTools) {
       ...(details && { details }),
     };
     tools.logger.info({ code: failure.code, fields: Object.keys(details ?? {}) }, 'customer check refused');
-    const record = await tools.repository.finish(command.registration_id, 'rejected', refusal);
+    const record = await tools.repository.finish(tools.identity, 'rejected', refusal);
     metrics.commands.inc({ command: 'customer_registration', status: 'rejected' });
     return record;
   }

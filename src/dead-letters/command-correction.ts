@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { cloudEventSchema } from '../events/cloudevent.js';
+import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
+import type { CommandKind } from '../events/outcomes.js';
 import {
   applicationDecisionCommandSchema,
   customerRegistrationCommandSchema,
@@ -9,12 +11,40 @@ import {
 import { logicalTopic, TOPICS } from '../kafka/topics.js';
 import { describeIssues } from './dead-letter-filters.js';
 
-/** The command schema and id field of each command topic (logical names). */
-const COMMAND_SCHEMAS: Record<string, { schema: z.ZodType; idField: string }> = {
-  [TOPICS.applicationDecisions]: { schema: applicationDecisionCommandSchema, idField: 'decision_id' },
-  [TOPICS.rentalPayments]: { schema: rentalPaymentCommandSchema, idField: 'payment_id' },
-  [TOPICS.customerRegistrations]: { schema: customerRegistrationCommandSchema, idField: 'registration_id' },
-  [TOPICS.enrollments]: { schema: enrollmentCommandSchema, idField: 'enrollment_request_id' },
+/** The command schema, id field, target field and type of each command topic (logical names). */
+const COMMAND_SCHEMAS: Record<
+  string,
+  {
+    schema: z.ZodType;
+    idField: string;
+    targetOf: (data: Record<string, unknown>) => unknown;
+    kind: CommandKind;
+  }
+> = {
+  [TOPICS.applicationDecisions]: {
+    schema: applicationDecisionCommandSchema,
+    idField: 'decision_id',
+    targetOf: (d) => d.application_id,
+    kind: 'application_decision',
+  },
+  [TOPICS.rentalPayments]: {
+    schema: rentalPaymentCommandSchema,
+    idField: 'payment_id',
+    targetOf: (d) => d.enrollment_id,
+    kind: 'rental_payment',
+  },
+  [TOPICS.customerRegistrations]: {
+    schema: customerRegistrationCommandSchema,
+    idField: 'registration_id',
+    targetOf: (d) => (typeof d.email === 'string' ? d.email.toLowerCase() : undefined),
+    kind: 'customer_registration',
+  },
+  [TOPICS.enrollments]: {
+    schema: enrollmentCommandSchema,
+    idField: 'enrollment_request_id',
+    targetOf: (d) => d.customer_id,
+    kind: 'enrollment',
+  },
 };
 
 export class CorrectionError extends Error {
@@ -35,6 +65,50 @@ export function commandIdOf(value: string, originalTopic: string | null, topicPr
   const event = parseJson(value) as { data?: Record<string, unknown> } | undefined;
   const id = entry && event?.data ? event.data[entry.idField] : undefined;
   return typeof id === 'string' ? id : null;
+}
+
+/**
+ * The identity of the command a dead letter holds: from its `dlq-command-*` headers, else (a
+ * letter written before identities) from its value's CloudEvent source and its original topic.
+ * Null when the letter holds no readable command.
+ */
+export function letterIdentity(
+  letter: {
+    commandId: string | null;
+    commandSource: string | null;
+    commandType: string | null;
+    value: string;
+    originalTopic: string | null;
+  },
+  topicPrefix: string,
+): CommandIdentity | null {
+  const entry = letter.originalTopic
+    ? COMMAND_SCHEMAS[logicalTopic(topicPrefix, letter.originalTopic)]
+    : undefined;
+  const commandId = letter.commandId ?? commandIdOf(letter.value, letter.originalTopic, topicPrefix);
+  const commandType = (letter.commandType ?? entry?.kind) as CommandKind | undefined;
+  let source = letter.commandSource;
+  if (source == null) {
+    const ceSource = (parseJson(letter.value) as { source?: unknown } | undefined)?.source;
+    source = typeof ceSource === 'string' && ceSource !== '' ? commandSourceOf(ceSource) : null;
+  }
+  return commandId && commandType && source != null ? { source, commandType, commandId } : null;
+}
+
+/** The command (the CloudEvent's `data`) and its target in a message value of a command topic. */
+export function commandOfValue(
+  value: string,
+  originalTopic: string | null,
+  topicPrefix: string,
+): { data: Record<string, unknown>; targetId: string } | null {
+  const entry = originalTopic ? COMMAND_SCHEMAS[logicalTopic(topicPrefix, originalTopic)] : undefined;
+  const parsed = entry
+    ? entry.schema.safeParse((parseJson(value) as { data?: unknown } | undefined)?.data)
+    : null;
+  if (!entry || !parsed?.success) return null;
+  const data = parsed.data as Record<string, unknown>;
+  const target = entry.targetOf(data);
+  return typeof target === 'string' || typeof target === 'number' ? { data, targetId: String(target) } : null;
 }
 
 /**
@@ -80,6 +154,13 @@ export function buildCorrectedValue(options: {
   if (options.commandId && newId !== options.commandId) {
     throw new CorrectionError(
       `a correction must keep ${entry.idField} "${options.commandId}" (got "${String(newId)}")`,
+    );
+  }
+  // The source is part of the identity the guard checked: a correction keeps it too.
+  const original = parseJson(options.originalValue) as { source?: unknown } | undefined;
+  if (typeof original?.source === 'string' && envelope.data.source !== original.source) {
+    throw new CorrectionError(
+      `a correction must keep the CloudEvent source "${original.source}" (got "${envelope.data.source}")`,
     );
   }
   return JSON.stringify(event);

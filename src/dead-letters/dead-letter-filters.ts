@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { COMMAND_KINDS } from '../events/outcomes.js';
 import { DEAD_LETTER_REASONS } from './dead-letter-headers.js';
 
 /** States of a dead letter: only an `open` one can be redriven or discarded. */
@@ -38,6 +39,10 @@ export const deadLetterFiltersSchema = z.object({
   code: text.optional(),
   key: text.optional(),
   commandId: text.optional(),
+  /** The command's source (a PMS source such as `acme`, or a producer's CloudEvent source). */
+  source: text.optional(),
+  /** The command's type: application_decision, rental_payment, customer_registration, enrollment. */
+  commandType: z.enum(COMMAND_KINDS).optional(),
   requestId: text.optional(),
   /** Default `open`; `all` for every state. */
   state: z.enum([...DEAD_LETTER_STATES, 'all']).default('open'),

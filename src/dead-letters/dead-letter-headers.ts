@@ -9,7 +9,17 @@ import type { OutcomeError } from '../partner/errors.js';
  * `webhook-id`, `request-id`: the CloudEvents Kafka binding and the trail) beside the `dlq-*` ones.
  */
 
-export const DEAD_LETTER_REASONS = ['invalid_message', 'rejected', 'exhausted', 'unverified'] as const;
+/**
+ * `conflicting_duplicate`: a command whose identity (source + type + id) already belongs to a
+ * command of other content; refused, nothing written (docs/decisions/020-command-identity.md).
+ */
+export const DEAD_LETTER_REASONS = [
+  'invalid_message',
+  'rejected',
+  'exhausted',
+  'unverified',
+  'conflicting_duplicate',
+] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 export interface DeadLetterInfo {
@@ -30,6 +40,9 @@ export interface DeadLetterInfo {
   partnerRequestIds: string[];
   consumerGroup: string;
   commandId?: string | null;
+  /** With commandId and commandType, the command's identity (src/events/command-identity.ts). */
+  commandSource?: string | null;
+  commandType?: string | null;
 }
 
 export const DLQ_HEADER = {
@@ -48,6 +61,8 @@ export const DLQ_HEADER = {
   partnerRequestIds: 'dlq-partner-request-ids',
   consumerGroup: 'dlq-consumer-group',
   commandId: 'dlq-command-id',
+  commandSource: 'dlq-command-source',
+  commandType: 'dlq-command-type',
 } as const;
 
 /** Headers a redrive adds to the republished message. */
@@ -74,6 +89,8 @@ export function toDeadLetterHeaders(info: DeadLetterInfo): Record<string, string
   if (info.errorStatus != null) h[DLQ_HEADER.errorStatus] = String(info.errorStatus);
   if (info.errorMessage) h[DLQ_HEADER.errorMessage] = info.errorMessage.slice(0, 2000);
   if (info.commandId) h[DLQ_HEADER.commandId] = info.commandId;
+  if (info.commandSource != null) h[DLQ_HEADER.commandSource] = info.commandSource;
+  if (info.commandType) h[DLQ_HEADER.commandType] = info.commandType;
   // Bounded like the outcome's (its `extra` is at most 4 KB); JSON, read back by fromDeadLetterHeaders.
   if (info.error) h[DLQ_HEADER.error] = JSON.stringify(info.error).slice(0, 16_384);
   return h;
@@ -143,5 +160,7 @@ export function fromDeadLetterHeaders(headers: IHeaders | undefined): Partial<De
     partnerRequestIds: get('partnerRequestIds')?.split(',').filter(Boolean) ?? [],
     consumerGroup: get('consumerGroup'),
     commandId: get('commandId') ?? null,
+    commandSource: get('commandSource') ?? null,
+    commandType: get('commandType') ?? null,
   };
 }

@@ -24,6 +24,9 @@ export interface DeadLetter {
   errorStatus: number | null;
   errorMessage: string | null;
   commandId: string | null;
+  /** With commandId and commandType, the identity of the command the letter holds. */
+  commandSource: string | null;
+  commandType: string | null;
   partnerRequestIds: string[];
   attempts: number | null;
   consumerGroup: string | null;
@@ -66,6 +69,8 @@ function toDeadLetter(row: Row): DeadLetter {
     errorStatus: row.errorStatus,
     errorMessage: row.errorMessage,
     commandId: row.commandId,
+    commandSource: row.commandSource,
+    commandType: row.commandType,
     partnerRequestIds: row.partnerRequestIds,
     attempts: row.attempts,
     consumerGroup: row.consumerGroup,
@@ -97,6 +102,8 @@ function toRow(letter: NewDeadLetter): Prisma.DeadLetterCreateManyInput {
     errorStatus: info.errorStatus ?? null,
     errorMessage: info.errorMessage ?? null,
     commandId: info.commandId ?? null,
+    commandSource: info.commandSource ?? null,
+    commandType: info.commandType ?? null,
     partnerRequestIds: info.partnerRequestIds ?? [],
     attempts: info.attempts ?? null,
     consumerGroup: info.consumerGroup ?? null,
@@ -138,6 +145,8 @@ function whereOf(filters: Partial<DeadLetterFilters>, topicPrefix: string): Pris
   if (filters.code) and.push({ errorCode: filters.code });
   if (filters.key) and.push({ key: filters.key });
   if (filters.commandId) and.push({ commandId: filters.commandId });
+  if (filters.source !== undefined) and.push({ commandSource: filters.source });
+  if (filters.commandType) and.push({ commandType: filters.commandType });
   if (filters.requestId) and.push({ partnerRequestIds: { has: filters.requestId } });
   if (filters.state && filters.state !== 'all') and.push({ state: filters.state });
   if (filters.since || filters.until) {

@@ -1,5 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
+import type { CommandIdentity } from '../events/command-identity.js';
 
 /**
  * What ops read of the guard's `commands` / `command_attempts` tables (the guard writes them), and
@@ -28,11 +29,13 @@ export interface CommandAttemptView {
 
 /** The guard row of a command as ops see it (the guard's own state type is src/guard's GuardState). */
 export interface GuardStateView {
+  source: string;
   commandId: string;
   commandType: string;
   targetId: string;
   state: string;
   attempts: number;
+  requestIdBase: string;
   requestIds: string[];
   lastError: unknown;
   /** Whether the guard kept a snapshot of the target record (taken before its last write). */
@@ -43,18 +46,26 @@ export interface GuardStateView {
   history: CommandAttemptView[];
 }
 
-export async function getGuardState(db: Db | Tx, commandId: string): Promise<GuardStateView | null> {
+function key(id: CommandIdentity) {
+  return {
+    source_commandType_commandId: { source: id.source, commandType: id.commandType, commandId: id.commandId },
+  };
+}
+
+export async function getGuardState(db: Db | Tx, identity: CommandIdentity): Promise<GuardStateView | null> {
   const row = await db.command.findUnique({
-    where: { commandId },
+    where: key(identity),
     include: { attemptLog: { orderBy: { id: 'asc' } } },
   });
   if (!row) return null;
   return {
+    source: row.source,
     commandId: row.commandId,
     commandType: row.commandType,
     targetId: row.targetId,
     state: row.state,
     attempts: row.attempts,
+    requestIdBase: row.requestIdBase,
     requestIds: row.requestIds,
     lastError: row.lastError,
     hasSnapshot: row.snapshot != null,
@@ -94,15 +105,17 @@ export function resetStateFor(state: string, hasSnapshot: boolean): 'pending' | 
  */
 export async function resetGuardRow(
   tx: Tx,
-  commandId: string,
+  identity: CommandIdentity,
   expectedState: string,
+  /** A corrected command: the row's content becomes it, so the guard takes it for this command. */
+  corrected?: { payload: Prisma.InputJsonValue; targetId: string },
 ): Promise<string | null> {
-  const row = await tx.command.findUnique({ where: { commandId }, select: { state: true, snapshot: true } });
+  const row = await tx.command.findUnique({ where: key(identity), select: { state: true, snapshot: true } });
   if (!row || row.state !== expectedState) return null;
   const next = resetStateFor(row.state, row.snapshot != null);
   const { count } = await tx.command.updateMany({
-    where: { commandId, state: expectedState },
-    data: { state: next, finishedAt: null },
+    where: { ...identity, state: expectedState },
+    data: { state: next, finishedAt: null, ...corrected },
   });
   return count === 1 ? next : null;
 }

@@ -1,3 +1,4 @@
+import type { Prisma } from '@prisma/client';
 import type { IHeaders, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
@@ -5,7 +6,13 @@ import { CLOUDEVENT_CONTENT_TYPE, cloudEventHeaders, parseCloudEvent } from '../
 import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
-import { buildCorrectedValue, commandIdOf, CorrectionError } from './command-correction.js';
+import { describeIdentity, UNKNOWN_SOURCE, type CommandIdentity } from '../events/command-identity.js';
+import {
+  buildCorrectedValue,
+  commandOfValue,
+  CorrectionError,
+  letterIdentity,
+} from './command-correction.js';
 import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
 import type { DeadLetterState } from './dead-letter-filters.js';
 import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
@@ -15,6 +22,7 @@ import {
   resetStateFor,
   getGuardState,
   RESETTABLE_STATES,
+  type GuardStateView,
 } from './guard-state-repository.js';
 
 /**
@@ -54,6 +62,8 @@ export interface RedriveOutcome {
   message: string;
   topic?: string;
   commandId?: string | null;
+  /** The identity of the command the letter holds (source + type + id), when readable. */
+  command?: CommandIdentity | null;
   guardState?: string | null;
   /** Whether the guard's row was (or would be) reset so that the consumer tries again. */
   guardReset?: boolean;
@@ -97,6 +107,31 @@ function redriveHeaders(letter: DeadLetter, actor: string, at: Date, value: stri
   return headers;
 }
 
+/**
+ * The guard row of an identity; else, for a letter written before identities, the row of unknown
+ * source with the same type and id (the same command, recorded before its source was kept).
+ */
+async function findGuardState(
+  db: Db | Prisma.TransactionClient,
+  identity: CommandIdentity,
+): Promise<{ identity: CommandIdentity; guard: GuardStateView } | null> {
+  for (const candidate of [identity, { ...identity, source: UNKNOWN_SOURCE }]) {
+    const guard = await getGuardState(db, candidate);
+    if (guard) return { identity: candidate, guard };
+  }
+  return null;
+}
+
+/** The guard row of the command a dead letter holds (for `dlq show` and the console). */
+export async function letterGuardState(
+  db: Db,
+  letter: DeadLetter,
+  topicPrefix: string,
+): Promise<GuardStateView | null> {
+  const identity = letterIdentity(letter, topicPrefix);
+  return identity ? ((await findGuardState(db, identity))?.guard ?? null) : null;
+}
+
 export async function redriveDeadLetter(
   deps: RedriveDeps,
   id: number,
@@ -109,8 +144,11 @@ export async function redriveDeadLetter(
       const letter = await lockDeadLetter(tx, id);
       if (!letter) return { id, action: 'not_found', dryRun, message: `no dead letter ${id}` };
       const topic = redriveTopic(letter, deps.topicPrefix);
-      const commandId = letter.commandId ?? commandIdOf(letter.value, letter.originalTopic, deps.topicPrefix);
-      const base = { id, dryRun, topic: topic ?? undefined, commandId };
+      // The guard row is the one of the letter's identity, never another command's that shares
+      // its id (another source's, another type's).
+      const identity = letterIdentity(letter, deps.topicPrefix);
+      const commandId = identity?.commandId ?? letter.commandId;
+      const base = { id, dryRun, topic: topic ?? undefined, commandId, command: identity };
 
       if (letter.state !== 'open' && !options.force) {
         return { ...base, action: 'skip', message: `letter is ${letter.state}, not open` };
@@ -119,9 +157,22 @@ export async function redriveDeadLetter(
         return { ...base, action: 'skip', message: `letter has no ${DLQ_HEADER.originalTopic} header` };
       }
 
-      const guard = commandId ? await getGuardState(tx, commandId) : null;
+      if (letter.reason === 'conflicting_duplicate') {
+        // Its identity belongs to another command (other content): sent again it would be refused
+        // again, and a correction keeps the identity. It needs an id of its own from its sender.
+        return {
+          ...base,
+          action: 'skip',
+          message:
+            'a conflicting duplicate cannot be redriven: its identity belongs to another command; ' +
+            'have its sender send it under an id of its own, then discard this letter',
+        };
+      }
+      const found = identity ? await findGuardState(tx, identity) : null;
+      const guard = found?.guard ?? null;
+      const guardIdentity = found?.identity ?? null;
       if (guard && (APPLIED_STATES as readonly string[]).includes(guard.state)) {
-        const message = `command ${commandId} is already ${guard.state}: letter closed, nothing sent`;
+        const message = `command ${describeIdentity(identity!)} is already ${guard.state}: letter closed, nothing sent`;
         if (!dryRun) {
           await resolveDeadLetter(tx, id, {
             state: 'closed_applied',
@@ -133,7 +184,12 @@ export async function redriveDeadLetter(
             action: 'close_applied',
             target: deadLetterTarget(id),
             reason: options.reason,
-            details: { commandId, guardState: guard.state },
+            details: {
+              commandId,
+              commandSource: identity?.source,
+              commandType: identity?.commandType,
+              guardState: guard.state,
+            },
           });
           log.info({ commandId, guardState: guard.state }, 'dead letter closed: command already applied');
         }
@@ -166,7 +222,19 @@ export async function redriveDeadLetter(
       const message = guardReset ? `send ${what} (guard row ${guard.state} → ${resetTo})` : `send ${what}`;
       if (dryRun) return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
 
-      if (guardReset && commandId && !(await resetGuardRow(tx, commandId, guard.state))) {
+      const corrected = correctedValue
+        ? commandOfValue(correctedValue, letter.originalTopic, deps.topicPrefix)
+        : null;
+      if (
+        guardReset &&
+        guardIdentity &&
+        !(await resetGuardRow(
+          tx,
+          guardIdentity,
+          guard.state,
+          corrected ? { payload: corrected.data as never, targetId: corrected.targetId } : undefined,
+        ))
+      ) {
         // The consumer moved the row meanwhile: let the operator look again rather than guess.
         return {
           ...base,
@@ -198,6 +266,8 @@ export async function redriveDeadLetter(
         details: {
           topic,
           commandId,
+          commandSource: identity?.source,
+          commandType: identity?.commandType,
           corrected: correctedValue != null,
           // The guard row as it was before the reset (its attempts stay in command_attempts too).
           ...(guardReset ? { guardRowReset: { ...guard, resetTo } } : { guardState: guard?.state ?? null }),

@@ -1,19 +1,24 @@
 import { z } from 'zod';
-import { idString, idStringOrNumber } from './ids.js';
+import { idStringOrNumber, pmsIdString } from './ids.js';
 
 /**
- * The commands rentbridge applies to the Partner API. Each carries its own unique id, which is
- * the guard's key: the same id is never applied twice. They travel as the `data` of a CloudEvent
+ * The commands rentbridge applies to the Partner API. Each carries its own id; a command is known
+ * by its identity, source + command type + command id (src/events/command-identity.ts), which
+ * is the guard's key: the same identity is never applied twice. They travel as the `data` of a CloudEvent
  * on commands.application-decisions / commands.rental-payments / commands.customer-registrations /
  * commands.enrollments, keyed by the target record's id (a registration: its lower-cased e-mail).
  */
 
-/** Ids follow one pattern (src/events/ids.ts): 1-128 of A-Z a-z 0-9 _ . -, never "." or "..". */
+/**
+ * Two kinds of ids (src/events/ids.ts): those that go into a Partner API path (application,
+ * enrollment, customer) follow the strict pattern, 1-128 of A-Z a-z 0-9 _ . -, never "." or "..";
+ * the PMS's own (command ids, pms_reference) are any text of 1-255 characters without controls.
+ */
 const id = idStringOrNumber;
 
 export const applicationDecisionCommandSchema = z
   .object({
-    decision_id: idString.describe('unique id of this decision; the guard key'),
+    decision_id: pmsIdString.describe('id of this decision, unique per source; with them the guard key'),
     application_id: id.describe('the application to decide'),
     decision: z.enum(['approve', 'decline']),
     reason: z.string().max(2000).optional(),
@@ -23,7 +28,7 @@ export type ApplicationDecisionCommand = z.infer<typeof applicationDecisionComma
 
 export const rentalPaymentCommandSchema = z
   .object({
-    payment_id: idString.describe('unique id of this payment; the guard key'),
+    payment_id: pmsIdString.describe('id of this payment, unique per source; with them the guard key'),
     enrollment_id: id.describe('the enrollment the payment is reported for'),
     amount_cents: z.number().int().positive(),
     paid_on: z.iso.date().describe('YYYY-MM-DD'),
@@ -37,14 +42,15 @@ export type RentalPaymentCommand = z.infer<typeof rentalPaymentCommandSchema>;
 
 export const customerRegistrationCommandSchema = z
   .object({
-    registration_id: idString
-      .max(117, 'at most 117 characters (its enrollment request id adds ".enrollment")')
-      .describe('unique id of this registration; the guard key'),
-    pms_reference: z
-      .string()
-      .min(1)
-      .max(200)
-      .describe("the PMS's own id of the tenant; echoed in the outcome next to the Partner customer id"),
+    registration_id: pmsIdString
+      .refine(
+        (v) => [...v].length <= 244,
+        'at most 244 characters (its enrollment request id adds ".enrollment")',
+      )
+      .describe('id of this registration, unique per source; with them the guard key'),
+    pms_reference: pmsIdString.describe(
+      "the PMS's own id of the tenant; echoed in the outcome next to the Partner customer id",
+    ),
     first_name: z.string().min(1).max(200),
     last_name: z.string().min(1).max(200),
     email: z.email().max(320).describe('unique per customer (spec 2.2); the read-back matches on it'),
@@ -63,10 +69,12 @@ export type CustomerRegistrationCommand = z.infer<typeof customerRegistrationCom
 
 export const enrollmentCommandSchema = z
   .object({
-    enrollment_request_id: idString.describe('unique id of this enrollment request; the guard key'),
+    enrollment_request_id: pmsIdString.describe(
+      'id of this enrollment request, unique per source; with them the guard key',
+    ),
     customer_id: id.describe('the Partner customer to enroll'),
-    pms_reference: z.string().min(1).max(200).optional().describe("the PMS's own id of the tenant"),
-    registration_id: idString
+    pms_reference: pmsIdString.optional().describe("the PMS's own id of the tenant"),
+    registration_id: pmsIdString
       .optional()
       .describe('set when the enrollment is the last step of a registration'),
   })

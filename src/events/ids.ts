@@ -21,3 +21,31 @@ export const idStringOrNumber = z
 export function isValidId(value: string): boolean {
   return ID_PATTERN.test(value);
 }
+
+/**
+ * A PMS's own ids (command ids, `pms_reference`) are the PMS's business, not ours (issue 27): any
+ * text of 1 to 255 characters (code points) without control characters (C0, DEL, C1) or unpaired
+ * surrogates, so `pms:7f3/decision #7 für Wohnung` is taken as it is. They never go into a
+ * Partner API path; the request ids derived from them are encoded to fit spec 7.3
+ * (src/guard/command-request-ids.ts).
+ */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what must be refused
+const CONTROL =
+  /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export const PMS_ID_RULE = '1 to 255 characters, no control characters';
+
+export function isValidPmsId(value: string): boolean {
+  const length = [...value].length;
+  return length >= 1 && length <= 255 && !CONTROL.test(value);
+}
+
+/** A PMS's own id as text (PMS_ID_RULE). */
+export const pmsIdString = z
+  .string()
+  .min(1)
+  // The pattern is what the published JSON schema shows; the refinement adds the length in code
+  // points and the surrogate pairing, which a JSON-schema pattern cannot say.
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what must be refused
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]+$/, PMS_ID_RULE)
+  .refine(isValidPmsId, PMS_ID_RULE);

@@ -58,7 +58,8 @@ export const outcomeErrorSchema = z
       .describe(
         "the envelope's code (spec 7.2; unknown codes may appear); `bad_request` when the envelope had none " +
           '(then code_missing is true); for a failure without an answer, what happened ' +
-          '(PartnerTimeoutError, PartnerNetworkError, interrupted)',
+          '(PartnerTimeoutError, PartnerNetworkError, interrupted); refused by rentbridge itself: ' +
+          '`invalid_message`, `conflicting_duplicate` (the identity is taken by a command of other content)',
       ),
     status: z.number().int().nullable().describe('the HTTP status; null when no answer came'),
     message: z.string().describe('human-readable; its wording may change, do not branch on it'),
@@ -133,8 +134,15 @@ export const commandOutcomeSchema = z
     command_id: z
       .string()
       .min(1)
-      .describe('decision_id, payment_id, registration_id or enrollment_request_id'),
-    command_type: z.enum(COMMAND_KINDS),
+      .describe('decision_id, payment_id, registration_id or enrollment_request_id, as the command gave it'),
+    command_source: z
+      .string()
+      .describe(
+        "the command's source: the PMS source of a webhook's command (`acme`), else the command's " +
+          'CloudEvent source attribute; with command_type and command_id, the identity of the command ' +
+          '(also the CloudEvent extension `commandsource`)',
+      ),
+    command_type: z.enum(COMMAND_KINDS).describe('also the CloudEvent extension `commandtype`'),
     target_id: z
       .string()
       .min(1)
@@ -173,6 +181,19 @@ export const commandOutcomeSchema = z
       .string()
       .optional()
       .describe('registration with enroll: the enrollment command it led to (its own outcome follows)'),
+    conflicts_with: z
+      .object({
+        target_id: z.string(),
+        status: z.string().describe("the first command's guard state"),
+        partner_request_ids: z.array(z.string()),
+        first_seen_at: z.string().describe('ISO 8601'),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'error.code conflicting_duplicate: the command that already holds this identity (same source, ' +
+          'type and id, other content); this one was refused and nothing was written',
+      ),
   })
   .strict();
 export type CommandOutcome = z.infer<typeof commandOutcomeSchema>;

@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../db/database-url.js';
+import type { CommandIdentity } from '../events/command-identity.js';
 import type { Logger } from '../logger.js';
 
 /**
  * One writer per command (docs/decisions/011-one-writer-per-command.md): while a process works
- * on a command it holds a session-level advisory lock keyed by the command id, on a connection of
+ * on a command it holds a session-level advisory lock keyed by the command's identity (source +
+ * type + id: two commands that share an id are two commands), on a connection of
  * its own. The lock dies with the process: a crash, a kill or a lost connection ends the session
  * and PostgreSQL releases it, so a crashed holder never blocks the command. Another process that
  * meets the command waits for the lock instead of reading back a write still on its way.
@@ -25,9 +27,12 @@ export interface CommandLock {
 
 export interface CommandLocks {
   /** Takes the command's lock at once, or answers null when another session holds it. */
-  tryAcquire(commandId: string): Promise<CommandLock | null>;
+  tryAcquire(identity: CommandIdentity): Promise<CommandLock | null>;
   /** Waits up to `waitMs` for the lock; null when another session still holds it then. */
-  acquire(commandId: string, options: { waitMs: number; signal?: AbortSignal }): Promise<CommandLock | null>;
+  acquire(
+    identity: CommandIdentity,
+    options: { waitMs: number; signal?: AbortSignal },
+  ): Promise<CommandLock | null>;
   close(): Promise<void>;
 }
 
@@ -63,11 +68,18 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
     keepAlive: true,
   });
   pool.on('error', (error) => log.warn({ err: error }, 'idle command-lock connection lost'));
-  const key = (commandId: string) => `${schema}:${commandId}`;
+  // Joined by the unit separator, a control character no command id may hold, so the key of one
+  // identity is not that of another; two keys that share a hash only queue up, harmlessly.
+  const key = (id: CommandIdentity) => `${schema}:${id.source}\u001f${id.commandType}\u001f${id.commandId}`;
   let closing: Promise<void> | undefined;
 
   /** Tries on `client` until taken, the deadline passes or `signal` aborts; releases `client` unless taken. */
-  async function take(commandId: string, waitMs: number, signal?: AbortSignal): Promise<CommandLock | null> {
+  async function take(
+    identity: CommandIdentity,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<CommandLock | null> {
+    const { commandId } = identity;
     const client = await pool.connect();
     let lost = false;
     // A checked-out pg client has no error listener: without one a dropped connection would
@@ -83,7 +95,7 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
         const { rows } = await client.query<{ locked: boolean }>({
           name: 'rentbridge-command-try-lock',
           text: TRY_LOCK,
-          values: [key(commandId)],
+          values: [key(identity)],
         });
         if (rows[0]?.locked === true) break;
         if (Date.now() >= deadline) {
@@ -109,7 +121,7 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
             const { rows } = await client.query<{ unlocked: boolean }>({
               name: 'rentbridge-command-unlock',
               text: UNLOCK,
-              values: [key(commandId)],
+              values: [key(identity)],
             });
             client.removeListener('error', onError);
             // Not ours any more (should not happen): drop the session rather than reuse it.
@@ -126,8 +138,8 @@ export function createCommandLocks(options: CommandLocksOptions): CommandLocks {
   }
 
   return {
-    tryAcquire: (commandId) => take(commandId, 0),
-    acquire: (commandId, { waitMs, signal }) => take(commandId, waitMs, signal),
+    tryAcquire: (identity) => take(identity, 0),
+    acquire: (identity, { waitMs, signal }) => take(identity, waitMs, signal),
     async close() {
       closing ??= pool.end();
       await closing;

@@ -1,11 +1,17 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
+import { UNKNOWN_SOURCE, type CommandIdentity } from '../events/command-identity.js';
 import type { OutcomeError } from '../partner/errors.js';
+import { hashedRequestIdBase, preferredRequestIdBase, writeRequestId } from './command-request-ids.js';
 import type { Snapshot } from './read-back.js';
 
 /**
- * The guard's rows (tables `commands` and `command_attempts`), one per command id. Only this
- * file touches Prisma for them; callers get plain objects.
+ * The guard's rows (tables `commands` and `command_attempts`), one per command identity: source +
+ * command type + command id (src/events/command-identity.ts). Only this file touches Prisma for
+ * them; callers get plain objects.
+ *
+ * A row created before identities whose source is not known (UNKNOWN_SOURCE) is adopted by the
+ * first command of the same type, id and content: that is the command it recorded, retried.
  *
  * States: `pending` (known not applied, a write may be made), `in_flight` (committed before
  * every write: the call may have landed), and the final ones below.
@@ -29,6 +35,8 @@ export interface GuardError {
 }
 
 export interface CommandRecord {
+  /** The command's source (src/events/command-identity.ts): part of its identity. */
+  source: string;
   commandId: string;
   commandType: string;
   targetId: string;
@@ -37,6 +45,8 @@ export interface CommandRecord {
   snapshot: Snapshot | null;
   /** Writes made so far (attempt n used request id `requestIds[n-1]`). */
   attempts: number;
+  /** Every Partner API request id of the command starts with it (src/guard/command-request-ids.ts). */
+  requestIdBase: string;
   requestIds: string[];
   lastError: GuardError | null;
   createdAt: Date;
@@ -56,27 +66,9 @@ export interface AttemptRecord {
   finishedAt: Date | null;
 }
 
-type Row = Prisma.CommandGetPayload<object>;
-
-function toRecord(row: Row): CommandRecord {
-  return {
-    commandId: row.commandId,
-    commandType: row.commandType,
-    targetId: row.targetId,
-    state: row.state as GuardState,
-    payload: row.payload,
-    snapshot: (row.snapshot as Snapshot | null) ?? null,
-    attempts: row.attempts,
-    requestIds: row.requestIds,
-    lastError: (row.lastError as GuardError | null) ?? null,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    finishedAt: row.finishedAt,
-  };
-}
-
 /** A row as `$queryRaw` returns it (column names as in the table). */
 interface RawRow {
+  source: string;
   command_id: string;
   command_type: string;
   target_id: string;
@@ -84,6 +76,7 @@ interface RawRow {
   payload: unknown;
   snapshot: unknown;
   attempts: number;
+  request_id_base: string;
   request_ids: string[] | null;
   last_error: unknown;
   created_at: Date | string;
@@ -93,6 +86,7 @@ interface RawRow {
 
 function fromRaw(row: RawRow): CommandRecord {
   return {
+    source: row.source,
     commandId: row.command_id,
     commandType: row.command_type,
     targetId: row.target_id,
@@ -100,12 +94,54 @@ function fromRaw(row: RawRow): CommandRecord {
     payload: row.payload,
     snapshot: (row.snapshot as Snapshot | null) ?? null,
     attempts: Number(row.attempts),
+    requestIdBase: row.request_id_base,
     requestIds: row.request_ids ?? [],
     lastError: (row.last_error as GuardError | null) ?? null,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
     finishedAt: row.finished_at == null ? null : new Date(row.finished_at),
   };
+}
+
+type Row = Prisma.CommandGetPayload<object>;
+
+function toRecord(row: Row): CommandRecord {
+  return {
+    source: row.source,
+    commandId: row.commandId,
+    commandType: row.commandType,
+    targetId: row.targetId,
+    state: row.state as GuardState,
+    payload: row.payload,
+    snapshot: (row.snapshot as Snapshot | null) ?? null,
+    attempts: row.attempts,
+    requestIdBase: row.requestIdBase,
+    requestIds: row.requestIds,
+    lastError: (row.lastError as GuardError | null) ?? null,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+/** Prisma's compound key of a command. */
+function key(id: CommandIdentity) {
+  return {
+    source_commandType_commandId: { source: id.source, commandType: id.commandType, commandId: id.commandId },
+  };
+}
+
+/** The same command twice: equal JSON, whatever the order of the keys. */
+export function sameContent(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : 1)))
+      : v,
+  );
 }
 
 export interface FailureInput {
@@ -118,9 +154,9 @@ export interface FailureInput {
 export type CommandRepository = ReturnType<typeof createCommandRepository>;
 
 export function createCommandRepository(db: Db) {
-  async function mergeError(commandId: string, failure: FailureInput | undefined) {
+  async function mergeError(id: CommandIdentity, failure: FailureInput | undefined) {
     if (!failure) return undefined;
-    const row = await db.command.findUnique({ where: { commandId }, select: { lastError: true } });
+    const row = await db.command.findUnique({ where: key(id), select: { lastError: true } });
     const previous = (row?.lastError as GuardError | null) ?? null;
     const now = new Date().toISOString();
     const merged: GuardError = {
@@ -131,61 +167,95 @@ export function createCommandRepository(db: Db) {
     return merged as unknown as Prisma.InputJsonValue;
   }
 
+  /**
+   * The identity's row: adopted from a row of unknown source with the same type, id and content,
+   * else inserted as `pending` with `base` (unless the identity or the base is taken), else the
+   * identity's existing row. Null when none: another identity holds `base`.
+   */
+  async function ensureWith(
+    input: CommandIdentity & { targetId: string; payload: Prisma.InputJsonValue },
+    base: string,
+  ): Promise<CommandRecord | null> {
+    const payload = JSON.stringify(input.payload);
+    const rows = await db.$queryRaw<RawRow[]>`
+      WITH adopted AS (
+        UPDATE commands SET source = ${input.source}
+         WHERE source = ${UNKNOWN_SOURCE} AND ${input.source} <> ${UNKNOWN_SOURCE}
+           AND command_type = ${input.commandType} AND command_id = ${input.commandId}
+           AND payload = ${payload}::jsonb
+           AND NOT EXISTS (SELECT 1 FROM commands WHERE source = ${input.source}
+                             AND command_type = ${input.commandType} AND command_id = ${input.commandId})
+        RETURNING *),
+      ins AS (
+        INSERT INTO commands (source, command_id, command_type, target_id, state, payload, request_id_base, request_ids)
+        SELECT ${input.source}, ${input.commandId}, ${input.commandType}, ${input.targetId}, 'pending',
+               ${payload}::jsonb, ${base}, '{}'
+         WHERE NOT EXISTS (SELECT 1 FROM adopted)
+        ON CONFLICT DO NOTHING
+        RETURNING *)
+      SELECT * FROM adopted
+      UNION ALL
+      SELECT * FROM ins
+      UNION ALL
+      SELECT * FROM commands
+       WHERE source = ${input.source} AND command_type = ${input.commandType} AND command_id = ${input.commandId}
+         AND NOT EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM adopted)`;
+    return rows[0] ? fromRaw(rows[0]) : null;
+  }
+
   return {
-    async find(commandId: string): Promise<CommandRecord | null> {
-      const row = await db.command.findUnique({ where: { commandId } });
+    async find(id: CommandIdentity): Promise<CommandRecord | null> {
+      const row = await db.command.findUnique({ where: key(id) });
       return row ? toRecord(row) : null;
     },
 
     /**
      * The command's row, created as `pending` when this is the first time it is seen. One round
-     * trip: this is on every command's path.
+     * trip in the common case: this is on every command's path. Its request-id base is the
+     * command id when that fits and is free, else the encoded one (command-request-ids.ts).
      */
-    async ensure(input: {
-      commandId: string;
-      commandType: string;
-      targetId: string;
-      payload: Prisma.InputJsonValue;
-    }): Promise<CommandRecord> {
-      const rows = await db.$queryRaw<RawRow[]>`
-        WITH ins AS (
-          INSERT INTO commands (command_id, command_type, target_id, state, payload, request_ids)
-          VALUES (${input.commandId}, ${input.commandType}, ${input.targetId}, 'pending',
-                  ${JSON.stringify(input.payload)}::jsonb, '{}')
-          ON CONFLICT (command_id) DO NOTHING
-          RETURNING *)
-        SELECT * FROM ins
-        UNION ALL
-        SELECT * FROM commands WHERE command_id = ${input.commandId} AND NOT EXISTS (SELECT 1 FROM ins)`;
-      const row = rows[0];
+    async ensure(
+      input: CommandIdentity & { targetId: string; payload: Prisma.InputJsonValue },
+    ): Promise<CommandRecord> {
+      const preferred = preferredRequestIdBase(input);
+      const row =
+        (await ensureWith(input, preferred)) ??
+        // Another identity holds the plain id as its base: this one takes the encoded base.
+        (await ensureWith(input, hashedRequestIdBase(input)));
       if (!row) throw new Error(`command ${input.commandId} neither inserted nor found`);
-      return fromRaw(row);
+      return row;
     },
 
     /**
      * The common case in one round trip: a command seen for the first time is created directly as
-     * `in_flight` for write attempt 1, with its snapshot and attempt row. Null when the command
-     * already has a row (the caller then walks it from its state).
+     * `in_flight` for write attempt 1, with its snapshot and attempt row, under its preferred
+     * request-id base. Null when it cannot be (the identity has a row, a row of unknown source
+     * may be this command's, or another identity holds the base): the caller then goes through
+     * `ensure` and walks the row from its state.
      */
-    async createInFlight(input: {
-      commandId: string;
-      commandType: string;
-      targetId: string;
-      payload: Prisma.InputJsonValue;
-      requestId: string;
-      snapshot: Snapshot;
-    }): Promise<CommandRecord | null> {
+    async createInFlight(
+      input: CommandIdentity & {
+        targetId: string;
+        payload: Prisma.InputJsonValue;
+        requestIdBase: string;
+        snapshot: Snapshot;
+      },
+    ): Promise<CommandRecord | null> {
+      const requestId = writeRequestId(input.requestIdBase, 1);
       const rows = await db.$queryRaw<RawRow[]>`
         WITH ins AS (
-          INSERT INTO commands (command_id, command_type, target_id, state, payload, snapshot, attempts, request_ids)
-          VALUES (${input.commandId}, ${input.commandType}, ${input.targetId}, 'in_flight',
-                  ${JSON.stringify(input.payload)}::jsonb, ${JSON.stringify(input.snapshot)}::jsonb, 1,
-                  ARRAY[${input.requestId}::text])
-          ON CONFLICT (command_id) DO NOTHING
+          INSERT INTO commands (source, command_id, command_type, target_id, state, payload, snapshot, attempts,
+                                request_id_base, request_ids)
+          SELECT ${input.source}, ${input.commandId}, ${input.commandType}, ${input.targetId}, 'in_flight',
+                 ${JSON.stringify(input.payload)}::jsonb, ${JSON.stringify(input.snapshot)}::jsonb, 1,
+                 ${input.requestIdBase}, ARRAY[${requestId}::text]
+           WHERE NOT EXISTS (SELECT 1 FROM commands WHERE source = ${UNKNOWN_SOURCE}
+                               AND command_type = ${input.commandType} AND command_id = ${input.commandId})
+          ON CONFLICT DO NOTHING
           RETURNING *),
         att AS (
-          INSERT INTO command_attempts (command_id, attempt, request_id, kind)
-          SELECT command_id, 1, ${input.requestId}, 'write' FROM ins)
+          INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind)
+          SELECT source, command_type, command_id, 1, ${requestId}, 'write' FROM ins)
         SELECT * FROM ins`;
       return rows[0] ? fromRaw(rows[0]) : null;
     },
@@ -196,7 +266,7 @@ export function createCommandRepository(db: Db) {
      * when the row has none: the baseline of every read-back is the snapshot taken before the
      * command's FIRST write, never a later one (a later one may already hold a late write).
      */
-    async beginWrite(commandId: string, input: { attempt: number; requestId: string; snapshot: Snapshot }) {
+    async beginWrite(id: CommandIdentity, input: { attempt: number; requestId: string; snapshot: Snapshot }) {
       // One statement, so atomic: the row and its attempt commit together.
       await db.$executeRaw`
         WITH u AS (
@@ -205,34 +275,42 @@ export function createCommandRepository(db: Db) {
                  snapshot = coalesce(snapshot, ${JSON.stringify(input.snapshot)}::jsonb),
                  request_ids = array_append(coalesce(request_ids, '{}'), ${input.requestId}::text),
                  updated_at = now()
-           WHERE command_id = ${commandId}
-          RETURNING command_id)
-        INSERT INTO command_attempts (command_id, attempt, request_id, kind)
-        SELECT command_id, ${input.attempt}, ${input.requestId}, 'write' FROM u`;
+           WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}
+          RETURNING source, command_type, command_id)
+        INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind)
+        SELECT source, command_type, command_id, ${input.attempt}, ${input.requestId}, 'write' FROM u`;
     },
 
     /** The write succeeded: its attempt and the command are finished together (one round trip). */
-    async applied(commandId: string, attempt: number, status: number): Promise<CommandRecord> {
+    async applied(id: CommandIdentity, attempt: number, status: number): Promise<CommandRecord> {
       const rows = await db.$queryRaw<RawRow[]>`
         WITH a AS (
           UPDATE command_attempts SET finished_at = now(), result = 'applied', status = ${status}
-           WHERE command_id = ${commandId} AND attempt = ${attempt} AND kind = 'write' AND finished_at IS NULL)
+           WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}
+             AND attempt = ${attempt} AND kind = 'write' AND finished_at IS NULL)
         UPDATE commands SET state = 'applied', finished_at = now(), updated_at = now()
-         WHERE command_id = ${commandId}
+         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}
         RETURNING *`;
       const row = rows[0];
-      if (!row) throw new Error(`command ${commandId} not found`);
+      if (!row) throw new Error(`command ${id.commandId} not found`);
       return fromRaw(row);
     },
 
     /** The write's answer: `applied`, `throttled`, `failed:<kind>`… with the HTTP status and code. */
     async endWrite(
-      commandId: string,
+      id: CommandIdentity,
       attempt: number,
       input: { result: string; status?: number | null; code?: string | null; message?: string | null },
     ) {
       await db.commandAttempt.updateMany({
-        where: { commandId, attempt, kind: 'write', finishedAt: null },
+        where: {
+          source: id.source,
+          commandType: id.commandType,
+          commandId: id.commandId,
+          attempt,
+          kind: 'write',
+          finishedAt: null,
+        },
         data: {
           finishedAt: new Date(),
           result: input.result,
@@ -245,36 +323,45 @@ export function createCommandRepository(db: Db) {
 
     /** A read made for the command (snapshot or read-back), with its verdict. */
     async logRead(
-      commandId: string,
+      id: CommandIdentity,
       input: { attempt: number; requestId: string; kind: string; result: string },
     ) {
       await db.commandAttempt.create({
-        data: { commandId, ...input, finishedAt: new Date() },
+        data: {
+          source: id.source,
+          commandType: id.commandType,
+          commandId: id.commandId,
+          ...input,
+          finishedAt: new Date(),
+        },
       });
     },
 
     /** Back to `pending`: the last write is proven not applied. */
-    async markPending(commandId: string, failure?: FailureInput) {
+    async markPending(id: CommandIdentity, failure?: FailureInput) {
       await db.command.update({
-        where: { commandId },
-        data: { state: 'pending', ...(failure ? { lastError: await mergeError(commandId, failure) } : {}) },
+        where: key(id),
+        data: { state: 'pending', ...(failure ? { lastError: await mergeError(id, failure) } : {}) },
       });
     },
 
-    async finish(commandId: string, state: FinalState, failure?: FailureInput): Promise<CommandRecord> {
+    async finish(id: CommandIdentity, state: FinalState, failure?: FailureInput): Promise<CommandRecord> {
       const row = await db.command.update({
-        where: { commandId },
+        where: key(id),
         data: {
           state,
           finishedAt: new Date(),
-          ...(failure ? { lastError: await mergeError(commandId, failure) } : {}),
+          ...(failure ? { lastError: await mergeError(id, failure) } : {}),
         },
       });
       return toRecord(row);
     },
 
-    async attempts(commandId: string): Promise<AttemptRecord[]> {
-      const rows = await db.commandAttempt.findMany({ where: { commandId }, orderBy: { id: 'asc' } });
+    async attempts(id: CommandIdentity): Promise<AttemptRecord[]> {
+      const rows = await db.commandAttempt.findMany({
+        where: { source: id.source, commandType: id.commandType, commandId: id.commandId },
+        orderBy: { id: 'asc' },
+      });
       return rows.map((r) => ({
         attempt: r.attempt,
         requestId: r.requestId,

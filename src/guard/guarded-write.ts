@@ -6,11 +6,12 @@ import { metrics } from '../metrics.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
 import { classifyFailure, type FailureInfo } from './classify-failure.js';
 import type { CommandLock, CommandLocks } from './command-lock.js';
+import type { CommandIdentity } from '../events/command-identity.js';
 import type { CommandRecord, CommandRepository, FinalState } from './command-repository.js';
-import { isFinal } from './command-repository.js';
+import { isFinal, sameContent } from './command-repository.js';
 import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
-import { readRequestId, writeRequestId } from './command-request-ids.js';
+import { preferredRequestIdBase, readRequestId, writeRequestId } from './command-request-ids.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**
@@ -19,7 +20,7 @@ import type { ThrottleGate } from './throttle-gate.js';
  * (spec 7.4), so a write is never retried on a guess. What to do next is decided by the pure
  * state machine in guard-machine.ts; this file is its driver: it performs each action (read the
  * baseline, commit and send a write, wait and read back, commit the final state) and reports
- * what happened. Per command id a row walks:
+ * what happened. Per command identity (source + type + id) a row walks:
  *
  *   pending ─baseline─▶ in_flight (committed) ─write─▶ 2xx: applied
  *                                              ├─ 429: pending, whole consumer waits Retry-After
@@ -87,10 +88,7 @@ export interface GuardDeps<C> {
   options?: GuardOptions;
 }
 
-export interface GuardInput<C> {
-  commandId: string;
-  /** `application_decision` or `rental_payment`. */
-  commandType: string;
+export interface GuardInput<C> extends CommandIdentity {
   targetId: string;
   command: C;
 }
@@ -99,6 +97,12 @@ export interface GuardResult {
   record: CommandRecord;
   /** The row was already final: nothing was written this time (a redelivery or a redrive). */
   alreadyFinal: boolean;
+  /**
+   * The identity already belongs to a command of other content (another target, amount, date,
+   * decision): nothing was written and `record` is THAT command's row, untouched. The caller
+   * refuses this one (`conflicting_duplicate`); it is never taken for the first.
+   */
+  conflict?: boolean;
   /**
    * Resolves once the final state is committed (the command's lock is released then). After a
    * 2xx the outcome is already known, so the caller may publish it meanwhile; it must await this
@@ -159,15 +163,23 @@ async function walk<C>(
 ): Promise<GuardResult> {
   const options = { ...DEFAULTS, ...deps.options };
   const { repository: repo, strategy, signal } = deps;
+  const identity: CommandIdentity = {
+    source: input.source,
+    commandType: input.commandType,
+    commandId: input.commandId,
+  };
   const { commandId } = input;
-  const log = deps.logger.child({ commandId });
+  const log = deps.logger.child({ commandId, commandSource: input.source, commandType: input.commandType });
+  // Every request id of the command starts with its base, kept on its row; until the row is
+  // known (the snapshot read before it is created), the base it asks for.
+  let base = preferredRequestIdBase(identity);
 
   let attempt = 0;
   let reads = 0;
   /** What evidence the last read-back lacked, if it could not tell (for the unverified reason). */
   let missing: string | null = null;
   const ctx: ReadContext = {
-    nextReadId: () => readRequestId(commandId, attempt, ++reads),
+    nextReadId: () => readRequestId(base, attempt, ++reads),
     missing: (evidence) => {
       missing = evidence;
     },
@@ -187,7 +199,7 @@ async function walk<C>(
     return { record, alreadyFinal: false, settled: Promise.resolve() };
   };
   const finish = async (state: FinalState, failure?: FailureInfo): Promise<GuardResult> => {
-    record = await repo.finish(commandId, state, failure ? asFailure(failure) : undefined);
+    record = await repo.finish(identity, state, failure ? asFailure(failure) : undefined);
     return counted();
   };
 
@@ -213,7 +225,7 @@ async function walk<C>(
   };
 
   const readBack = async (snapshot: Snapshot): Promise<Verdict> => {
-    const requestId = readRequestId(commandId, attempt, reads + 1);
+    const requestId = readRequestId(base, attempt, reads + 1);
     const verdict = await read('read-back', () =>
       strategy.verdict(input.command, snapshot, ctx).catch((error: unknown) => {
         // An answer of a shape the client does not recognise is no evidence either way: the
@@ -224,7 +236,7 @@ async function walk<C>(
       }),
     );
     metrics.readBacks.inc({ command: input.commandType, verdict });
-    await repo.logRead(commandId, { attempt, requestId, kind: 'read_back', result: verdict });
+    await repo.logRead(identity, { attempt, requestId, kind: 'read_back', result: verdict });
     log.info({ verdict, attempt }, 'read back');
     return verdict;
   };
@@ -242,7 +254,7 @@ async function walk<C>(
   // common case (nobody else on the command) waits for none of them in turn. Creating the row
   // before the lock is held is safe: no write is ever sent without the lock, and whoever holds
   // it walks the row from its committed state (an in_flight row is read back before any write).
-  const taking = deps.locks.tryAcquire(commandId);
+  const taking = deps.locks.tryAcquire(identity);
   // Its failure (PostgreSQL down) surfaces at `await taking` below; until then a handler must be
   // attached, or the rejection would be unhandled and end the process.
   taking.catch(() => undefined);
@@ -257,8 +269,14 @@ async function walk<C>(
     );
     if (first) {
       await deps.throttle?.wait(signal);
-      const requestId = writeRequestId(commandId, 1);
-      created = await repo.createInFlight({ ...input, payload, requestId, snapshot: first });
+      const requestId = writeRequestId(base, 1);
+      created = await repo.createInFlight({
+        ...identity,
+        targetId: input.targetId,
+        payload,
+        requestIdBase: base,
+        snapshot: first,
+      });
       if (created) begun = { snapshot: first, requestId };
       else early = Promise.resolve(first);
     }
@@ -275,7 +293,7 @@ async function walk<C>(
     begun = undefined;
     created = null;
     log.info({ waitMs: options.lockWaitMs }, 'command held by another process: waiting for it');
-    taken = await deps.locks.acquire(commandId, {
+    taken = await deps.locks.acquire(identity, {
       waitMs: options.lockWaitMs,
       ...(signal && { signal }),
     });
@@ -285,13 +303,13 @@ async function walk<C>(
   }
   const lock: CommandLock = taken;
   let record: CommandRecord =
-    created ??
-    (await repo.ensure({
-      commandId,
-      commandType: input.commandType,
-      targetId: input.targetId,
-      payload,
-    }));
+    created ?? (await repo.ensure({ ...identity, targetId: input.targetId, payload }));
+  base = record.requestIdBase;
+  // Same identity, other content: another command under a reused id. Never walked, never written.
+  if (!created && !sameContent(record.payload, payload)) {
+    log.warn({ existingTarget: record.targetId, existingState: record.state }, 'conflicting duplicate');
+    return { record, alreadyFinal: false, conflict: true, settled: Promise.resolve() };
+  }
   if (!begun && isFinal(record.state)) return { record, alreadyFinal: true, settled: Promise.resolve() };
   attempt = record.attempts;
   const requestIds = [...record.requestIds];
@@ -313,7 +331,7 @@ async function walk<C>(
     // A previous run committed in_flight and never recorded the answer (crash, kill, lost
     // connection): the write may have landed, or may land yet. Read back; never write on a guess.
     log.warn({ attempt }, 'command found in flight: reading back');
-    await repo.endWrite(commandId, attempt, { result: 'interrupted' });
+    await repo.endWrite(identity, attempt, { result: 'interrupted' });
   }
   let d = decide(
     initialState(),
@@ -371,7 +389,7 @@ async function walk<C>(
       }
 
       case 'write': {
-        if (action.pending) await repo.markPending(commandId, asFailure(action.pending));
+        if (action.pending) await repo.markPending(identity, asFailure(action.pending));
         if (action.throttled) {
           await deps.throttle?.pause(new Date(Date.now() + action.waitMs));
           if (!deps.throttle) await sleep(action.waitMs, undefined, { signal });
@@ -385,9 +403,9 @@ async function walk<C>(
           begun = undefined;
         } else {
           await deps.throttle?.wait(signal);
-          requestId = writeRequestId(commandId, attempt);
+          requestId = writeRequestId(base, attempt);
           // The baseline is never replaced: the row keeps the first one (see beginWrite).
-          await repo.beginWrite(commandId, { attempt, requestId, snapshot: baseline! });
+          await repo.beginWrite(identity, { attempt, requestId, snapshot: baseline! });
           requestIds.push(requestId);
         }
         reads = 0;
@@ -399,7 +417,7 @@ async function walk<C>(
         try {
           const result = await strategy.write(input.command, requestId);
           // The outcome is known now; its commit runs while the caller publishes it.
-          const settled = repo.applied(commandId, attempt, result.status).then(() => undefined);
+          const settled = repo.applied(identity, attempt, result.status).then(() => undefined);
           settled.catch(() => undefined);
           const now = new Date();
           record = {
@@ -418,7 +436,7 @@ async function walk<C>(
             { kind: failure.kind, status: failure.status, code: failure.code, err: error },
             'write failed',
           );
-          await repo.endWrite(commandId, attempt, {
+          await repo.endWrite(identity, attempt, {
             result: failure.kind,
             status: failure.status,
             code: failure.code,

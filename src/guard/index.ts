@@ -2,7 +2,7 @@ export { guardedWrite, GuardBusyError, GuardInterruptedError } from './guarded-w
 export { createCommandLocks } from './command-lock.js';
 export type { CommandLock, CommandLocks, CommandLocksOptions } from './command-lock.js';
 export type { GuardDeps, GuardInput, GuardOptions, GuardResult } from './guarded-write.js';
-export { createCommandRepository, FINAL_STATES, isFinal } from './command-repository.js';
+export { createCommandRepository, FINAL_STATES, isFinal, sameContent } from './command-repository.js';
 export type {
   CommandRecord,
   CommandRepository,
@@ -17,7 +17,13 @@ export { customerRegistrationReadBack, sameEmail } from './customer-registration
 export { enrollmentReadBack, enrollmentOf } from './enrollment-read-back.js';
 export { findNewest } from './newest-first.js';
 export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
-export { writeRequestId, readRequestId, requestIdBase } from './command-request-ids.js';
+export {
+  writeRequestId,
+  readRequestId,
+  preferredRequestIdBase,
+  plainRequestIdBase,
+  hashedRequestIdBase,
+} from './command-request-ids.js';
 export type { GuardPartner } from './partner-port.js';
 export { createSnapshotPageCache } from './snapshot-page-cache.js';
 export type { SnapshotPageCache, SnapshotPageCacheOptions } from './snapshot-page-cache.js';

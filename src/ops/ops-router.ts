@@ -13,8 +13,12 @@ import {
   getDeadLetter,
   searchDeadLetters,
 } from '../dead-letters/dead-letter-repository.js';
-import { getGuardState } from '../dead-letters/guard-state-repository.js';
-import { discardDeadLetter, redriveDeadLetter, type RedriveOutcome } from '../dead-letters/redrive.js';
+import {
+  discardDeadLetter,
+  letterGuardState,
+  redriveDeadLetter,
+  type RedriveOutcome,
+} from '../dead-letters/redrive.js';
 import { AppError } from '../errors.js';
 import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
@@ -157,6 +161,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
       code: q.code || undefined,
       key: q.key || undefined,
       commandId: q.command_id || undefined,
+      source: q.source || undefined,
+      commandType: q.command_type || undefined,
       requestId: q.request_id || undefined,
       state: q.state || undefined,
       since: q.since || undefined,
@@ -177,7 +183,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     const id = parseId(req);
     const letter = await getDeadLetter(db, id);
     if (!letter) throw new AppError(404, 'not_found', `no dead letter ${id}`);
-    const guard = letter.commandId ? await getGuardState(db, letter.commandId) : null;
+    const guard = await letterGuardState(db, letter, topicPrefix);
     const audit = await listAudit(db, { target: deadLetterTarget(id) });
     res.json({ letter, guard, audit });
   });

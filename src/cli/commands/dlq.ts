@@ -4,6 +4,8 @@ import cliProgress from 'cli-progress';
 import { Command, CommanderError, Option } from 'commander';
 import type { Producer } from 'kafkajs';
 import type { Db } from '../../db/prisma.js';
+import { escapeId } from '../../events/command-identity.js';
+import { COMMAND_KINDS } from '../../events/outcomes.js';
 import { deadLetterTarget, listAudit } from '../../dead-letters/audit-repository.js';
 import {
   DEAD_LETTER_STATES,
@@ -24,8 +26,12 @@ import {
   type DeadLetter,
   type DeadLetterCounts,
 } from '../../dead-letters/dead-letter-repository.js';
-import { getGuardState } from '../../dead-letters/guard-state-repository.js';
-import { discardDeadLetter, redriveDeadLetter, type RedriveOutcome } from '../../dead-letters/redrive.js';
+import {
+  discardDeadLetter,
+  letterGuardState,
+  redriveDeadLetter,
+  type RedriveOutcome,
+} from '../../dead-letters/redrive.js';
 import { AppError } from '../../errors.js';
 import { logicalTopic } from '../../kafka/topics.js';
 import type { Logger } from '../../logger.js';
@@ -58,6 +64,8 @@ interface FilterFlags {
   code?: string;
   key?: string;
   commandId?: string;
+  source?: string;
+  commandType?: string;
   requestId?: string;
   state?: string;
   since?: string;
@@ -77,6 +85,8 @@ function addFilterOptions(cmd: Command, defaultState: string): Command {
       '--command-id <id>',
       'command id (decision_id / payment_id / registration_id / enrollment_request_id)',
     )
+    .option('--source <source>', "the command's source (a PMS source, or a producer's CloudEvent source)")
+    .addOption(new Option('--command-type <type>', "the command's type").choices(COMMAND_KINDS))
     .option('--request-id <id>', 'a Partner API request id of one of the attempts')
     .addOption(
       new Option('--state <state>', 'letter state')
@@ -101,6 +111,8 @@ function toFilters(flags: FilterFlags): DeadLetterFilters {
     code: flags.code,
     key: flags.key,
     commandId: flags.commandId,
+    source: flags.source,
+    commandType: flags.commandType,
     requestId: flags.requestId,
     state: flags.state,
     since: flags.since,
@@ -140,13 +152,15 @@ function formatCounts(counts: DeadLetterCounts): string {
 }
 
 export function formatTable(letters: DeadLetter[], prefix: string): string {
-  const header = `${cell('ID', 7)} ${cell('STATE', 14)} ${cell('REASON', 15)} ${cell('CODE', 24)} ${cell('TOPIC', 32)} ${cell('KEY', 16)} ${cell('COMMAND', 24)} LAST FAILURE`;
+  const header = `${cell('ID', 7)} ${cell('STATE', 14)} ${cell('REASON', 21)} ${cell('CODE', 24)} ${cell('TOPIC', 32)} ${cell('KEY', 16)} ${cell('SOURCE', 12)} ${cell('COMMAND', 24)} LAST FAILURE`;
+  // Ids are the PMS's own text: escaped, so a space, a quote or a direction mark shows as itself.
+  const id = (v: string | null) => (v == null ? null : escapeId(v));
   const rows = letters.map(
     (l) =>
-      `${cell(l.id, 7)} ${cell(l.state, 14)} ${cell(l.reason, 15)} ${cell(l.errorCode, 24)} ${cell(
+      `${cell(l.id, 7)} ${cell(l.state, 14)} ${cell(l.reason, 21)} ${cell(l.errorCode, 24)} ${cell(
         logicalTopic(prefix, l.originalTopic ?? l.dlqTopic),
         32,
-      )} ${cell(l.key, 16)} ${cell(l.commandId, 24)} ${l.lastFailureAt?.toISOString() ?? '-'}`,
+      )} ${cell(id(l.key), 16)} ${cell(id(l.commandSource), 12)} ${cell(id(l.commandId), 24)} ${l.lastFailureAt?.toISOString() ?? '-'}`,
   );
   return [header, ...rows].join('\n');
 }
@@ -224,7 +238,7 @@ async function show(args: string[], deps: DlqDeps): Promise<number> {
     console.error(`rentbridge: no dead letter ${id}`);
     return 1;
   }
-  const guard = letter.commandId ? await getGuardState(deps.db, letter.commandId) : null;
+  const guard = await letterGuardState(deps.db, letter, deps.topicPrefix);
   const audit = await listAudit(deps.db, { target: deadLetterTarget(letter.id) });
   if (cmd.opts<{ json?: boolean }>().json) {
     deps.out(JSON.stringify({ letter, guard, audit }, null, 2));
@@ -237,7 +251,7 @@ async function show(args: string[], deps: DlqDeps): Promise<number> {
     ...partnerErrorLines(letter.headers[DLQ_HEADER.error]),
     `  original      ${letter.originalTopic ?? '-'} [${letter.originalPartition ?? '-'}] @ ${letter.originalOffset ?? '-'}  key ${letter.key ?? '-'}`,
     `  dead letter   ${letter.dlqTopic} [${letter.partition}] @ ${letter.offset}, indexed ${letter.indexedAt.toISOString()}`,
-    `  command       ${letter.commandId ?? '-'}  attempts ${letter.attempts ?? '-'}  consumer group ${letter.consumerGroup ?? '-'}`,
+    `  command       ${letter.commandId == null ? '-' : `"${escapeId(letter.commandId)}"`}  source ${letter.commandSource == null ? '-' : `"${escapeId(letter.commandSource)}"`}  type ${letter.commandType ?? '-'}  attempts ${letter.attempts ?? '-'}  consumer group ${letter.consumerGroup ?? '-'}`,
     `  failures      first ${letter.firstFailureAt?.toISOString() ?? '-'}, last ${letter.lastFailureAt?.toISOString() ?? '-'}`,
     `  partner request ids  ${letter.partnerRequestIds.join(', ') || '-'}`,
     '',
