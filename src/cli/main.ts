@@ -105,7 +105,9 @@ export function buildProgram(): Command {
     )
     .argument('<id>')
     .option('--json', 'print JSON instead of a table')
-    .action(async (id: string, opts: { json?: boolean }) =>
+    .option('--source <source>', "only commands of this source (when several commands share the id)")
+    .option('--type <type>', 'only commands of this type (application_decision, rental_payment, ...)')
+    .action(async (id: string, opts: { json?: boolean; source?: string; type?: string }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
 

@@ -45,6 +45,9 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
       await traceId(options.db, id, {
         topicPrefix: options.topicPrefix,
         retentionHours: options.retentionHours ?? 72,
+        // When several commands share the id: `?source=acme&type=rental_payment` picks one.
+        ...(typeof req.query.source === 'string' && { source: req.query.source }),
+        ...(typeof req.query.type === 'string' && req.query.type !== '' && { commandType: req.query.type }),
       }),
     );
   });

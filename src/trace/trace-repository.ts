@@ -1,5 +1,6 @@
 import type { CommandAttemptView } from '../dead-letters/guard-state-repository.js';
 import type { Db } from '../db/prisma.js';
+import { commandSourceOf } from '../events/command-identity.js';
 
 /**
  * The rows `rentbridge trace` reads: everything PostgreSQL holds about one event, found from any
@@ -20,6 +21,8 @@ export interface ReceiptRow {
 export interface OutboxRow {
   id: string;
   eventId: string;
+  /** The CloudEvent source: of a command, its identity's source (commandSourceOf). */
+  source: string;
   topic: string;
   key: string;
   type: string;
@@ -31,8 +34,10 @@ export interface OutboxRow {
   lastError: string | null;
 }
 export interface CommandRow {
+  source: string;
   commandId: string;
   commandType: string;
+  requestIdBase: string;
   targetId: string;
   state: string;
   attempts: number;
@@ -42,6 +47,8 @@ export interface CommandRow {
   finishedAt: Date | null;
 }
 export interface AttemptRow extends CommandAttemptView {
+  source: string;
+  commandType: string;
   commandId: string;
 }
 export interface DeadLetterRow {
@@ -56,6 +63,8 @@ export interface DeadLetterRow {
   errorStatus: number | null;
   errorMessage: string | null;
   commandId: string | null;
+  commandSource: string | null;
+  commandType: string | null;
   partnerRequestIds: string[];
   headers: Record<string, string>;
   state: string;
@@ -95,17 +104,19 @@ export interface TraceRows {
 
 const RECEIPT = `SELECT source, webhook_id AS "webhookId", event_type AS "eventType", received_at AS "receivedAt",
   outbox_id::text AS "outboxId" FROM webhook_receipts`;
-const OUTBOX = `SELECT id::text, event_id::text AS "eventId", topic, key, type, subject, headers,
+const OUTBOX = `SELECT id::text, event_id::text AS "eventId", source, topic, key, type, subject, headers,
   created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError" FROM outbox`;
-const COMMAND = `SELECT command_id AS "commandId", command_type AS "commandType", target_id AS "targetId", state,
+const COMMAND = `SELECT source, command_id AS "commandId", command_type AS "commandType",
+  request_id_base AS "requestIdBase", target_id AS "targetId", state,
   attempts, last_error AS "lastError", created_at AS "createdAt", updated_at AS "updatedAt",
   finished_at AS "finishedAt" FROM commands`;
-const ATTEMPT = `SELECT command_id AS "commandId", attempt, request_id AS "requestId", kind, started_at AS "startedAt",
+const ATTEMPT = `SELECT source, command_type AS "commandType", command_id AS "commandId", attempt, request_id AS "requestId", kind, started_at AS "startedAt",
   finished_at AS "finishedAt", result, status, code, message FROM command_attempts`;
 const LETTER = `SELECT id::text, dlq_topic AS "dlqTopic", original_topic AS "originalTopic",
   original_partition AS "originalPartition", original_offset AS "originalOffset", key, reason,
   error_code AS "errorCode", error_status AS "errorStatus", error_message AS "errorMessage",
-  command_id AS "commandId", partner_request_ids AS "partnerRequestIds", headers, state,
+  command_id AS "commandId", command_source AS "commandSource", command_type AS "commandType",
+  partner_request_ids AS "partnerRequestIds", headers, state,
   indexed_at AS "indexedAt", resolved_at AS "resolvedAt", resolved_by AS "resolvedBy", resolution
   FROM dead_letters`;
 const VERSION = `SELECT resource, record_id AS "recordId", updated_at AS "updatedAt", via, published_at AS "publishedAt"
@@ -124,11 +135,30 @@ function byKey<T>(rows: T[], key: (r: T) => string): T[] {
   return [...seen.values()];
 }
 
-export async function readTraceRows(db: Db, id: string, commandTopics: string[]): Promise<TraceRows> {
+/** A command's identity as one string, for sets and maps (the unit separator is in no id). */
+export function identityKey(c: { source: string; commandType: string; commandId: string }): string {
+  return `${c.source}\u001f${c.commandType}\u001f${c.commandId}`;
+}
+
+/** Narrows a trace to the commands of one source and/or type (`trace 42 --source acme`). */
+export interface TraceScope {
+  source?: string;
+  commandType?: string;
+}
+
+export async function readTraceRows(
+  db: Db,
+  id: string,
+  commandTopics: string[],
+  scope: TraceScope = {},
+): Promise<TraceRows> {
   const q = <T>(sql: string, ...params: unknown[]) =>
     db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
   const uuid = UUID.test(id) ? id : null;
   const numeric = /^\d{1,18}$/.test(id) ? id : null;
+  const inScope = (c: { source: string | null; commandType: string | null }) =>
+    (scope.source === undefined || c.source === scope.source) &&
+    (scope.commandType === undefined || c.commandType === scope.commandType);
 
   // Round one: rows the id names.
   const [receipts1, outbox1, commands1, attempts1, letters1, versions] = await Promise.all([
@@ -138,9 +168,10 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
       id,
       uuid,
     ),
-    q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1`, id),
-    q<{ commandId: string }>(
-      `SELECT DISTINCT command_id AS "commandId" FROM command_attempts WHERE request_id = $1`,
+    q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1 OR request_id_base = $1`, id),
+    q<{ source: string; commandType: string; commandId: string }>(
+      `SELECT DISTINCT source, command_type AS "commandType", command_id AS "commandId"
+         FROM command_attempts WHERE request_id = $1`,
       id,
     ),
     q<DeadLetterRow>(
@@ -152,7 +183,7 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
     q<VersionRow>(`${VERSION} WHERE record_id = $1 ORDER BY published_at`, id),
   ]);
 
-  // Round two: follow the links.
+  // Round two: follow the links, by identity (two commands may share an id).
   const commandTopicSet = new Set(commandTopics);
   const webhookIds = uniq([
     ...receipts1.map((r) => r.webhookId),
@@ -160,13 +191,30 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
     ...letters1.map((l) => l.headers['webhook-id']),
   ]);
   const outboxIds = uniq(receipts1.map((r) => r.outboxId));
+  const identities = new Map<string, { source: string; commandType: string; commandId: string }>();
+  const add = (c: { source: string | null; commandType: string | null; commandId: string | null }) => {
+    if (c.source == null || c.commandType == null || !c.commandId || !inScope(c)) return;
+    const identity = { source: c.source, commandType: c.commandType, commandId: c.commandId };
+    identities.set(identityKey(identity), identity);
+  };
+  commands1.forEach(add);
+  attempts1.forEach(add);
+  letters1.forEach((l) =>
+    add({ source: l.commandSource, commandType: l.commandType, commandId: l.commandId }),
+  );
   const commandIds = uniq([
-    ...commands1.map((c) => c.commandId),
-    ...attempts1.map((a) => a.commandId),
-    ...letters1.map((l) => l.commandId),
-    ...outbox1.filter((o) => commandTopicSet.has(o.topic)).map((o) => o.subject),
+    ...[...identities.values()].map((c) => c.commandId),
+    ...letters1
+      .filter((l) => l.commandSource == null && inScope({ source: null, commandType: null }))
+      .map((l) => l.commandId),
+    ...outbox1
+      .filter(
+        (o) =>
+          commandTopicSet.has(o.topic) && inScope({ source: commandSourceOf(o.source), commandType: null }),
+      )
+      .map((o) => o.subject),
   ]);
-  const [receipts2, outbox2, commands2, attempts, letters2] = await Promise.all([
+  const [receipts2, outbox2, commands2, attempts2, letters2] = await Promise.all([
     webhookIds.length ? q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = ANY($1::text[])`, webhookIds) : [],
     outboxIds.length || webhookIds.length || commandIds.length
       ? q<OutboxRow>(
@@ -186,18 +234,39 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
       ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
       : [],
   ]);
-  const deadLetters = byKey([...letters1, ...letters2], (l) => l.id);
+  // Fetched by command id; kept only when they are of an identity this trace follows (a command
+  // of another source that shares the id is another command's trail).
+  const followed = (c: { source: string | null; commandType: string | null; commandId: string | null }) =>
+    c.source == null || identities.size === 0 || identities.has(identityKey(c as never));
+  const commands = byKey([...commands1.filter(inScope), ...commands2.filter(inScope)], identityKey).filter(
+    followed,
+  );
+  const attempts = attempts2.filter(inScope).filter(followed);
+  const deadLetters = byKey(
+    [...letters1, ...letters2].filter((l) =>
+      followed({ source: l.commandSource, commandType: l.commandType, commandId: l.commandId }),
+    ),
+    (l) => l.id,
+  );
   const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
+  const auditIds = uniq(commands.map((c) => c.commandId));
   const audit =
-    targets.length || commandIds.length
+    targets.length || auditIds.length
       ? await q<AuditRow>(
           `${AUDIT} WHERE target = ANY($1::text[]) OR details->>'commandId' = ANY($2::text[]) ORDER BY at, id`,
           targets,
-          commandIds,
+          auditIds,
         )
       : [];
   // Found from the command side (command or request id): the receipts of those outbox rows too.
-  const outbox = byKey([...outbox1, ...outbox2], (o) => o.id);
+  const outbox = byKey([...outbox1, ...outbox2], (o) => o.id).filter(
+    (o) =>
+      !commandTopicSet.has(o.topic) ||
+      identities.size === 0 ||
+      [...identities.values()].some(
+        (c) => c.commandId === o.subject && c.source === commandSourceOf(o.source),
+      ),
+  );
   const known = new Set([...receipts1, ...receipts2].map((r) => r.outboxId));
   const unseen = outbox.map((o) => o.id).filter((id) => !known.has(id));
   const receipts3 = unseen.length
@@ -207,7 +276,7 @@ export async function readTraceRows(db: Db, id: string, commandTopics: string[])
   return {
     receipts,
     outbox,
-    commands: byKey([...commands1, ...commands2], (c) => c.commandId),
+    commands,
     attempts,
     deadLetters,
     versions,

@@ -1,6 +1,8 @@
 import type { Db } from '../db/prisma.js';
 import { COMMAND_TOPICS, TOPICS, logicalTopic } from '../kafka/topics.js';
-import { readTraceRows, type TraceRows } from './trace-repository.js';
+import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
+import type { CommandKind } from '../events/outcomes.js';
+import { identityKey, readTraceRows, type TraceRows, type TraceScope } from './trace-repository.js';
 
 /**
  * `rentbridge trace <id>` and the console's trace view: the life of one event as a timeline, from
@@ -30,15 +32,31 @@ export interface TraceStep {
   details: Record<string, string | number | null>;
 }
 
+/** A command an id names, when it names several (`trace 42` with acme's decision 42 and payment 42). */
+export interface TraceCandidate {
+  source: string;
+  commandType: string;
+  commandId: string;
+  targetId: string;
+  state: string;
+  /** Its request ids start with this: `trace <base>.a1` names it alone. */
+  requestIdBase: string;
+}
+
 export interface Trace {
   id: string;
   found: boolean;
+  /**
+   * Set when the id is the own id of several commands (of other sources or types) and no scope
+   * says which: the trace lists them instead of mixing their trails.
+   */
+  candidates?: TraceCandidate[];
   steps: TraceStep[];
   /** Plain sentences: where the trail ends, and why it may end there. */
   ends: string[];
 }
 
-export interface TraceOptions {
+export interface TraceOptions extends TraceScope {
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS, to say why an outbox row is gone. */
   retentionHours: number;
@@ -48,8 +66,20 @@ const iso = (d: Date) => d.toISOString();
 
 /** The outcome topic a command's final state is published on (not kept in PostgreSQL). */
 function outcomeTopicOf(commandType: string): string {
-  return /payment/i.test(commandType) ? TOPICS.rentalPaymentOutcomes : TOPICS.applicationDecisionOutcomes;
+  switch (commandType) {
+    case 'rental_payment':
+      return TOPICS.rentalPaymentOutcomes;
+    case 'customer_registration':
+      return TOPICS.customerRegistrationOutcomes;
+    case 'enrollment':
+      return TOPICS.enrollmentOutcomes;
+    default:
+      return TOPICS.applicationDecisionOutcomes;
+  }
 }
+
+const named = (c: { source: string; commandType: string; commandId: string }) =>
+  describeIdentity({ ...c, commandType: c.commandType as CommandKind });
 
 function errorSummary(e: unknown): string | null {
   if (!e || typeof e !== 'object') return null;
@@ -113,11 +143,16 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       details: { resource: v.resource, recordId: v.recordId, updatedAt: v.updatedAt, via: v.via },
     });
   }
-  const commandIds = new Set(rows.commands.map((c) => c.commandId));
+  const commandKeys = new Set(rows.commands.map((c) => `${c.source}\u001f${c.commandId}`));
   for (const o of rows.outbox.filter((x) => commandTopics.has(x.topic) && x.publishedAt)) {
-    if (o.subject && !commandIds.has(o.subject) && !rows.deadLetters.some((l) => l.commandId === o.subject)) {
+    const source = commandSourceOf(o.source);
+    if (
+      o.subject &&
+      !commandKeys.has(`${source}\u001f${o.subject}`) &&
+      !rows.deadLetters.some((l) => l.commandId === o.subject)
+    ) {
       ends.push(
-        `command ${o.subject} was published to ${logical(o.topic)} but has no guard row: not consumed yet (consumer behind or not running)`,
+        `command "${escapeId(o.subject)}" from ${escapeId(source)} was published to ${logical(o.topic)} but has no guard row: not consumed yet (consumer behind or not running)`,
       );
     }
   }
@@ -125,8 +160,14 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
     steps.push({
       at: iso(c.createdAt),
       stage: 'command',
-      what: `command ${c.commandId} (${c.commandType}) taken by the guard for ${c.targetId}`,
-      details: { commandId: c.commandId, commandType: c.commandType, targetId: c.targetId },
+      what: `command ${named(c)} taken by the guard for ${escapeId(c.targetId)}`,
+      details: {
+        source: c.source,
+        commandId: c.commandId,
+        commandType: c.commandType,
+        targetId: c.targetId,
+        requestIdBase: c.requestIdBase,
+      },
     });
   }
   for (const a of rows.attempts) {
@@ -136,6 +177,7 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       stage: 'attempt',
       what: `${a.kind} #${a.attempt} → ${answer}`,
       details: {
+        source: a.source,
         commandId: a.commandId,
         requestId: a.requestId,
         kind: a.kind,
@@ -153,6 +195,7 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
         stage: 'outcome',
         what: `command ${c.state}; outcome published to ${outcomeTopicOf(c.commandType)}`,
         details: {
+          source: c.source,
           commandId: c.commandId,
           state: c.state,
           attempts: c.attempts,
@@ -160,11 +203,11 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
         },
       });
       ends.push(
-        `command ${c.commandId} ended ${c.state} at ${iso(c.finishedAt)}; its outcome message is on Kafka (${outcomeTopicOf(c.commandType)}), not kept in PostgreSQL`,
+        `command ${named(c)} ended ${c.state} at ${iso(c.finishedAt)}; its outcome message is on Kafka (${outcomeTopicOf(c.commandType)}), not kept in PostgreSQL`,
       );
     } else {
       ends.push(
-        `command ${c.commandId} is ${c.state} (${c.attempts} attempts), last change ${iso(c.updatedAt)}`,
+        `command ${named(c)} is ${c.state} (${c.attempts} attempts), last change ${iso(c.updatedAt)}`,
       );
     }
   }
@@ -218,7 +261,36 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
 
 export async function traceId(db: Db, id: string, options: TraceOptions): Promise<Trace> {
   const trimmed = id.trim();
+  const scope: TraceScope = {
+    ...(options.source !== undefined && { source: options.source }),
+    ...(options.commandType !== undefined && { commandType: options.commandType }),
+  };
   // The outbox keeps logical topic names; the relay adds KAFKA_TOPIC_PREFIX when it publishes.
-  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS]);
+  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS], scope);
+  // A command's own id names it alone only when one command has it: else list them.
+  const own = new Map(rows.commands.filter((c) => c.commandId === trimmed).map((c) => [identityKey(c), c]));
+  if (own.size > 1) {
+    const candidates = [...own.values()].map((c) => ({
+      source: c.source,
+      commandType: c.commandType,
+      commandId: c.commandId,
+      targetId: c.targetId,
+      state: c.state,
+      requestIdBase: c.requestIdBase,
+    }));
+    return {
+      id: trimmed,
+      found: true,
+      candidates,
+      steps: [],
+      ends: [
+        `"${escapeId(trimmed)}" is the id of ${candidates.length} commands (two commands that share an id are two commands); trace one with --source and/or --type, or by its request id:`,
+        ...candidates.map(
+          (c) =>
+            `${named(c)} → ${escapeId(c.targetId)}, ${c.state}: rentbridge trace ${c.requestIdBase}.a1, or --source ${JSON.stringify(c.source)} --type ${c.commandType}`,
+        ),
+      ],
+    };
+  }
   return buildTimeline(trimmed, rows, options);
 }

@@ -4,15 +4,21 @@ import { traceId } from '../../trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**
- * `rentbridge trace <id> [--json]`: the life of one event from what PostgreSQL holds. Exit 0 when
- * something was found, 1 when nothing was.
+ * `rentbridge trace <id> [--source S] [--type T] [--json]`: the life of one event from what
+ * PostgreSQL holds. Exit 0 when something was found, 1 when nothing was. An id that is the own id
+ * of several commands (other sources or types) lists them; --source / --type pick one.
  */
-export async function trace(id: string, opts: { json?: boolean }): Promise<void> {
+export async function trace(
+  id: string,
+  opts: { json?: boolean; source?: string; type?: string },
+): Promise<void> {
   const runtime = createCompositionRoot(loadConfigOrExit());
   try {
     const result = await traceId(runtime.db, id, {
       topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,
       retentionHours: runtime.config.OUTBOX_RETENTION_HOURS,
+      ...(opts.source !== undefined && { source: opts.source }),
+      ...(opts.type !== undefined && { commandType: opts.type }),
     });
     process.stdout.write(`${opts.json ? JSON.stringify(result, null, 2) : formatTrace(result)}\n`);
     process.exitCode = result.found ? 0 : 1;

@@ -31,9 +31,20 @@ function shortTime(iso) {
   return iso ? iso.slice(0, 16).replace('T', ' ') : '–';
 }
 
+/**
+ * Ids are the PMS's own text (any characters but controls): invisible and direction-changing
+ * characters, quotes and backslashes are shown escaped, so an id reads as what it is.
+ */
+function showText(text) {
+  return String(text).replace(
+    /[\u0000-\u001f\u007f-\u009f"\\\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g,
+    (c) => (c === '"' ? '\\"' : c === '\\' ? '\\\\' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  );
+}
+
 /** A cell that keeps one line: long ids are cut with an ellipsis, the full text is in the tooltip. */
 function cut(text, cls = 'mono') {
-  const value = text == null || text === '' ? '–' : String(text);
+  const value = text == null || text === '' ? '–' : showText(text);
   return el('td', { class: `${cls} cut`, title: value }, value);
 }
 
@@ -206,6 +217,7 @@ async function loadLetters() {
         cut(l.errorCode),
         topicCell(logicalTopic(l)),
         cut(l.key),
+        cut(l.commandSource),
         cut(l.commandId),
         el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),
       ),
@@ -289,7 +301,12 @@ async function openLetter(id) {
       `${letter.originalTopic || '–'} [${letter.originalPartition ?? '–'}] @ ${letter.originalOffset ?? '–'}`,
     ),
     ...summaryRow('Key', letter.key),
-    ...summaryRow('Command', letter.commandId),
+    ...summaryRow(
+      'Command',
+      letter.commandId == null
+        ? null
+        : `"${showText(letter.commandId)}" · ${letter.commandType || '–'} · from ${letter.commandSource == null ? '–' : `"${showText(letter.commandSource)}"`}`,
+    ),
     ...summaryRow('Attempts', letter.attempts),
     ...summaryRow('Failures', `${fmtTime(letter.firstFailureAt)} → ${fmtTime(letter.lastFailureAt)}`),
     ...summaryRow('Request ids', letter.partnerRequestIds.join(', ')),
@@ -467,7 +484,10 @@ async function discard() {
 /** One readable line per audit entry; the full details are in the cell's tooltip. */
 function auditSummary(d) {
   const parts = [];
-  if (d.commandId) parts.push(`command ${d.commandId}`);
+  if (d.commandId)
+    parts.push(
+      `command "${showText(d.commandId)}"${d.commandSource != null ? ` from "${showText(d.commandSource)}"` : ''}`,
+    );
   if (d.guardRowReset) parts.push(`guard ${d.guardRowReset.state} → ${d.guardRowReset.resetTo}`);
   else if (d.guardState) parts.push(`guard ${d.guardState}`);
   if (d.corrected) parts.push('with correction');
