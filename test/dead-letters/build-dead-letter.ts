@@ -75,11 +75,20 @@ export async function seedLetter(db: Db, prefix: string, letter: ReturnType<type
 }
 
 /** The guard's row for a command, as the guard engineer's code would leave it. */
-export async function seedGuardRow(db: Db, commandId: string, state: string, targetId = 'app-1') {
+export async function seedGuardRow(
+  db: Db,
+  commandId: string,
+  state: string,
+  targetId = 'app-1',
+  source = 'test/back-office',
+) {
   await db.command.create({
     data: {
+      // The identity of the command in buildDecisionLetter's value (its CloudEvent source).
+      source,
       commandId,
-      commandType: 'application-decision',
+      commandType: 'application_decision',
+      requestIdBase: `${source}-${commandId}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
       targetId,
       state,
       payload: {},

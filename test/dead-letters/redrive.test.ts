@@ -61,7 +61,7 @@ describe('redrive', () => {
       expect(Object.keys(message!.headers!).some((h) => h.startsWith('dlq-'))).toBe(false);
 
       // unverified → in_flight: the guard reads back before any write; the history stays.
-      const row = await database.db.command.findUnique({
+      const row = await database.db.command.findFirst({
         where: { commandId: letter.decisionId },
         include: { attemptLog: true },
       });
@@ -90,12 +90,12 @@ describe('redrive', () => {
       const outcome = await redriveDeadLetter(deps, id, { actor: 'alice', dryRun: true });
       expect(outcome).toMatchObject({ action: 'send', guardReset: true, dryRun: true });
       expect(outcome.message).toContain('rejected → pending');
-      expect((await database.db.command.findUnique({ where: { commandId: letter.decisionId } }))?.state).toBe(
+      expect((await database.db.command.findFirst({ where: { commandId: letter.decisionId } }))?.state).toBe(
         'rejected',
       );
 
       await redriveDeadLetter(deps, id, { actor: 'alice' });
-      expect((await database.db.command.findUnique({ where: { commandId: letter.decisionId } }))?.state).toBe(
+      expect((await database.db.command.findFirst({ where: { commandId: letter.decisionId } }))?.state).toBe(
         'pending',
       );
     });
@@ -129,7 +129,7 @@ describe('redrive', () => {
       expect(outcome.action).toBe('close_applied');
       expect((await getDeadLetter(database.db, id))?.state).toBe('closed_applied');
       expect(
-        await database.db.command.findUnique({ where: { commandId: letter.decisionId } }),
+        await database.db.command.findFirst({ where: { commandId: letter.decisionId } }),
       ).not.toBeNull();
       const sent = (await sentMessages(100, 4_000)).filter((m) => m.key?.toString() === letter.applicationId);
       expect(sent).toEqual([]);

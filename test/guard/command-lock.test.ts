@@ -12,7 +12,11 @@ describe('command locks', () => {
   let a: CommandLocks;
   let b: CommandLocks;
   let seq = 0;
-  const id = () => `cmd-${Date.now().toString(36)}-${++seq}`;
+  const id = () => ({
+    source: 'acme',
+    commandType: 'rental_payment' as const,
+    commandId: `cmd-${Date.now().toString(36)}-${++seq}`,
+  });
 
   beforeAll(async () => {
     database = await createTestDatabase({ migrate: false });
@@ -61,7 +65,9 @@ describe('command locks', () => {
         `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
           WHERE locktype = 'advisory' AND granted
             AND classid = hashtext('rentbridge.command')::oid AND objid = hashtext($1)::oid`,
-        [`${new URL(database.url).searchParams.get('schema')}:${command}`],
+        [
+          `${new URL(database.url).searchParams.get('schema')}:${command.source}\u001f${command.commandType}\u001f${command.commandId}`,
+        ],
       );
       expect(rows).toEqual([{ ended: true }]);
       const taken = await waiting;
@@ -69,6 +75,20 @@ describe('command locks', () => {
       await expect.poll(() => held!.held).toBe(false);
       await held!.release(); // harmless: the connection is dropped, not reused
       await taken!.release();
+    });
+  });
+
+  describe('when two commands share an id but not their source or type', () => {
+    it('holds each independently: they are two commands', async () => {
+      const command = id();
+      const held = await Promise.all([
+        a.tryAcquire(command),
+        b.tryAcquire({ ...command, source: 'beta' }),
+        b.tryAcquire({ ...command, commandType: 'application_decision' }),
+      ]);
+      expect(held.every((l) => l !== null)).toBe(true);
+      expect(await b.tryAcquire(command)).toBeNull();
+      await Promise.all(held.map((l) => l!.release()));
     });
   });
 
