@@ -53,7 +53,7 @@ const outcome = (status: string) =>
   message('outcomes.rental-payments', {
     id: 'out-1',
     type: 'rentbridge.outcome.rental-payment',
-    data: { command_id: 'pay_1', status },
+    data: { command_id: 'pay_1', status, target_id: '7' },
   });
 
 function write(overrides: Partial<LedgerEntry> = {}): LedgerEntry {
@@ -176,6 +176,75 @@ describe('chaos invariants', () => {
         ]),
       });
       expect(failed(sameIdDifferentData)).toContain('a repeated CloudEvent id always carries the same event');
+    });
+  });
+
+  describe('when two sources send commands with the same id (issue 35)', () => {
+    /** beta's payment pay_1: another enrollment (8), another amount, its own outcome and write. */
+    function withCollision(betaOutcomeTarget: string, betaWrites: LedgerEntry[]): Evidence {
+      const evidence = buildEvidence();
+      evidence.load.commands.set(
+        'beta/pay_1',
+        buildCommand({
+          source: 'beta',
+          key: 'beta/pay_1',
+          collidesWith: 'pay_1',
+          targetId: '8',
+          amountCents: 100_002,
+          webhookIds: ['msg_2'],
+        }),
+      );
+      evidence.load.webhooks.push(
+        buildHook({
+          webhookId: 'msg_2',
+          kind: 'colliding_payment',
+          source: 'beta',
+          commandKey: 'beta/pay_1',
+        }),
+      );
+      evidence.topics.get('commands.rental-payments')!.push(
+        message(
+          'commands.rental-payments',
+          {
+            id: 'ev-2',
+            type: 'rentbridge.command.rental-payment',
+            source: '/webhooks/pms/beta',
+            data: { payment_id: 'pay_1', amount_cents: 100_002 },
+          },
+          { 'webhook-id': 'msg_2' },
+          '1',
+        ),
+      );
+      evidence.topics.get('outcomes.rental-payments')!.push(
+        message('outcomes.rental-payments', {
+          id: 'out-2',
+          type: 'rentbridge.outcome.rental-payment',
+          data: {
+            command_id: 'pay_1',
+            command_source: 'beta',
+            status: 'applied',
+            target_id: betaOutcomeTarget,
+          },
+        }),
+      );
+      evidence.commandStates.set('beta/pay_1', 'applied');
+      evidence.ledger.push(...betaWrites);
+      return evidence;
+    }
+    const betaWrite = write({
+      path: '/partner/v1/enrollments/8/report_rental_payments',
+      request_id: 'pay_1-0123456789abcdef.a1',
+      body: { rental_payments: [{ amount_cents: 100_002 }] },
+    });
+
+    it('passes when each is applied once and its outcome names its own target', () => {
+      expect(failed(withCollision('8', [betaWrite]))).toEqual([]);
+    });
+
+    it('fails "kept apart" when one is taken for the other (no write, the other\'s target)', () => {
+      expect(failed(withCollision('7', []))).toContain(
+        'commands that share an id across sources are kept apart (ledger and outcomes)',
+      );
     });
   });
 

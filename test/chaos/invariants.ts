@@ -1,5 +1,5 @@
 import type { LedgerEntry, WebhookDelivery } from '../../src/sandbox/control-client.js';
-import type { LoadState, SentCommand } from './load-generator.js';
+import { commandKey, PRIMARY_SOURCE, type LoadState, type SentCommand } from './load-generator.js';
 import type { ReadMessage } from './topic-reader.js';
 
 /**
@@ -50,16 +50,25 @@ function commandIdIn(data: Record<string, unknown> | undefined): string | undefi
 interface ParsedEvent {
   id: string;
   type: string;
+  /** The CloudEvent source: of a PMS command, `/webhooks/pms/<source>`. */
+  source: string;
   data: Record<string, unknown>;
   message: ReadMessage;
 }
 
+/** The run's key of a command message: its id, with its PMS source when not the primary one. */
+function keyOfCommandEvent(e: ParsedEvent): string | undefined {
+  const id = commandIdIn(e.data);
+  const source = /^\/webhooks\/pms\/(.+)$/.exec(e.source)?.[1] ?? PRIMARY_SOURCE;
+  return id === undefined ? undefined : commandKey(source, id);
+}
+
 function parse(message: ReadMessage): ParsedEvent | null {
   try {
-    const e = JSON.parse(message.value) as { id?: unknown; type?: unknown; data?: unknown };
+    const e = JSON.parse(message.value) as { id?: unknown; type?: unknown; source?: unknown; data?: unknown };
     if (typeof e.id !== 'string' || typeof e.type !== 'string') return null;
     const data = e.data !== null && typeof e.data === 'object' ? (e.data as Record<string, unknown>) : {};
-    return { id: e.id, type: e.type, data, message };
+    return { id: e.id, type: e.type, source: typeof e.source === 'string' ? e.source : '', data, message };
   } catch {
     return null;
   }
@@ -84,17 +93,21 @@ function check(name: string): Check & { fail(detail: string): void; count(n?: nu
   return c;
 }
 
-/** The id of the command a ledger write belongs to: the request id is `<command id>.a<n>`. */
+/**
+ * The key of the command a ledger write belongs to, by its body first (unique amounts, e-mails,
+ * the decision id in the reason), else its request id (`<command id>.a<n>`): a command whose id
+ * another source's command shares may carry the plain id or an encoded one, whichever came first.
+ */
 export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCommand>): string | null {
   const fromRequestId = write.request_id?.replace(/\.a\d+(\.r\d+)?$/, '');
-  if (fromRequestId && commands.has(fromRequestId)) return fromRequestId;
+  const key = (c: SentCommand) => c.key ?? c.commandId;
   const body = (write.body ?? {}) as {
     reason?: unknown;
     rental_payments?: Array<{ amount_cents?: unknown }>;
     email?: unknown;
   };
   if (typeof body.email === 'string') {
-    for (const c of commands.values()) if (c.email === body.email) return c.commandId;
+    for (const c of commands.values()) if (c.email === body.email) return key(c);
   }
   if (typeof body.reason === 'string' && body.reason.startsWith('chaos ')) {
     const id = body.reason.slice('chaos '.length);
@@ -102,8 +115,9 @@ export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCom
   }
   const amount = body.rental_payments?.[0]?.amount_cents;
   if (typeof amount === 'number') {
-    for (const c of commands.values()) if (c.amountCents === amount) return c.commandId;
+    for (const c of commands.values()) if (c.amountCents === amount) return key(c);
   }
+  if (fromRequestId && commands.has(fromRequestId)) return fromRequestId;
   return null;
 }
 
@@ -164,9 +178,10 @@ export function analyse(evidence: Evidence): Analysis {
   for (const hook of load.webhooks) {
     if (hook.ackAt === undefined) continue;
     acked.count();
-    if (hook.commandId) ackedCommandIds.add(hook.commandId);
+    const hookKey = hook.commandKey ?? hook.commandId;
+    if (hookKey) ackedCommandIds.add(hookKey);
     const found = byWebhookId.get(hook.webhookId) ?? [];
-    const expectedTopic = hook.commandId ? load.commands.get(hook.commandId)?.topic : 'inbound.unrouted';
+    const expectedTopic = hookKey ? load.commands.get(hookKey)?.topic : 'inbound.unrouted';
     const ok = found.some(
       (e) =>
         e.message.topic.endsWith(expectedTopic ?? '') &&
@@ -232,18 +247,24 @@ export function analyse(evidence: Evidence): Analysis {
   const publishedCommandIds = new Set<string>();
   for (const topic of COMMAND_TOPICS) {
     for (const e of on(topic)) {
-      const id = commandIdIn(e.data);
-      if (id) publishedCommandIds.add(id);
+      const key = keyOfCommandEvent(e);
+      if (key) publishedCommandIds.add(key);
     }
   }
+  // Every outcome names its source (issue 35): the key of the command it is about.
   const outcomes = new Map<string, Set<string>>();
+  const outcomeTargets = new Map<string, Set<string>>();
   for (const topic of Object.values(OUTCOME_TOPIC)) {
     for (const e of on(topic)) {
       const id = e.data.command_id;
       if (typeof id !== 'string') continue;
-      const set = outcomes.get(id) ?? new Set<string>();
+      const key = commandKey(String(e.data.command_source ?? PRIMARY_SOURCE), id);
+      const set = outcomes.get(key) ?? new Set<string>();
       set.add(String(e.data.status));
-      outcomes.set(id, set);
+      outcomes.set(key, set);
+      const targets = outcomeTargets.get(key) ?? new Set<string>();
+      targets.add(String(e.data.target_id).toLowerCase());
+      outcomeTargets.set(key, targets);
     }
   }
   const inSystem = new Set([...ackedCommandIds, ...publishedCommandIds]);
@@ -313,16 +334,42 @@ export function analyse(evidence: Evidence): Analysis {
   }
   checks.push(agrees);
 
+  // 5b. Two sources, one id (issue 35): two commands, each applied at most once, each outcome
+  //     naming its own target; a command never taken for the other.
+  const apart = check('commands that share an id across sources are kept apart (ledger and outcomes)');
+  for (const c of load.commands.values()) {
+    if (!c.collidesWith) continue;
+    for (const [key, command] of [
+      [c.key!, c],
+      [c.collidesWith, load.commands.get(c.collidesWith)],
+    ] as const) {
+      if (!command || !inSystem.has(key)) continue;
+      apart.count();
+      const targets = outcomeTargets.get(key);
+      if (targets && [...targets].some((t) => t !== command.targetId.toLowerCase()))
+        apart.fail(
+          `command ${key}: outcome names target(s) ${[...targets].join(', ')}, its own is ${command.targetId}`,
+        );
+      const state = evidence.commandStates.get(key);
+      const n = appliedByLedger.get(key) ?? 0;
+      if (state === 'applied' && n !== 1) apart.fail(`command ${key}: applied, ledger shows ${n} writes`);
+    }
+  }
+  checks.push(apart);
+
   // 6. What did not succeed is parked: a dead letter with a reason, on <topic>.dlq.
   const parkedReasons = new Map<string, Set<string>>();
   for (const topic of COMMAND_TOPICS) {
     for (const m of topics.get(`${topic}.dlq`) ?? []) {
       const reason = m.headers['dlq-reason'] ?? '';
-      let id = m.headers['dlq-command-id'];
-      if (!id) {
-        id = commandIdIn(parse(m)?.data);
-      }
-      if (!id) continue;
+      const parsed = parse(m);
+      const bare = m.headers['dlq-command-id'] ?? commandIdIn(parsed?.data);
+      if (!bare) continue;
+      const source =
+        m.headers['dlq-command-source'] ??
+        (parsed ? /^\/webhooks\/pms\/(.+)$/.exec(parsed.source)?.[1] : undefined) ??
+        PRIMARY_SOURCE;
+      const id = commandKey(source, bare);
       const set = parkedReasons.get(id) ?? new Set<string>();
       set.add(reason);
       parkedReasons.set(id, set);

@@ -18,7 +18,20 @@ export type WebhookKind =
   | 'enrollment'
   | 'resent_command'
   | 'replay'
-  | 'unrouted';
+  | 'unrouted'
+  | 'colliding_payment';
+
+/**
+ * The run's PMS sources. The second numbers its payments on its own, so its ids collide with the
+ * first's (issue 35): a command is keyed by source + type + id, here `commandKey`.
+ */
+export const PRIMARY_SOURCE = 'acme';
+export const SECOND_SOURCE = 'beta';
+
+/** The run's key of a command: its id for the primary source, `<source>/<id>` for another. */
+export function commandKey(source: string, commandId: string): string {
+  return source === PRIMARY_SOURCE ? commandId : `${source}/${commandId}`;
+}
 
 export interface SentWebhook {
   webhookId: string;
@@ -26,6 +39,10 @@ export interface SentWebhook {
   type: string;
   /** The command id (payment_id / decision_id) it carries, when it is a command. */
   commandId?: string;
+  /** The PMS source it was sent from (default PRIMARY_SOURCE). */
+  source?: string;
+  /** commandKey(source, commandId), when it is a command. */
+  commandKey?: string;
   /** A unique string in the body of an unrouted event, to find it on inbound.unrouted. */
   marker?: string;
   body: string;
@@ -39,6 +56,11 @@ export interface SentWebhook {
 
 export interface SentCommand {
   commandId: string;
+  /** The PMS source (default PRIMARY_SOURCE); its key in `commands` is commandKey(source, id). */
+  source?: string;
+  key?: string;
+  /** A second source's payment that reuses a primary source's payment id. */
+  collidesWith?: string;
   kind: 'payment' | 'decision' | 'registration' | 'enrollment';
   /** enrollment_id, application_id, e-mail (registration) or customer id (enrollment) */
   targetId: string;
@@ -89,6 +111,8 @@ export function createLoadGenerator(options: {
   receiverUrl: string;
   source: string;
   secret: string;
+  /** The second PMS source, which reuses the first one's payment ids. */
+  second?: { source: string; secret: string };
   rate: number;
   random: Random;
   sandbox: SandboxControl;
@@ -96,7 +120,8 @@ export function createLoadGenerator(options: {
   customerIds: number[];
 }): LoadGenerator {
   const { random } = options;
-  const signer = new Webhook(options.secret);
+  const signers = new Map([[options.source, new Webhook(options.secret)]]);
+  if (options.second) signers.set(options.second.source, new Webhook(options.second.secret));
   const state: LoadState = { webhooks: [], commands: new Map(), recordChanges: [], controlErrors: 0 };
   const inFlight = new Set<Promise<void>>();
   const decided: SentCommand[] = [];
@@ -110,13 +135,14 @@ export function createLoadGenerator(options: {
       let status: number | 'network';
       let duplicate = false;
       try {
-        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${options.source}`, {
+        const source = hook.source ?? options.source;
+        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${source}`, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
             'webhook-id': hook.webhookId,
             'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-            'webhook-signature': signer.sign(hook.webhookId, timestamp, hook.body),
+            'webhook-signature': signers.get(source)!.sign(hook.webhookId, timestamp, hook.body),
           },
           body: hook.body,
           signal: AbortSignal.timeout(10_000),
@@ -343,7 +369,10 @@ export function createLoadGenerator(options: {
     const data = command.data ?? (command.kind === 'payment' ? paymentData(command) : decisionData(command));
     const type =
       command.type ?? (command.kind === 'payment' ? 'rent_payment.received' : 'application.decided');
-    const p = send('resent_command', type, data, { commandId: command.commandId });
+    const p = send('resent_command', type, data, {
+      commandId: command.commandId,
+      ...(command.source && { source: command.source, commandKey: command.key }),
+    });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
   };
@@ -362,6 +391,39 @@ export function createLoadGenerator(options: {
     };
     state.webhooks.push(hook);
     return post(hook);
+  };
+
+  /**
+   * The second source reports a payment of its own under an id the first source already used:
+   * another enrollment, another amount. Two commands, each applied once (issue 35).
+   */
+  const collidingPayment = () => {
+    const second = options.second;
+    const taken = [...state.commands.values()].filter((c) => c.kind === 'payment' && !c.source);
+    if (!second || taken.length === 0) return newPayment();
+    const earlier = random.pick(taken);
+    const key = commandKey(second.source, earlier.commandId);
+    if (state.commands.has(key)) return newPayment();
+    seq += 1;
+    const command: SentCommand = {
+      commandId: earlier.commandId,
+      source: second.source,
+      key,
+      collidesWith: earlier.commandId,
+      kind: 'payment',
+      targetId: String(random.pick(options.enrollmentIds)),
+      topic: 'commands.rental-payments',
+      amountCents: 100_000 + seq,
+      webhookIds: [],
+    };
+    state.commands.set(key, command);
+    const p = send('colliding_payment', 'rent_payment.received', paymentData(command), {
+      commandId: command.commandId,
+      source: second.source,
+      commandKey: key,
+    });
+    command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
+    return p;
   };
 
   const unrouted = () => {
@@ -396,23 +458,25 @@ export function createLoadGenerator(options: {
     if (inFlight.size < 400) {
       const r = random.next();
       const action =
-        r < 0.35
+        r < 0.31
           ? newPayment
-          : r < 0.42
-            ? newRegistration
-            : r < 0.47
-              ? newEnrollment
-              : r < 0.6
-                ? newDecision
-                : r < 0.65
-                  ? conflictingDecision
-                  : r < 0.7
-                    ? resendCommand
-                    : r < 0.75
-                      ? replay
-                      : r < 0.8
-                        ? unrouted
-                        : recordChange;
+          : r < 0.35
+            ? collidingPayment
+            : r < 0.42
+              ? newRegistration
+              : r < 0.47
+                ? newEnrollment
+                : r < 0.6
+                  ? newDecision
+                  : r < 0.65
+                    ? conflictingDecision
+                    : r < 0.7
+                      ? resendCommand
+                      : r < 0.75
+                        ? replay
+                        : r < 0.8
+                          ? unrouted
+                          : recordChange;
       const p: Promise<void> = Promise.resolve()
         .then(action)
         .catch(() => undefined)

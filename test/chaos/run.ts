@@ -31,7 +31,7 @@ import { computeFigures, figuresMarkdown, type ChaosFigures } from './figures.js
 import { analyse, FINAL_STATES } from './invariants.js';
 import { createKafkaBroker, type KafkaBroker } from './kafka-broker.js';
 import { runHostilePhase } from './hostile-traffic.js';
-import { createLoadGenerator } from './load-generator.js';
+import { commandKey, createLoadGenerator, SECOND_SOURCE } from './load-generator.js';
 import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.js';
 import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
 import { readTopics } from './topic-reader.js';
@@ -147,6 +147,7 @@ async function main(): Promise<number> {
 
     const databaseUrl = `${pgCluster.url}?schema=${SCHEMA}`;
     const pmsSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    const secondPmsSecret = `whsec_${randomBytes(24).toString('base64')}`;
     const partnerSecret = `whsec_${randomBytes(24).toString('base64')}`;
     const sandboxUrl = `http://127.0.0.1:${options.sandboxPort}`;
     const receiverUrl = `http://127.0.0.1:${options.httpPortBase}`;
@@ -160,7 +161,8 @@ async function main(): Promise<number> {
       PARTNER_TIMEOUT_MS: String(CHAOS_CLIENT_TIMEOUT_MS),
       PARTNER_MAX_PROCESSING_MS: String(CHAOS_MAX_PROCESSING_MS),
       PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
-      PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret] }),
+      // Two PMS sources that number their payments apart: their ids collide (issue 35).
+      PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret], [SECOND_SOURCE]: [secondPmsSecret] }),
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
       OPS_TOKEN: 'chaos-ops-token-0123456789',
       LOG_LEVEL: 'info',
@@ -257,6 +259,7 @@ async function main(): Promise<number> {
       receiverUrl,
       source: 'acme',
       secret: pmsSecret,
+      second: { source: SECOND_SOURCE, secret: secondPmsSecret },
       rate: options.rate,
       random,
       sandbox,
@@ -350,7 +353,9 @@ async function main(): Promise<number> {
     await sandbox.clearFaults().catch(() => undefined);
     for (const role of ROLES) if (!supervisor.isRunning(role)) supervisor.restart(role);
     const ackedCommands = new Set(
-      load.state.webhooks.filter((h) => h.ackAt !== undefined && h.commandId).map((h) => h.commandId!),
+      load.state.webhooks
+        .filter((h) => h.ackAt !== undefined && h.commandId)
+        .map((h) => h.commandKey ?? h.commandId!),
     );
     log(`draining (up to ${options.drainSeconds} s): outbox, commands, sandbox webhooks`);
     const drainDeadline = Date.now() + options.drainSeconds * 1000;
@@ -361,10 +366,10 @@ async function main(): Promise<number> {
       try {
         const unpublished =
           (await scalar('SELECT count(*) AS v FROM outbox WHERE published_at IS NULL')) ?? 0;
-        const { rows } = await pool.query<{ command_id: string; state: string }>(
-          'SELECT command_id, state FROM commands',
+        const { rows } = await pool.query<{ source: string; command_id: string; state: string }>(
+          'SELECT source, command_id, state FROM commands',
         );
-        const states = new Map(rows.map((r) => [r.command_id, r.state]));
+        const states = new Map(rows.map((r) => [commandKey(r.source, r.command_id), r.state]));
         const open = rows.filter((r) => !FINAL_STATES.has(r.state)).length;
         const missing = [...ackedCommands].filter((id) => !states.has(id)).length;
         const deliveries = await sandbox.webhooks();
@@ -388,10 +393,11 @@ async function main(): Promise<number> {
       allTopics().map((t) => `${PREFIX}${t}`),
     );
     const topics = new Map([...physical].map(([t, list]) => [t.slice(PREFIX.length), list]));
-    const { rows: commandRows } = await pool.query<{ command_id: string; state: string }>(
-      'SELECT command_id, state FROM commands',
+    const { rows: commandRows } = await pool.query<{ source: string; command_id: string; state: string }>(
+      'SELECT source, command_id, state FROM commands',
     );
-    const commandStates = new Map(commandRows.map((r) => [r.command_id, r.state]));
+    // Keyed as the load keys its commands: the id, with the source when not the primary one.
+    const commandStates = new Map(commandRows.map((r) => [commandKey(r.source, r.command_id), r.state]));
     const { writes: ledger } = await sandbox.ledger();
     const deliveries = await sandbox.webhooks();
     const { rows: attemptRows } = await pool.query<{
