@@ -689,11 +689,21 @@ describe('webhook receiver fuzzing', () => {
       fc.constantFrom('.', '..', '', 'a/b', '../x', 'a b', 'a?b', 'a#b', '%2e%2e', 'é', 'a\\b'),
       fc.string({ minLength: 1, maxLength: 20 }).filter((v) => !/^[A-Za-z0-9_.-]+$/.test(v)),
     );
+    // A PMS's own ids (payment_id, decision_id) are any text of 1-255 characters without control
+    // characters (issue 27): only those break that rule.
+    const badPmsIds = fc.oneof(
+      fc.integer({ min: 256, max: 4000 }).map((n) => 'i'.repeat(n)),
+      fc.constantFrom('', '\u0007', 'a\nb', 'tab\there', 'c1\u0085', '\u007f'),
+      fc
+        .tuple(fc.string({ maxLength: 10 }), fc.integer({ min: 0, max: 0x1f }), fc.string({ maxLength: 10 }))
+        .map(([a, c, b]) => `${a}${String.fromCharCode(c)}${b}`),
+    );
     it('answers 422 for each id field of each command and for partner records, and writes nothing', async () => {
       await fc.assert(
         fc.asyncProperty(
           validPayment,
           badIds,
+          badPmsIds,
           fc.constantFrom(
             'payment_id',
             'enrollment_id',
@@ -702,7 +712,8 @@ describe('webhook receiver fuzzing', () => {
             'partner_id',
             'partner_updated_at',
           ),
-          async (p, bad, field) => {
+          async (p, badPathId, badPmsId, field) => {
+            const bad = field === 'payment_id' || field === 'decision_id' ? badPmsId : badPathId;
             let body: Record<string, unknown>;
             let path = '/webhooks/pms/acme';
             if (field === 'payment_id' || field === 'enrollment_id') {

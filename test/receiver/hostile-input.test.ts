@@ -129,8 +129,10 @@ describe('webhook receiver under hostile input', () => {
       ['enrollment_id', '..'],
       ['enrollment_id', '.'],
       ['enrollment_id', 'a/../b'],
-      ['payment_id', '..'],
       ['enrollment_id', 'enr 1'],
+      // A PMS's own id is any text but a control character (issue 27).
+      ['payment_id', 'pay\u0085next'],
+      ['payment_id', 'x'.repeat(256)],
     ])('answers 422 for %s = %j', async (field, value) => {
       const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ [field]: value }), {
         secret: acme,
@@ -147,6 +149,15 @@ describe('webhook receiver under hostile input', () => {
         { secret: acme },
       );
       expect(res.status).toBe(202);
+    });
+
+    it('accepts a PMS command id as the PMS has it: it never goes into a path', async () => {
+      for (const payment_id of ['..', 'pms:7f3/zahlung #7 für Wohnung', 'ü'.repeat(255)]) {
+        const res = await send(receiver.url, '/webhooks/pms/acme', buildRentPayment({ payment_id }), {
+          secret: acme,
+        });
+        expect(res.status).toBe(202);
+      }
     });
   });
 
