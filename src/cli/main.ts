@@ -105,7 +105,7 @@ export function buildProgram(): Command {
     )
     .argument('<id>')
     .option('--json', 'print JSON instead of a table')
-    .option('--source <source>', "only commands of this source (when several commands share the id)")
+    .option('--source <source>', 'only commands of this source (when several commands share the id)')
     .option('--type <type>', 'only commands of this type (application_decision, rental_payment, ...)')
     .action(async (id: string, opts: { json?: boolean; source?: string; type?: string }) =>
       (await import('./commands/trace.js')).trace(id, opts),

@@ -29,8 +29,8 @@ export function isValidId(value: string): boolean {
  * Partner API path; the request ids derived from them are encoded to fit spec 7.3
  * (src/guard/command-request-ids.ts).
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what must be refused
 const CONTROL =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what must be refused
   /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export const PMS_ID_RULE = '1 to 255 characters, no control characters';

@@ -128,9 +128,7 @@ describe('redrive', () => {
       const outcome = await redriveDeadLetter(deps, id, { actor: 'bob' });
       expect(outcome.action).toBe('close_applied');
       expect((await getDeadLetter(database.db, id))?.state).toBe('closed_applied');
-      expect(
-        await database.db.command.findFirst({ where: { commandId: letter.decisionId } }),
-      ).not.toBeNull();
+      expect(await database.db.command.findFirst({ where: { commandId: letter.decisionId } })).not.toBeNull();
       const sent = (await sentMessages(100, 4_000)).filter((m) => m.key?.toString() === letter.applicationId);
       expect(sent).toEqual([]);
       const [audit] = await listAudit(database.db, { target: `dead_letter:${id}` });

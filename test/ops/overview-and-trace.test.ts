@@ -117,7 +117,7 @@ describe('ops overview and trace', () => {
         status: expect.any(Number),
       });
       expect(body.steps[5]!.what).toContain('applied');
-      expect(body.ends.join('\n')).toContain(`command ${flow.paymentId} ended applied`);
+      expect(body.ends.join('\n')).toContain(`command acme rental_payment "${flow.paymentId}" ended applied`);
     });
 
     it('finds the same trail from the CloudEvent id, the command id and the Partner request id', async () => {

@@ -37,6 +37,7 @@ function shortTime(iso) {
  */
 function showText(text) {
   return String(text).replace(
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what must be shown escaped
     /[\u0000-\u001f\u007f-\u009f"\\\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g,
     (c) => (c === '"' ? '\\"' : c === '\\' ? '\\\\' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
   );
