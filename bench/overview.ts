@@ -50,14 +50,14 @@ export async function run(): Promise<BenchResult> {
        SELECT 'pms:acme', 'msg_' || id, 'rent_payment.received', created_at, id FROM outbox`,
     );
     await sql.query(
-      `INSERT INTO commands (command_id, command_type, target_id, state, payload, attempts, request_ids, created_at, updated_at, finished_at)
-       SELECT subject, 'rental_payment', key, CASE WHEN id % 50 = 0 THEN 'rejected' ELSE 'applied' END, '{}', 1,
-              ARRAY[subject || '.a1'], created_at, created_at + interval '50 ms', created_at + interval '50 ms'
+      `INSERT INTO commands (source, command_id, command_type, target_id, state, payload, attempts, request_id_base, request_ids, created_at, updated_at, finished_at)
+       SELECT 'acme', subject, 'rental_payment', key, CASE WHEN id % 50 = 0 THEN 'rejected' ELSE 'applied' END, '{}', 1,
+              subject, ARRAY[subject || '.a1'], created_at, created_at + interval '50 ms', created_at + interval '50 ms'
          FROM outbox WHERE topic LIKE 'commands.%' AND published_at IS NOT NULL`,
     );
     await sql.query(
-      `INSERT INTO command_attempts (command_id, attempt, request_id, kind, started_at, finished_at, result, status)
-       SELECT command_id, 1, command_id || '.a1', 'write', created_at + interval '10 ms', finished_at,
+      `INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind, started_at, finished_at, result, status)
+       SELECT source, command_type, command_id, 1, command_id || '.a1', 'write', created_at + interval '10 ms', finished_at,
               CASE WHEN state = 'applied' THEN 'applied' ELSE 'rejected' END, CASE WHEN state = 'applied' THEN 201 ELSE 409 END
          FROM commands`,
     );

@@ -182,7 +182,7 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       expect(stages).toEqual(['webhook', 'outbox', 'published', 'command', 'attempt', 'outcome']);
       expect(await page.textContent('#trace-table')).toContain(flow.webhookId);
       expect(await page.textContent('[data-testid=trace-ends]')).toContain(
-        `command ${flow.paymentId} ended applied`,
+        `command acme rental_payment "${flow.paymentId}" ended applied`,
       );
       await page.screenshot({ path: 'test-artifacts/ops-trace.png', fullPage: true });
 
