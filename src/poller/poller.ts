@@ -2,7 +2,9 @@ import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { tracePollPass } from '../telemetry/telemetry.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { intervalSeconds } from './collections.js';
+import { createPassHealth, type PassHealth } from './pass-health.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
 import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
@@ -61,6 +63,8 @@ export interface Poller {
   start(): Promise<void>;
   /** Stops scheduling, lets running passes stop after their current page (cursors unmoved), releases locks. */
   stop(): Promise<void>;
+  /** Its passes, for /readyz. */
+  readonly health: PassHealth;
 }
 
 /** Per-resource intervals from the configuration. */
@@ -74,10 +78,24 @@ export function pollerIntervals(config: {
   >;
 }
 
+const lastSuccessSeeded = new Set<Resource>();
+
 export function createPoller(options: PollerOptions): Poller {
   const logger = options.logger.child({ component: 'poller' });
   const resources = options.resources ?? RESOURCES;
   const ownLock = options.lock === undefined;
+  const health = createPassHealth();
+  exposeMetrics('poller');
+  startAtZero(metrics.pollerRequests, { resource: resources });
+  startAtZero(metrics.pollerChanges, { resource: resources });
+  // 0 means "no successful pass yet" (the epoch): a poller that never succeeds goes stale and
+  // alerts (RentbridgePollerStale waits 15 minutes from the process's start for a first pass).
+  // Once per process: a second poller (tests) must not wipe the first one's successes.
+  for (const resource of resources) {
+    if (lastSuccessSeeded.has(resource)) continue;
+    lastSuccessSeeded.add(resource);
+    metrics.pollerLastSuccess.set({ resource }, 0);
+  }
   const lock = options.lock ?? createResourceLock(options.databaseUrl, logger);
   const timers = new Map<Resource, NodeJS.Timeout>();
   const running = new Set<Promise<unknown>>();
@@ -87,6 +105,12 @@ export function createPoller(options: PollerOptions): Poller {
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
 
   async function pass(resource: Resource): Promise<PassSummary> {
+    const summary = await attempt(resource);
+    health.record(summary);
+    return summary;
+  }
+
+  async function attempt(resource: Resource): Promise<PassSummary> {
     let locked: boolean;
     try {
       locked = await lock.tryAcquire(resource);
@@ -144,6 +168,7 @@ export function createPoller(options: PollerOptions): Poller {
   }
 
   return {
+    health,
     async runOnce(resource) {
       const list = resource ? [resource] : resources;
       const summaries: PassSummary[] = [];
