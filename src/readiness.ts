@@ -61,11 +61,7 @@ export interface RoleCheck {
  * RELAY_STALL_SECONDS; a standby is ready (another process holds the lock and does the work), and
  * says so. Both show the backlog.
  */
-export function relayRoleCheck(
-  relay: { isPublisher(): boolean },
-  db: Db,
-  stallSeconds: number,
-): RoleCheck {
+export function relayRoleCheck(relay: { isPublisher(): boolean }, db: Db, stallSeconds: number): RoleCheck {
   return {
     name: 'relay',
     async check() {
@@ -78,7 +74,9 @@ export function relayRoleCheck(
         state: relay.isPublisher() ? 'publishing' : 'standing by',
         backlog: b.count,
         parked: b.parked,
-        oldestWaitingSeconds: b.oldest ? Math.max(0, Math.round((Date.now() - b.oldest.getTime()) / 1000)) : 0,
+        oldestWaitingSeconds: b.oldest
+          ? Math.max(0, Math.round((Date.now() - b.oldest.getTime()) / 1000))
+          : 0,
       };
     },
   };

@@ -40,7 +40,9 @@ export function createHttpRole(runtime: Runtime, options: HttpRoleOptions = {}):
       return started.port;
     },
     async start() {
-      started = await (options.receiver === false ? startProbes(runtime, options) : startHttp(runtime, options));
+      started = await (options.receiver === false
+        ? startProbes(runtime, options)
+        : startHttp(runtime, options));
     },
     async stop() {
       await started?.stop();

@@ -1,5 +1,7 @@
 import type { Resource } from '../partner/resources.js';
-import type { PassOutcome } from './poller.js';
+
+/** How a pass of a resource ended; `skipped`: another process (or pass) is polling it right now. */
+export type PassOutcome = 'completed' | 'skipped' | 'failed';
 
 /** What the poller's /readyz tells of its passes, per resource. */
 export interface ResourcePassState {

@@ -4,7 +4,7 @@ import { RESOURCES, type Resource } from '../partner/resources.js';
 import { tracePollPass } from '../telemetry/telemetry.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { intervalSeconds } from './collections.js';
-import { createPassHealth, type PassHealth } from './pass-health.js';
+import { createPassHealth, type PassHealth, type PassOutcome } from './pass-health.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
 import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
@@ -46,7 +46,7 @@ export interface PollerOptions {
   lock?: ResourceLock;
 }
 
-export type PassOutcome = 'completed' | 'skipped' | 'failed';
+export type { PassOutcome };
 
 export interface PassSummary {
   resource: Resource;

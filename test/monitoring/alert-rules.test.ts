@@ -32,10 +32,14 @@ describe('the alert rules', () => {
     expect(alerts.length).toBeGreaterThanOrEqual(7);
     const tests = await ruleTests();
     for (const alert of alerts) {
-      expect(tests.some((t) => t.alert === alert && t.fires), `${alert} fires in a test`).toBe(true);
-      expect(tests.some((t) => t.alert === alert && !t.fires), `${alert} stays silent in a test`).toBe(
-        true,
-      );
+      expect(
+        tests.some((t) => t.alert === alert && t.fires),
+        `${alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        tests.some((t) => t.alert === alert && !t.fires),
+        `${alert} stays silent in a test`,
+      ).toBe(true);
     }
   });
 
