@@ -82,7 +82,8 @@ export function buildProgram(): Command {
     .description('run the Partner API sandbox (in memory, no other configuration needed)')
     .option('-p, --port <port>', 'port to listen on', integer, 4010)
     .option('--seed <dataset>', 'load a data set at start: demo')
-    .action(async (opts: { port: number; seed?: string }) =>
+    .option('--host <address>', 'interface to listen on (0.0.0.0 in a container)', '127.0.0.1')
+    .action(async (opts: { port: number; seed?: string; host: string }) =>
       (await import('./commands/sandbox.js')).sandbox(opts),
     );
 

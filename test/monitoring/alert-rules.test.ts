@@ -11,6 +11,7 @@ import { promtool, skipPromtool } from '../support/promtool.js';
 
 const RULES = 'monitoring/prometheus/alerts.yml';
 const RULE_TESTS = 'monitoring/prometheus/alerts.test.yml';
+const SPLIT_SCRAPE = 'monitoring/prometheus/prometheus-split.yml';
 
 /** Each `alert_rule_test` entry of the unit tests: its alert and whether it expects it to fire. */
 async function ruleTests(): Promise<Array<{ alert: string; fires: boolean }>> {
@@ -53,6 +54,34 @@ describe('the alert rules', () => {
     const { code, output } = await promtool(['test', 'rules', RULE_TESTS], { cwd: ROOT });
     expect(output).not.toContain('FAILED');
     expect(output).toContain('SUCCESS');
+    expect(code).toBe(0);
+  });
+});
+
+describe("the split deployment's scrape configuration", () => {
+  it('has every role as a target, the job named after the role', async () => {
+    const text = await readFile(`${ROOT}${SPLIT_SCRAPE}`, 'utf8');
+    const jobs = [...text.matchAll(/job_name: (\S+)/g)].map((m) => m[1]);
+    expect(jobs).toEqual([
+      'rentbridge-receiver',
+      'rentbridge-relay',
+      'rentbridge-poller',
+      'rentbridge-consumer',
+    ]);
+    for (const consumer of [
+      'application-decisions',
+      'rental-payments',
+      'customer-registrations',
+      'enrollments',
+      'dead-letters',
+    ]) {
+      expect(text).toContain(`consumer-${consumer}:`);
+    }
+  });
+
+  it.skipIf(skipPromtool)('passes promtool check config, with the alert rules', async () => {
+    const { code, output } = await promtool(['check', 'config', SPLIT_SCRAPE], { cwd: ROOT });
+    expect(output).toContain('SUCCESS: 7 rules found');
     expect(code).toBe(0);
   });
 });
