@@ -92,6 +92,14 @@ export function buildProgram(): Command {
     .action(async () => (await import('./commands/migrate.js')).migrateCommand());
 
   program
+    .command('topics')
+    .description(
+      "each topic's settings beside what rentbridge wants (a dry run); --apply creates and alters them in place",
+    )
+    .option('--apply', 'create missing topics and alter existing ones in place (messages kept)')
+    .action(async (opts: { apply?: boolean }) => (await import('./commands/topics.js')).topics(opts));
+
+  program
     .command('poll')
     .description('one poller pass, then exit')
     .requiredOption('--once', 'run one pass and exit (required)')
