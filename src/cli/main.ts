@@ -107,6 +107,17 @@ export function buildProgram(): Command {
     .action(async (opts: { resource?: string }) => (await import('./commands/poll.js')).pollOnce(opts));
 
   program
+    .command('resync')
+    .description(
+      'republish the current state of every record on partner.<resource> (poll lane of the budget; resumable)',
+    )
+    .option('-r, --resource <resource>', 'only this resource (e.g. applications)')
+    .option('--restart', 'start from the first page, not where a stopped resync left off')
+    .action(async (opts: { resource?: string; restart?: boolean }) =>
+      (await import('./commands/resync.js')).resyncCommand(opts),
+    );
+
+  program
     .command('trace')
     .description(
       'the life of one event from any of its ids (webhook, CloudEvent, command, request, record, dead letter)',

@@ -45,9 +45,7 @@ export async function readTopicPlan(
   const existing = new Set(await admin.listTopics());
   const names = logical.map((t) => topicName(options.prefix, t));
   const present = names.filter((n) => existing.has(n));
-  const metadata = present.length
-    ? (await admin.fetchTopicMetadata({ topics: present })).topics
-    : [];
+  const metadata = present.length ? (await admin.fetchTopicMetadata({ topics: present })).topics : [];
   const configs = present.length
     ? (
         await admin.describeConfigs({
