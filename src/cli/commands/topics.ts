@@ -33,13 +33,22 @@ export async function topics(opts: { apply?: boolean }): Promise<void> {
     } else {
       const created = await ensureTopics(admin, options);
       const changed = await applyTopicPlan(admin, plan);
-      plan = await readTopicPlan(admin, options);
+      // Brokers take a moment to show altered configs and new partitions: read back until they do.
+      for (let tries = 0; tries < 20; tries++) {
+        plan = await readTopicPlan(admin, options);
+        if (pendingChanges(plan).length === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
       process.stdout.write(
         `\napplied: ${created.length} topic(s) created, ${changed.length} altered in place` +
           (changed.length ? ` (${changed.join(', ')})` : '') +
           '\n',
       );
-      if (pendingChanges(plan).length > 0) process.exitCode = 1;
+      const left = pendingChanges(plan).map((t) => t.topic);
+      if (left.length > 0) {
+        process.stdout.write(`still differing after --apply: ${left.join(', ')}\n`);
+        process.exitCode = 1;
+      }
     }
     if (replicas.length > 0) {
       process.stdout.write(
