@@ -14,7 +14,7 @@ import { WriteLedger } from './write-ledger.js';
  * records, default keys and config, no faults, rate counters cleared).
  */
 export class SandboxState {
-  store = new RecordStore();
+  store = new RecordStore(() => this.config.created_at_precision);
   keys = new KeyRing();
   config: SandboxConfig = defaultConfig();
   readonly faults = new FaultRegistry();
@@ -27,7 +27,7 @@ export class SandboxState {
   }
 
   reset(): void {
-    this.store = new RecordStore();
+    this.store = new RecordStore(() => this.config.created_at_precision);
     this.keys = new KeyRing();
     this.config = defaultConfig();
     this.faults.clear();
