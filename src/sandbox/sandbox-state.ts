@@ -21,6 +21,8 @@ export class SandboxState {
   readonly ledger = new WriteLedger();
   readonly limiter = new RateLimiter();
   readonly webhooks: WebhookDispatcher;
+  /** `<resource>:<id>` → when a record created under `list_lag_ms` starts to show in the lists. */
+  readonly listedAt = new Map<string, number>();
 
   constructor(logger: Logger) {
     this.webhooks = new WebhookDispatcher(() => this.config, logger);
@@ -34,6 +36,23 @@ export class SandboxState {
     this.ledger.clear();
     this.limiter.clear();
     this.webhooks.clear();
+    this.listedAt.clear();
+  }
+
+  /** A record just created through the Partner API: under `list_lag_ms`, hidden from lists a while. */
+  created(resource: Resource, record: SandboxRecord): void {
+    const lag = this.config.list_lag_ms;
+    if (lag > 0) this.listedAt.set(`${resource}:${record.id}`, Date.now() + lag);
+  }
+
+  /** Whether a record shows in the lists yet (`list_lag_ms`). */
+  listed(resource: Resource, record: SandboxRecord): boolean {
+    const key = `${resource}:${record.id}`;
+    const at = this.listedAt.get(key);
+    if (at === undefined) return true;
+    if (at > Date.now()) return false;
+    this.listedAt.delete(key);
+    return true;
   }
 
   /** Every state change goes through here, so each one emits its webhook (spec 6). */
