@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
 import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
-import { byId, createdSince } from '../../src/guard/newest-first.js';
+import { byCreatedAt, byId, createdSince } from '../../src/guard/newest-first.js';
 import type { GuardPartner, ListEnvelope } from '../../src/guard/partner-port.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
 import { createLogger } from '../../src/logger.js';
@@ -268,6 +268,35 @@ describe('createdSince', () => {
         nextReadId: () => 'r',
       });
       expect(result.complete).toBe(false);
+    });
+  });
+
+  describe('when a customer met shows no created_at', () => {
+    it('cannot prove absence: the walk is incomplete and says why', async () => {
+      const at = '2026-11-25T04:00:00Z';
+      const partner = scripted([
+        {
+          items: [
+            { id: 7, email: 'a@example.com' },
+            { id: 5, email: 'm@example.com', created_at: at },
+            { id: 4, email: 'o@example.com', created_at: '2026-11-25T03:00:00Z' },
+          ],
+          current_page: 1,
+          total_count: 3,
+          has_more: false,
+        },
+      ]);
+      const result = await createdSince(
+        partner,
+        'customers',
+        { id: '5', created_at: at, tied_ids: ['5'], tied_complete: true },
+        byCreatedAt,
+        { nextReadId: () => 'r' },
+      );
+      // Before the marker, its place proves it new; still no proof of absence for anything else.
+      expect(result.records.map((r) => r.id)).toEqual([7]);
+      expect(result.complete).toBe(false);
+      expect(result.why).toMatch(/no created_at/);
     });
   });
 });
