@@ -107,6 +107,8 @@ export const configSchema = z
      * scripts/kafka.sh started there (its controller on the next port). Default 9092.
      */
     LOCAL_KAFKA_PORT: port.default(9092),
+    /** The embedded PostgreSQL's folder (cluster in data/, postgres.log). Default `.postgres` in the project. */
+    LOCAL_PG_DIR: z.string().min(1).optional(),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */

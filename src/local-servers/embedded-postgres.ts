@@ -116,18 +116,24 @@ async function prepareDataDir(
   dataDir: string,
   user: { uid: number; gid: number } | undefined,
 ): Promise<void> {
-  // The parents with the usual mode (the server's user walks through them), the cluster's own 0700.
-  await mkdir(dirname(dataDir), { recursive: true });
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  if (user) await chown(dataDir, user.uid, user.gid).catch(() => undefined);
-  // `test` as the server's user: write access to the folder and a path it may walk to.
-  const check = spawnSync('test', ['-w', dataDir, '-a', '-x', dataDir], {
-    ...(user && { uid: user.uid, gid: user.gid }),
-  });
-  if (check.status !== 0) {
+  let writable: boolean;
+  try {
+    // The parents with the usual mode (the server's user walks through them), the cluster's own 0700.
+    await mkdir(dirname(dataDir), { recursive: true });
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    if (user) await chown(dataDir, user.uid, user.gid).catch(() => undefined);
+    // `test` as the server's user: write access to the folder and a path it may walk to.
+    const check = spawnSync('test', ['-w', dataDir, '-a', '-x', dataDir], {
+      ...(user && { uid: user.uid, gid: user.gid }),
+    });
+    writable = check.status === 0;
+  } catch {
+    writable = false;
+  }
+  if (!writable) {
     const who = user ? 'the user `postgres` (PostgreSQL refuses to run as root)' : 'this user';
     throw new UsageError(
-      `the embedded PostgreSQL's data folder ${dataDir} cannot be written by ${who}: give it access (each parent folder needs o+x), move the project, or set DATABASE_URL to a PostgreSQL server`,
+      `the embedded PostgreSQL's data folder ${dataDir} cannot be written by ${who}: give it access (each parent folder needs o+x), set LOCAL_PG_DIR to a folder it can write, or set DATABASE_URL to a PostgreSQL server`,
     );
   }
 }

@@ -14,8 +14,10 @@ import { answers, canListen } from './ports.js';
  */
 
 export interface LocalServersOptions {
-  /** The project's folder: data lives in `.postgres/` and `.kafka/` there. */
+  /** The project's folder: scripts/kafka.sh, and the broker's data in `.kafka/`. */
   root: string;
+  /** The embedded PostgreSQL's folder (LOCAL_PG_DIR; default `.postgres/` in the project). */
+  pgDir?: string;
   /** The environment as given (`DATABASE_URL` / `KAFKA_BROKERS` set or not), not the parsed config. */
   env: NodeJS.ProcessEnv;
   pgPort: number;
@@ -34,9 +36,9 @@ export interface LocalServers {
   stop(): Promise<void>;
 }
 
-/** Where the embedded PostgreSQL keeps its cluster and log, under the project (git-ignored). */
-export function postgresPaths(root: string): { dataDir: string; logFile: string } {
-  return { dataDir: join(root, '.postgres', 'data'), logFile: join(root, '.postgres', 'postgres.log') };
+/** Where the embedded PostgreSQL keeps its cluster and log: `data/` and `postgres.log` in `dir`. */
+export function postgresPaths(dir: string): { dataDir: string; logFile: string } {
+  return { dataDir: join(dir, 'data'), logFile: join(dir, 'postgres.log') };
 }
 
 /** The Kafka controller port kafka.sh is given: KAFKA_CONTROLLER_PORT, else the broker's port + 1. */
@@ -66,7 +68,7 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
     );
   }
 
-  const pgPaths = postgresPaths(root);
+  const pgPaths = postgresPaths(options.pgDir ?? join(root, '.postgres'));
   if (options.fresh) {
     if (startPg) await rm(pgPaths.dataDir, { recursive: true, force: true });
     if (startKafka) {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import {
   COMMAND_CONSUMER_NAMES,
   createCompositionRoot,
@@ -59,6 +60,7 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   const logger = createLogger({ level: given.LOG_LEVEL });
   const local = await startLocalServers({
     root: projectRoot(),
+    ...(given.LOCAL_PG_DIR && { pgDir: resolve(given.LOCAL_PG_DIR) }),
     env: process.env,
     pgPort: given.LOCAL_PG_PORT,
     kafkaPort: given.LOCAL_KAFKA_PORT,
