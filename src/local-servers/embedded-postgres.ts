@@ -226,6 +226,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   );
   await log.close();
   child.unref();
+  // A process that exits without stop() (a second Ctrl-C, a signal during start-up, a fatal
+  // error) still asks its server to stop: a fast shutdown it finishes alone.
+  const onExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  };
+  process.once('exit', onExit);
   const spawnError = new Promise<Error>((resolveError) => child.once('error', resolveError));
 
   const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
@@ -234,6 +240,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (await acceptsQueries(url)) break;
     const failed = await Promise.race([spawnError, exited(child, 0).then((done) => (done ? true : null))]);
     if (failed || Date.now() > deadline) {
+      process.removeListener('exit', onExit);
       if (!failed) child.kill('SIGQUIT');
       throw new UsageError(
         `the embedded PostgreSQL did not start on 127.0.0.1:${port} (is the port taken? LOCAL_PG_PORT moves it); the end of ${logFile}:\n${await tail(logFile)}`,
@@ -247,14 +254,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     pid: child.pid!,
     initialised,
     async stop() {
+      process.removeListener('exit', onExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGINT');
       if (await exited(child, 4000)) return;
       child.kill('SIGQUIT');
       await exited(child, 1000);
     },
-    kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-    },
+    kill: onExit,
   };
 }

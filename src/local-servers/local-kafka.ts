@@ -81,22 +81,34 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<Local
       `KAFKA_BROKERS is unset and nothing answers on ${where}; Kafka's jars are fetched once from Maven Central with Maven, which is not installed: install it (Debian/Ubuntu: apt-get install maven), or set KAFKA_BROKERS to your broker`,
     );
   }
-  await script(options, 'start');
   const pidFile = join(kafkaDir, 'kafka.pid');
-  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : undefined;
+  // A process that exits without stop() (a second Ctrl-C, a signal during start-up, a fatal
+  // error) still asks the broker it started to stop (read when it exits: the script writes it).
+  const kill = () => {
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  process.once('exit', kill);
+  try {
+    await script(options, 'start');
+  } catch (error) {
+    process.removeListener('exit', kill);
+    throw error;
+  }
   return {
     brokers: where,
     dataDir: join(kafkaDir, 'data'),
     log: join(kafkaDir, 'kafka.log'),
-    stop: () => script(options, 'stop'),
-    kill() {
-      if (pid) {
-        try {
-          process.kill(pid, 'SIGTERM');
-        } catch {
-          // Already gone.
-        }
-      }
+    stop: () => {
+      process.removeListener('exit', kill);
+      return script(options, 'stop');
     },
+    kill,
   };
 }

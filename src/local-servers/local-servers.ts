@@ -95,14 +95,8 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   const postgres: EmbeddedPostgres | undefined = pgResult.status === 'fulfilled' ? pgResult.value : undefined;
   const kafka: LocalKafka | undefined = kafkaResult.status === 'fulfilled' ? kafkaResult.value : undefined;
 
-  // A process that exits without stopping them (a second Ctrl-C, a fatal error) still asks them to stop.
-  const onExit = () => {
-    postgres?.kill();
-    kafka?.kill();
-  };
-  process.once('exit', onExit);
+  // Each server asks to be stopped when the process exits without stop() (see their modules).
   const stop = async () => {
-    process.removeListener('exit', onExit);
     await Promise.all([
       postgres?.stop().then(() => logger.info({ address: pgAddress }, 'embedded PostgreSQL stopped')),
       kafka?.stop().then(() => logger.info({ address: kafkaAddress }, 'local Kafka broker stopped')),

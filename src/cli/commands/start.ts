@@ -58,6 +58,18 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   // Before any server starts: a second `npm start` (or another program) on our ports stops here.
   await requireFreePorts(given, demo);
   const logger = createLogger({ level: given.LOG_LEVEL });
+  // Until every role runs (then runRoles takes the signals): exit now, and the servers started
+  // here are asked to stop as the process exits (src/local-servers/).
+  const duringStartUp = (signal: NodeJS.Signals) => {
+    logger.warn({ component: 'start', signal }, 'signal during start-up: exiting');
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  const running = () => {
+    process.removeListener('SIGTERM', duringStartUp);
+    process.removeListener('SIGINT', duringStartUp);
+  };
+  process.once('SIGTERM', duringStartUp);
+  process.once('SIGINT', duringStartUp);
   const local = await startLocalServers({
     root: projectRoot(),
     ...(given.LOCAL_PG_DIR && { pgDir: resolve(given.LOCAL_PG_DIR) }),
@@ -73,8 +85,9 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
       ...(local.databaseUrl && { DATABASE_URL: local.databaseUrl }),
       ...(local.kafkaBrokers && { KAFKA_BROKERS: local.kafkaBrokers }),
     });
-    await runAll(demo ? demoConfig(withServers) : withServers, demo, logger);
+    await runAll(demo ? demoConfig(withServers) : withServers, demo, logger, running);
   } finally {
+    running();
     await local.stop();
   }
   logger.info({ component: 'start' }, 'rentbridge stopped');
@@ -99,7 +112,12 @@ async function requireFreePorts(config: Config, demo: boolean): Promise<void> {
   );
 }
 
-async function runAll(config: Config, demo: boolean, logger: ReturnType<typeof createLogger>): Promise<void> {
+async function runAll(
+  config: Config,
+  demo: boolean,
+  logger: ReturnType<typeof createLogger>,
+  running: () => void,
+): Promise<void> {
   const root = createCompositionRoot(config, logger);
   // `start` runs the command consumers too: the same refusal as `rentbridge consumer`.
   requireProbeAssumptions(config, logger);
@@ -120,7 +138,7 @@ async function runAll(config: Config, demo: boolean, logger: ReturnType<typeof c
             root.deadLetterIndexer(),
           ]),
         () => root.poller(),
-        () => announce(root, { demo, sandbox, port: httpRole!.port }),
+        () => announce(root, { demo, sandbox, port: httpRole!.port, running }),
       ];
     },
     {
@@ -188,13 +206,20 @@ function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => 
 /** The demo's traffic (when demo), then the line that says where to look. */
 function announce(
   root: CompositionRoot,
-  { demo, sandbox, port }: { demo: boolean; sandbox: Sandbox | undefined; port: number },
+  {
+    demo,
+    sandbox,
+    port,
+    running,
+  }: { demo: boolean; sandbox: Sandbox | undefined; port: number; running: () => void },
 ): Component {
   const { config, logger } = root;
   let traffic: { stop(): Promise<void> } | undefined;
   return {
     name: 'demo',
     async start() {
+      // The last component: from here a signal stops every role in order (runRoles).
+      running();
       const base = `http://localhost:${port}`;
       if (demo && sandbox) {
         traffic = startDemoTraffic({
