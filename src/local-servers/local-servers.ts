@@ -89,7 +89,7 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   const [pgResult, kafkaResult] = await Promise.allSettled([
     startPg ? startEmbeddedPostgres({ ...pgPaths, port: options.pgPort }) : Promise.resolve(undefined),
     startKafka
-      ? startLocalKafka({ root, port: options.kafkaPort, controllerPort: kafkaController, logger })
+      ? startLocalKafka({ root, port: options.kafkaPort, controllerPort: kafkaController, logger: parent })
       : Promise.resolve(undefined),
   ]);
   const postgres: EmbeddedPostgres | undefined = pgResult.status === 'fulfilled' ? pgResult.value : undefined;
