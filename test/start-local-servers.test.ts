@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,6 +85,31 @@ describe('rentbridge start without DATABASE_URL', () => {
       expect(code).toBe(0);
       expect(log).toContain('embedded PostgreSQL stopped');
       expect(await answers('127.0.0.1', pgPort)).toBe(false);
+    });
+  });
+
+  describe('when no Kafka answers and Java is not installed', () => {
+    it('exits 2 naming what to install, or KAFKA_BROKERS', async () => {
+      // A PATH with bash (for kafka.sh) and nothing else: no `java` to find.
+      const bin = await mkdtemp(join(tmpdir(), 'rentbridge-path-'));
+      await symlink('/bin/bash', join(bin, 'bash'));
+      try {
+        const result = await runCli(['start'], {
+          PATH: bin,
+          HTTP_PORT: String(await freePort()),
+          SANDBOX_PORT: String(await freePort()),
+          PARTNER_API_URL: '',
+          DATABASE_URL: inject('databaseUrl'),
+          KAFKA_BROKERS: undefined,
+          LOCAL_KAFKA_PORT: String(await freePort()),
+        });
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain('Java is not installed');
+        expect(result.stderr).toContain('openjdk-17-jre-headless');
+        expect(result.stderr).toContain('set KAFKA_BROKERS');
+      } finally {
+        await rm(bin, { recursive: true, force: true });
+      }
     });
   });
 
