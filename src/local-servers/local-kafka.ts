@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { UsageError } from '../errors.js';
@@ -30,7 +30,11 @@ export interface LocalKafka {
 
 const has = (command: string, args: string[]) => !spawnSync(command, args, { stdio: 'ignore' }).error;
 
-function script(options: LocalKafkaOptions, command: 'start' | 'stop'): Promise<void> {
+function script(
+  options: LocalKafkaOptions,
+  command: 'start' | 'stop',
+  spawned: (pid: number) => void = () => undefined,
+): Promise<void> {
   const logger = options.logger.child({ component: 'local-kafka' });
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [join(options.root, 'scripts', 'kafka.sh'), command], {
@@ -45,6 +49,7 @@ function script(options: LocalKafkaOptions, command: 'start' | 'stop'): Promise<
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    if (child.pid) spawned(child.pid);
     const lines: string[] = [];
     const onData = (d: Buffer) => {
       for (const line of d.toString().split('\n').filter(Boolean)) {
@@ -82,13 +87,20 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<Local
     );
   }
   const pidFile = join(kafkaDir, 'kafka.pid');
-  // A process that exits without stop() (a second Ctrl-C, a signal during start-up, a fatal
-  // error) still asks the broker it started to stop (read when it exits: the script writes it).
+  // The start script's process group holds the script, Maven while it fetches the jars and the
+  // broker it starts (nohup keeps the group). A process that exits without stop() (a second
+  // Ctrl-C, a signal during start-up, a fatal error) sends the group SIGTERM: whatever of it still
+  // runs stops, the broker by a controlled shutdown it finishes alone.
+  let group = 0;
+  const began = Date.now();
   const kill = () => {
-    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
-    if (pid > 0) {
+    // Only a pid file this start wrote: a stale one may name another process by now.
+    const fresh = existsSync(pidFile) && statSync(pidFile).mtimeMs >= began - 1000;
+    const pid = fresh ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
+    for (const target of [group > 0 ? -group : 0, pid]) {
+      if (target === 0) continue;
       try {
-        process.kill(pid, 'SIGTERM');
+        process.kill(target, 'SIGTERM');
       } catch {
         // Already gone.
       }
@@ -96,7 +108,7 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<Local
   };
   process.once('exit', kill);
   try {
-    await script(options, 'start');
+    await script(options, 'start', (pid) => (group = pid));
   } catch (error) {
     process.removeListener('exit', kill);
     throw error;
