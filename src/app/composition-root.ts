@@ -26,6 +26,7 @@ import {
 import type { Resource } from '../partner/resources.js';
 import { relayRoleCheck, type RoleCheck } from '../readiness.js';
 import { createRelay, type Relay } from '../relay/relay.js';
+import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
 import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
@@ -70,6 +71,10 @@ export interface CompositionRoot extends Runtime {
   markStarted(): void;
   relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
   poller(): PollerComponent;
+  /** `rentbridge resync`: on the poll lane of the shared budget, its requests counted per resource. */
+  resync(options?: Pick<ResyncOptions, 'onProgress' | 'isStopping'>): Resync & {
+    requests(resource: Resource): number;
+  };
   commandConsumer(
     name: CommandConsumerName,
     options?: { guard?: GuardOptions },
@@ -204,6 +209,16 @@ export function createCompositionRoot(
         start: () => pollerScope.run(requestCounter, () => poller.start()),
         stop: () => poller.stop(),
         runOnce: (resource) => pollerScope.run(requestCounter, () => poller.runOnce(resource)),
+      };
+    },
+
+    resync(options = {}) {
+      const { partner: client } = sharedPartner();
+      const requestCounter = createRequestCounter();
+      const resync = createResync({ partner: client, db: runtime.db, logger, ...options });
+      return {
+        run: (opts) => pollerScope.run(requestCounter, () => resync.run(opts)),
+        requests: (resource) => requestCounter.count(resource),
       };
     },
 

@@ -100,6 +100,7 @@ export function createPoller(options: PollerOptions): Poller {
   const timers = new Map<Resource, NodeJS.Timeout>();
   const running = new Set<Promise<unknown>>();
   let stopping = false;
+  let abort = new AbortController();
   const intervalOf = (r: Resource) =>
     options.intervals?.[r] ??
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
@@ -135,6 +136,7 @@ export function createPoller(options: PollerOptions): Poller {
           now: options.now ?? (() => new Date()),
           hooks: options.hooks ?? {},
           isStopping: () => stopping,
+          signal: abort.signal,
           ...(options.requestCounter && { requestCounter: options.requestCounter }),
         }),
       );
@@ -181,6 +183,7 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async start() {
       stopping = false;
+      abort = new AbortController();
       logger.info(
         { intervals: Object.fromEntries(resources.map((r) => [r, intervalOf(r)])) },
         'poller started',
@@ -189,6 +192,8 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async stop() {
       stopping = true;
+      // Requests in flight end now (their pass stops, cursor unmoved) rather than after their budget wait.
+      abort.abort(new PassStoppedError('poller stopping'));
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
       await Promise.allSettled([...running]);
