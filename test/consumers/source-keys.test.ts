@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
+import { loadConfig } from '../../src/config/config.js';
+import { toCloudEvent } from '../../src/events/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { registry } from '../../src/metrics.js';
+import { buildSecret } from '../receiver/webhooks.js';
+import { createHarness, FAST_GUARD, headersOf, logger, uid, type Harness } from './support/harness.js';
+
+/**
+ * Issue 34: a PMS source with a Partner API key of its own acts only within that key's scope.
+ * The consumer is built by the composition root from the configuration, as `rentbridge consumer`
+ * builds it; commands arrive as the receiver publishes a PMS webhook (CloudEvent source
+ * `/webhooks/pms/<source>`).
+ */
+const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
+const KEYS = {
+  beta: { access_key: 'beta-access-key', secret_key: 'beta-secret-key', scoped: true },
+  gamma: { access_key: 'gamma-access-key', secret_key: 'gamma-secret-key', read_only: true },
+};
+
+describe('command consumers acting for PMS sources', () => {
+  let h: Harness;
+  let root: CompositionRoot;
+  let consumer: ReturnType<CompositionRoot['commandConsumer']> | undefined;
+
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.control.createKey({ ...KEYS.beta, owner_ids: ['owner-beta'] });
+    await h.control.createKey({ ...KEYS.gamma, read_only: true });
+    const config = loadConfig({
+      DATABASE_URL: h.database.url,
+      KAFKA_BROKERS: h.kafka.brokers.join(','),
+      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
+      PARTNER_TIMEOUT_MS: '1500',
+      PMS_WEBHOOK_SECRETS: JSON.stringify({
+        acme: [buildSecret()],
+        beta: [buildSecret()],
+        gamma: [buildSecret()],
+      }),
+      PMS_PARTNER_KEYS: JSON.stringify(KEYS),
+      LOG_LEVEL: 'silent',
+    });
+    root = createCompositionRoot(config, logger);
+    root.usePartnerUrl(h.sandbox.url);
+    consumer = root.commandConsumer('application-decisions', { guard: FAST_GUARD });
+    await consumer.start();
+  });
+  afterAll(async () => {
+    await consumer?.stop();
+    await root?.close();
+    await h?.close();
+  });
+
+  async function application(owner: string): Promise<number> {
+    const [record] = await h.control.addRecords('applications', [{ status: 'submitted', owner_id: owner }]);
+    return Number(record!.id);
+  }
+
+  /** A decision as the receiver publishes a PMS source's webhook. */
+  async function decide(source: string, applicationId: number): Promise<string> {
+    const decisionId = uid(`dec-${source}`);
+    const event = toCloudEvent({
+      id: `evt-${decisionId}`,
+      source: `/webhooks/pms/${source}`,
+      type: COMMAND_TYPES.applicationDecision,
+      subject: decisionId,
+      data: { decision_id: decisionId, application_id: String(applicationId), decision: 'approve' },
+    });
+    await h.publish(TOPICS.applicationDecisions, String(applicationId), JSON.stringify(event));
+    return decisionId;
+  }
+
+  const statusOf = async (id: number) =>
+    (await h.control.records('applications')).find((r) => Number(r.id) === id)?.status;
+
+  describe('when a source with a scoped key decides an application inside its scope', () => {
+    it('is applied with its key', async () => {
+      const id = await application('owner-beta');
+      const [outcome] = await h.outcomesOf(await decide('beta', id));
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
+      expect(await statusOf(id)).toBe('approved');
+    });
+  });
+
+  describe('when a source with a scoped key decides an application outside its scope', () => {
+    it('is rejected with the platform error whole, one write, a dead letter naming the scope', async () => {
+      const id = await application('owner-acme');
+      const decisionId = await decide('beta', id);
+      const [outcome] = await h.outcomesOf(decisionId);
+      expect(outcome).toMatchObject({
+        status: 'rejected',
+        attempts: 1,
+        error: {
+          status: 404,
+          code: 'not_found',
+          message: expect.any(String),
+          request_id: expect.any(String),
+        },
+      });
+      const [letter] = await h.deadLettersOf(decisionId);
+      const headers = headersOf(letter!.message.headers);
+      expect(headers['dlq-reason']).toBe('rejected');
+      expect(headers['dlq-error-status']).toBe('404');
+      expect(headers['dlq-error-message']).toMatch(/outside the scope of source "beta"/);
+      expect(JSON.parse(headers['dlq-error']!)).toEqual(outcome!.error);
+      // Never retried, never read back as ambiguous: exactly one write, not applied.
+      await new Promise((r) => setTimeout(r, 500));
+      const writes = await h.writesTo(APPROVE(id));
+      expect(writes).toHaveLength(1);
+      expect(writes[0]).toMatchObject({ applied: false, status: 404 });
+      expect(await statusOf(id)).toBe('submitted');
+    });
+  });
+
+  describe('when a source without a key of its own decides the same kind of application', () => {
+    it('behaves as before: the deployment key reaches every record', async () => {
+      const id = await application('owner-acme');
+      const [outcome] = await h.outcomesOf(await decide('acme', id));
+      expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
+      expect(await h.writesTo(APPROVE(id))).toHaveLength(1);
+    });
+  });
+
+  describe("when a source's key is read-only", () => {
+    it('is rejected as outside the scope on its 403, with one write', async () => {
+      const id = await application('owner-acme');
+      const decisionId = await decide('gamma', id);
+      const [outcome] = await h.outcomesOf(decisionId);
+      expect(outcome).toMatchObject({ status: 'rejected', error: { status: 403, code: 'forbidden' } });
+      const [letter] = await h.deadLettersOf(decisionId);
+      expect(headersOf(letter!.message.headers)['dlq-error-message']).toMatch(
+        /outside the scope of source "gamma"/,
+      );
+      expect(await h.writesTo(APPROVE(id))).toHaveLength(1);
+    });
+  });
+
+  describe('when /metrics is scraped', () => {
+    it('shows which key each source uses, never the key', async () => {
+      const text = await registry.getSingleMetricAsString('rentbridge_source_partner_key');
+      expect(text).toContain('rentbridge_source_partner_key{source="beta",key="own"} 1');
+      expect(text).toContain('rentbridge_source_partner_key{source="acme",key="deployment"} 1');
+      expect(text).toContain('rentbridge_source_partner_key{source="acme",key="own"} 0');
+      expect(text).not.toContain('beta-access-key');
+    });
+  });
+});
