@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
+import type { HttpRole } from '../../src/app/http-role.js';
+import type { Overview } from '../../src/ops/overview/overview.js';
 import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { registry } from '../../src/metrics.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { createHarness, FAST_GUARD, headersOf, logger, uid, type Harness } from './support/harness.js';
 
@@ -14,6 +15,7 @@ import { createHarness, FAST_GUARD, headersOf, logger, uid, type Harness } from 
  * builds it; commands arrive as the receiver publishes a PMS webhook (CloudEvent source
  * `/webhooks/pms/<source>`).
  */
+const OPS_TOKEN = 'ops-token-for-source-keys';
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
 const KEYS = {
   beta: { access_key: 'beta-access-key', secret_key: 'beta-secret-key', scoped: true },
@@ -24,6 +26,7 @@ describe('command consumers acting for PMS sources', () => {
   let h: Harness;
   let root: CompositionRoot;
   let consumer: ReturnType<CompositionRoot['commandConsumer']> | undefined;
+  let http: HttpRole | undefined;
 
   beforeAll(async () => {
     h = await createHarness();
@@ -41,13 +44,18 @@ describe('command consumers acting for PMS sources', () => {
       }),
       PMS_PARTNER_KEYS: JSON.stringify(KEYS),
       LOG_LEVEL: 'silent',
+      HTTP_PORT: '0',
+      OPS_TOKEN: OPS_TOKEN,
     });
     root = createCompositionRoot(config, logger);
     root.usePartnerUrl(h.sandbox.url);
     consumer = root.commandConsumer('application-decisions', { guard: FAST_GUARD });
     await consumer.start();
+    http = root.http();
+    await http.start();
   });
   afterAll(async () => {
+    await http?.stop();
     await consumer?.stop();
     await root?.close();
     await h?.close();
@@ -137,13 +145,24 @@ describe('command consumers acting for PMS sources', () => {
     });
   });
 
-  describe('when /metrics is scraped', () => {
+  describe('when /metrics is scraped and the console overview read', () => {
     it('shows which key each source uses, never the key', async () => {
-      const text = await registry.getSingleMetricAsString('rentbridge_source_partner_key');
+      const port = http!.port;
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(text).toContain('rentbridge_source_partner_key{source="beta",key="own"} 1');
       expect(text).toContain('rentbridge_source_partner_key{source="acme",key="deployment"} 1');
       expect(text).toContain('rentbridge_source_partner_key{source="acme",key="own"} 0');
       expect(text).not.toContain('beta-access-key');
+
+      const res = await fetch(`http://127.0.0.1:${port}/ops/api/overview`, {
+        headers: { authorization: `Bearer ${OPS_TOKEN}` },
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Overview;
+      const figures = body.stages.find((s) => s.id === 'partner')!.figures;
+      expect(figures).toContainEqual({ label: 'key of source beta', value: 'its own (PMS_PARTNER_KEYS)' });
+      expect(figures).toContainEqual({ label: 'key of source acme', value: 'the deployment key' });
+      expect(JSON.stringify(body)).not.toMatch(/beta-access-key|beta-secret-key/);
     });
   });
 });
