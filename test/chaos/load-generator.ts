@@ -230,7 +230,7 @@ export function createLoadGenerator(options: {
   const newDecision = async () => {
     const source = pickSource();
     // A scoped source now and then decides another owner's application: outside its scope.
-    const outsideScope = source.owner !== undefined && random.chance(0.1);
+    const outsideScope = source.owner !== undefined && random.chance(0.3);
     const owner = outsideScope ? `${ownerOf(source)}-other` : ownerOf(source);
     let applicationId: string;
     try {
