@@ -25,7 +25,7 @@ const KEYS = {
 describe('command consumers acting for PMS sources', () => {
   let h: Harness;
   let root: CompositionRoot;
-  let consumer: ReturnType<CompositionRoot['commandConsumer']> | undefined;
+  let consumers: Array<ReturnType<CompositionRoot['commandConsumer']>> = [];
   let http: HttpRole | undefined;
 
   beforeAll(async () => {
@@ -49,14 +49,18 @@ describe('command consumers acting for PMS sources', () => {
     });
     root = createCompositionRoot(config, logger);
     root.usePartnerUrl(h.sandbox.url);
-    consumer = root.commandConsumer('application-decisions', { guard: FAST_GUARD });
-    await consumer.start();
+    consumers = [
+      root.commandConsumer('application-decisions', { guard: FAST_GUARD }),
+      root.commandConsumer('customer-registrations', { guard: FAST_GUARD }),
+      root.commandConsumer('enrollments', { guard: FAST_GUARD }),
+    ];
+    for (const c of consumers) await c.start();
     http = root.http();
     await http.start();
   });
   afterAll(async () => {
     await http?.stop();
-    await consumer?.stop();
+    for (const c of consumers) await c.stop();
     await root?.close();
     await h?.close();
   });
@@ -129,6 +133,52 @@ describe('command consumers acting for PMS sources', () => {
       expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
       expect(await h.writesTo(APPROVE(id))).toHaveLength(1);
     });
+  });
+
+  describe('when a source with a scoped key registers and enrolls a customer', () => {
+    it('creates both with its key, so both land in its scope', async () => {
+      // The deployment key scoped away from beta's owner for this test: an enrollment made with it
+      // (not with beta's key) would answer 404 and end rejected.
+      const deployment = { access_key: 'sandbox-access-key', secret_key: 'sandbox-secret-key' };
+      await h.control.createKey({ ...deployment, owner_ids: ['owner-acme'] });
+      try {
+        await registerAndEnroll();
+      } finally {
+        await h.control.createKey(deployment);
+      }
+    });
+
+    async function registerAndEnroll() {
+      const registrationId = uid('reg-beta');
+      const email = `${registrationId}@example.com`;
+      const event = toCloudEvent({
+        id: `evt-${registrationId}`,
+        source: '/webhooks/pms/beta',
+        type: COMMAND_TYPES.customerRegistration,
+        subject: registrationId,
+        data: {
+          registration_id: registrationId,
+          pms_reference: 'tenant-1',
+          first_name: 'Bo',
+          last_name: 'Beta',
+          email,
+          phone: '5550001111',
+          enroll: true,
+        },
+      });
+      await h.publish(TOPICS.customerRegistrations, email, JSON.stringify(event));
+      const [registered] = await h.outcomesOf(registrationId);
+      expect(registered).toMatchObject({ status: 'applied' });
+      const [enrolled] = await h.outcomesOf(`${registrationId}.enrollment`);
+      expect(enrolled).toMatchObject({ status: 'applied' });
+      // The sandbox gives what a scoped key creates its owner: the deployment key would give none.
+      const customer = (await h.control.records('customers')).find((r) => r.email === email);
+      expect(customer?.owner_id).toBe('owner-beta');
+      const enrollment = (await h.control.records('enrollments')).find(
+        (r) => String(r.customer_id) === String(customer?.id),
+      );
+      expect(enrollment?.owner_id).toBe('owner-beta');
+    }
   });
 
   describe("when a source's key is read-only", () => {
