@@ -32,8 +32,14 @@ export function buildProgram(): Command {
 
   program
     .command('start')
-    .description('run every role in one process (embedded sandbox when PARTNER_API_URL is unset)')
-    .action(async () => (await import('./commands/start.js')).start());
+    .description(
+      'run every role in one process (embedded sandbox when PARTNER_API_URL is unset; embedded PostgreSQL and a local Kafka when none is configured or found)',
+    )
+    .option(
+      '--fresh',
+      'wipe the data of the embedded PostgreSQL and local Kafka it starts (not of servers found running)',
+    )
+    .action(async (opts: { fresh?: boolean }) => (await import('./commands/start.js')).start(opts));
 
   program
     .command('receiver')

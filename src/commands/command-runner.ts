@@ -272,6 +272,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const consumer: Consumer = deps.kafka.consumer({
     groupId,
     allowAutoTopicCreation: false,
+    // A stop waits for the fetch in flight: kafkajs's 5 s long poll made each consumer take 5 s to
+    // stop. One second costs an idle consumer one fetch a second.
+    maxWaitTimeInMs: 1000,
     ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
   });
   const producer = deps.producer ?? createSharedProducer(deps.kafka);

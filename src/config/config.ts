@@ -131,6 +131,18 @@ export const configSchema = z
     PARTNER_PROBE_RESULT: z.string().min(1).optional(),
     /** Start the consumers although PARTNER_PROBE_RESULT says a guard assumption does not hold. Default false. */
     PARTNER_PROBE_OVERRIDE: bool.default(false),
+    /**
+     * `rentbridge start` without DATABASE_URL: the PostgreSQL on 127.0.0.1 at this port, or an
+     * embedded one started there. Default 5432.
+     */
+    LOCAL_PG_PORT: port.default(5432),
+    /**
+     * `rentbridge start` without KAFKA_BROKERS: the broker on 127.0.0.1 at this port, or the one of
+     * scripts/kafka.sh started there (its controller on the next port). Default 9092.
+     */
+    LOCAL_KAFKA_PORT: port.default(9092),
+    /** The embedded PostgreSQL's folder (cluster in data/, postgres.log). Default `.postgres` in the project. */
+    LOCAL_PG_DIR: z.string().min(1).optional(),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */

@@ -50,7 +50,8 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
 
   return {
     async start() {
-      consumer = options.kafka.consumer({ groupId });
+      // A stop waits for the fetch in flight: 1 s instead of kafkajs's 5 s long poll.
+      consumer = options.kafka.consumer({ groupId, maxWaitTimeInMs: 1000 });
       await consumer.connect();
       await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
       await consumer.run({

@@ -82,6 +82,7 @@ export function createPoller(options: PollerOptions): Poller {
   const timers = new Map<Resource, NodeJS.Timeout>();
   const running = new Set<Promise<unknown>>();
   let stopping = false;
+  let abort = new AbortController();
   const intervalOf = (r: Resource) =>
     options.intervals?.[r] ??
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
@@ -111,6 +112,7 @@ export function createPoller(options: PollerOptions): Poller {
           now: options.now ?? (() => new Date()),
           hooks: options.hooks ?? {},
           isStopping: () => stopping,
+          signal: abort.signal,
           ...(options.requestCounter && { requestCounter: options.requestCounter }),
         }),
       );
@@ -156,6 +158,7 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async start() {
       stopping = false;
+      abort = new AbortController();
       logger.info(
         { intervals: Object.fromEntries(resources.map((r) => [r, intervalOf(r)])) },
         'poller started',
@@ -164,6 +167,8 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async stop() {
       stopping = true;
+      // Requests in flight end now (their pass stops, cursor unmoved) rather than after their budget wait.
+      abort.abort(new PassStoppedError('poller stopping'));
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
       await Promise.allSettled([...running]);
