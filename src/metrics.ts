@@ -152,6 +152,12 @@ export const metrics = {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: r,
   }),
+  sourcePartnerKey: new Gauge({
+    name: 'rentbridge_source_partner_key',
+    help: 'Which Partner API key acts for each PMS source: 1 for the key in use (own = PMS_PARTNER_KEYS, deployment = PARTNER_ACCESS_KEY), 0 for the other',
+    labelNames: ['source', 'key'] as const,
+    registers: r,
+  }),
   customerTokens: new Counter({
     name: 'rentbridge_customer_tokens_total',
     help: 'Customer access-token requests of PMS sources, by source and result',

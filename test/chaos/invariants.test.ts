@@ -12,6 +12,7 @@ import type { ReadMessage } from './topic-reader.js';
 function buildCommand(overrides: Partial<SentCommand> = {}): SentCommand {
   return {
     commandId: 'pay_1',
+    source: 'acme',
     kind: 'payment',
     targetId: '7',
     topic: 'commands.rental-payments',
@@ -24,6 +25,7 @@ function buildCommand(overrides: Partial<SentCommand> = {}): SentCommand {
 function buildHook(overrides: Partial<SentWebhook> = {}): SentWebhook {
   return {
     webhookId: 'msg_1',
+    source: 'acme',
     kind: 'payment',
     type: 'rent_payment.received',
     commandId: 'pay_1',
@@ -176,6 +178,47 @@ describe('chaos invariants', () => {
         ]),
       });
       expect(failed(sameIdDifferentData)).toContain('a repeated CloudEvent id always carries the same event');
+    });
+  });
+
+  describe("when a scoped source's command outside its scope was applied, or one inside refused for scope", () => {
+    const SCOPE = "a scoped source's command outside its scope is rejected as such, never applied";
+    const letter = (message: string) =>
+      ({
+        ...commandEvent(),
+        topic: 'chaos.commands.rental-payments.dlq',
+        headers: { 'dlq-reason': 'rejected', 'dlq-command-id': 'pay_1', 'dlq-error-message': message },
+      }) satisfies ReadMessage;
+
+    it('fails the scope check', () => {
+      const applied = buildEvidence();
+      applied.load.commands.set('pay_1', buildCommand({ source: 'beta', outsideScope: true }));
+      expect(failed(applied)).toContain(SCOPE);
+
+      const refusedInside = buildEvidence({
+        commandStates: new Map([['pay_1', 'rejected']]),
+        ledger: [],
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent()]],
+          ['outcomes.rental-payments', [outcome('rejected')]],
+          ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+        ]),
+      });
+      expect(failed(refusedInside)).toEqual([SCOPE]);
+    });
+
+    it('passes when it ended rejected as outside the scope, with no applied write', () => {
+      const kept = buildEvidence({
+        commandStates: new Map([['pay_1', 'rejected']]),
+        ledger: [write({ applied: false, status: 404 })],
+        topics: new Map([
+          ['commands.rental-payments', [commandEvent()]],
+          ['outcomes.rental-payments', [outcome('rejected')]],
+          ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+        ]),
+      });
+      kept.load.commands.set('pay_1', buildCommand({ source: 'beta', outsideScope: true }));
+      expect(failed(kept)).toEqual([]);
     });
   });
 

@@ -386,6 +386,34 @@ export function analyse(evidence: Evidence): Analysis {
   }
   checks.push(parked);
 
+  // 6b. A scoped source acts only within its scope (issue 34): its commands on records of another
+  //     owner end rejected with a dead letter saying so, never applied; none of its other
+  //     commands is refused for scope.
+  const scoped = check("a scoped source's command outside its scope is rejected as such, never applied");
+  const scopeLetters = new Set<string>();
+  for (const topic of COMMAND_TOPICS) {
+    for (const m of topics.get(`${topic}.dlq`) ?? []) {
+      const id = m.headers['dlq-command-id'];
+      if (id && /outside the scope of source/.test(m.headers['dlq-error-message'] ?? ''))
+        scopeLetters.add(id);
+    }
+  }
+  for (const id of inSystem) {
+    const command = load.commands.get(id);
+    if (!command) continue;
+    const state = evidence.commandStates.get(id);
+    if (command.outsideScope) {
+      scoped.count();
+      if (state !== 'rejected')
+        scoped.fail(`command ${id} (${command.source}) outside its scope: ${state ?? 'no row'}`);
+      if ((appliedByLedger.get(id) ?? 0) > 0) scoped.fail(`command ${id} outside its scope was applied`);
+      if (!scopeLetters.has(id)) scoped.fail(`command ${id} outside its scope: no dead letter saying so`);
+    } else if (scopeLetters.has(id)) {
+      scoped.fail(`command ${id} (${command.source}) inside its scope was refused as outside it`);
+    }
+  }
+  checks.push(scoped);
+
   // 7. The receiver's dedupe: a replay of an acknowledged webhook is answered as a duplicate.
   const replays = check('a replayed acknowledged webhook is answered duplicate (nothing published)');
   for (const hook of load.webhooks) {

@@ -8,6 +8,11 @@ import type { SandboxControl } from '../../src/sandbox/control-client.js';
  * them, unknown event types, and record changes in the sandbox (which the sandbox announces to
  * the receiver with its own webhooks). A webhook is retried like a real sender would (same
  * `webhook-id`, freshly signed) on network errors, 429 and 5xx; every answer is recorded.
+ *
+ * Several PMS sources send at once (issue 34): a source with a scoped Partner API key (`owner`)
+ * decides and pays for records of its owner, registers and enrolls customers that land in its
+ * scope, and now and then decides an application of another owner, which must end rejected as
+ * outside its scope and never be applied.
  */
 
 export type WebhookKind =
@@ -20,8 +25,18 @@ export type WebhookKind =
   | 'replay'
   | 'unrouted';
 
+/** A PMS source of the load: its name, its signing secret, and its key's owner when scoped. */
+export interface LoadSource {
+  name: string;
+  secret: string;
+  /** The `owner_id` its scoped key sees (spec 5.9); none: the deployment key, every record. */
+  owner?: string;
+}
+
 export interface SentWebhook {
   webhookId: string;
+  /** The PMS source that signed and sent it. */
+  source: string;
   kind: WebhookKind;
   type: string;
   /** The command id (payment_id / decision_id) it carries, when it is a command. */
@@ -39,6 +54,10 @@ export interface SentWebhook {
 
 export interface SentCommand {
   commandId: string;
+  /** The PMS source that sent it. */
+  source: string;
+  /** Sent by a scoped source for a record outside its scope: must end rejected, never applied. */
+  outsideScope?: boolean;
   kind: 'payment' | 'decision' | 'registration' | 'enrollment';
   /** enrollment_id, application_id, e-mail (registration) or customer id (enrollment) */
   targetId: string;
@@ -87,16 +106,23 @@ const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 8000, 8000];
 
 export function createLoadGenerator(options: {
   receiverUrl: string;
-  source: string;
-  secret: string;
+  sources: LoadSource[];
   rate: number;
   random: Random;
   sandbox: SandboxControl;
-  enrollmentIds: number[];
+  /** Enrollments with their owner: a scoped source pays only for its owner's. */
+  enrollments: Array<{ id: number; owner?: string }>;
   customerIds: number[];
+  /** The owner of records made for sources without a scoped key. */
+  defaultOwner: string;
 }): LoadGenerator {
   const { random } = options;
-  const signer = new Webhook(options.secret);
+  const signers = new Map(options.sources.map((s) => [s.name, new Webhook(s.secret)]));
+  const ownerOf = (source: LoadSource) => source.owner ?? options.defaultOwner;
+  const enrollmentsOf = (source: LoadSource) => {
+    const mine = options.enrollments.filter((e) => !source.owner || e.owner === source.owner);
+    return mine.map((e) => e.id);
+  };
   const state: LoadState = { webhooks: [], commands: new Map(), recordChanges: [], controlErrors: 0 };
   const inFlight = new Set<Promise<void>>();
   const decided: SentCommand[] = [];
@@ -110,13 +136,13 @@ export function createLoadGenerator(options: {
       let status: number | 'network';
       let duplicate = false;
       try {
-        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${options.source}`, {
+        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${hook.source}`, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
             'webhook-id': hook.webhookId,
             'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-            'webhook-signature': signer.sign(hook.webhookId, timestamp, hook.body),
+            'webhook-signature': signers.get(hook.source)!.sign(hook.webhookId, timestamp, hook.body),
           },
           body: hook.body,
           signal: AbortSignal.timeout(10_000),
@@ -150,6 +176,7 @@ export function createLoadGenerator(options: {
   };
 
   const send = (
+    source: string,
     kind: WebhookKind,
     type: string,
     data: Record<string, unknown>,
@@ -157,7 +184,7 @@ export function createLoadGenerator(options: {
   ) => {
     const webhookId = `msg_${randomUUID()}`;
     const body = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
-    const hook: SentWebhook = { webhookId, kind, type, body, answers: [], ...extra };
+    const hook: SentWebhook = { webhookId, source, kind, type, body, answers: [], ...extra };
     state.webhooks.push(hook);
     return post(hook);
   };
@@ -177,19 +204,23 @@ export function createLoadGenerator(options: {
     reason: `chaos ${c.commandId}`,
   });
 
+  const pickSource = () => random.pick(options.sources);
+
   const newPayment = () => {
     seq += 1;
+    const source = pickSource();
     const command: SentCommand = {
       commandId: `pay_${randomUUID()}`,
+      source: source.name,
       kind: 'payment',
-      targetId: String(random.pick(options.enrollmentIds)),
+      targetId: String(random.pick(enrollmentsOf(source))),
       topic: 'commands.rental-payments',
       // Unique per payment, so that a ledger write names its command by its body alone.
       amountCents: 100_000 + seq,
       webhookIds: [],
     };
     state.commands.set(command.commandId, command);
-    const p = send('payment', 'rent_payment.received', paymentData(command), {
+    const p = send(source.name, 'payment', 'rent_payment.received', paymentData(command), {
       commandId: command.commandId,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
@@ -197,10 +228,14 @@ export function createLoadGenerator(options: {
   };
 
   const newDecision = async () => {
+    const source = pickSource();
+    // A scoped source now and then decides another owner's application: outside its scope.
+    const outsideScope = source.owner !== undefined && random.chance(0.3);
+    const owner = outsideScope ? `${ownerOf(source)}-other` : ownerOf(source);
     let applicationId: string;
     try {
       const [created] = await options.sandbox.addRecords('applications', [
-        { status: 'submitted', chaos: true },
+        { status: 'submitted', chaos: true, owner_id: owner },
       ]);
       if (!created) throw new Error('the sandbox created no application');
       applicationId = String(created.id);
@@ -210,6 +245,8 @@ export function createLoadGenerator(options: {
     }
     const command: SentCommand = {
       commandId: `dec_${randomUUID()}`,
+      source: source.name,
+      ...(outsideScope && { outsideScope }),
       kind: 'decision',
       targetId: applicationId,
       topic: 'commands.application-decisions',
@@ -217,8 +254,8 @@ export function createLoadGenerator(options: {
       webhookIds: [],
     };
     state.commands.set(command.commandId, command);
-    decided.push(command);
-    const p = send('decision', 'application.decided', decisionData(command), {
+    if (!outsideScope) decided.push(command);
+    const p = send(source.name, 'decision', 'application.decided', decisionData(command), {
       commandId: command.commandId,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
@@ -231,6 +268,8 @@ export function createLoadGenerator(options: {
     if (!earlier || earlier.conflicting) return newDecision();
     const command: SentCommand = {
       commandId: `dec_${randomUUID()}`,
+      // The same source as the first decision: within its scope.
+      source: earlier.source,
       kind: 'decision',
       targetId: earlier.targetId,
       topic: 'commands.application-decisions',
@@ -240,7 +279,7 @@ export function createLoadGenerator(options: {
     };
     earlier.conflicting = true;
     state.commands.set(command.commandId, command);
-    const p = send('conflicting_decision', 'application.decided', decisionData(command), {
+    const p = send(earlier.source, 'conflicting_decision', 'application.decided', decisionData(command), {
       commandId: command.commandId,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
@@ -252,6 +291,7 @@ export function createLoadGenerator(options: {
    * the consumer publishes), some are checked first, and some of those fail the check.
    */
   const newRegistration = () => {
+    const source = pickSource();
     const id = `reg_${randomUUID()}`;
     const email = `${id}@chaos.example`;
     const enroll = random.chance(0.5);
@@ -269,6 +309,7 @@ export function createLoadGenerator(options: {
     };
     const command: SentCommand = {
       commandId: id,
+      source: source.name,
       kind: 'registration',
       targetId: email,
       topic: 'commands.customer-registrations',
@@ -282,6 +323,8 @@ export function createLoadGenerator(options: {
       const chained = `${id}.enrollment`;
       state.commands.set(chained, {
         commandId: chained,
+        // The chained enrollment acts for the registration's source, with its key.
+        source: source.name,
         kind: 'enrollment',
         targetId: '',
         topic: 'commands.enrollments',
@@ -289,17 +332,20 @@ export function createLoadGenerator(options: {
         webhookIds: [],
       });
     }
-    const p = send('registration', command.type!, data, { commandId: id });
+    const p = send(source.name, 'registration', command.type!, data, { commandId: id });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
   };
 
-  const enrolled: string[] = [];
+  const enrolled = new Map<string, string[]>();
   /** An enrollment of a new customer, or now and then a second one of an enrolled customer. */
   const newEnrollment = async () => {
+    const source = pickSource();
+    const mine = enrolled.get(source.name) ?? [];
+    enrolled.set(source.name, mine);
     let customerId: string;
-    if (enrolled.length > 0 && random.chance(0.2)) {
-      customerId = random.pick(enrolled);
+    if (mine.length > 0 && random.chance(0.2)) {
+      customerId = random.pick(mine);
     } else {
       try {
         const [created] = await options.sandbox.addRecords('customers', [
@@ -308,6 +354,7 @@ export function createLoadGenerator(options: {
             last_name: 'Enrollee',
             email: `cust_${randomUUID()}@chaos.example`,
             phone: '5550100001',
+            owner_id: ownerOf(source),
           },
         ]);
         if (!created) throw new Error('the sandbox created no customer');
@@ -316,12 +363,13 @@ export function createLoadGenerator(options: {
         state.controlErrors += 1;
         return;
       }
-      enrolled.push(customerId);
+      mine.push(customerId);
     }
     const id = `enr_${randomUUID()}`;
     const data = { enrollment_request_id: id, customer_id: customerId, pms_reference: `chaos-${customerId}` };
     const command: SentCommand = {
       commandId: id,
+      source: source.name,
       kind: 'enrollment',
       targetId: customerId,
       topic: 'commands.enrollments',
@@ -330,7 +378,7 @@ export function createLoadGenerator(options: {
       webhookIds: [],
     };
     state.commands.set(id, command);
-    const p = send('enrollment', command.type!, data, { commandId: id });
+    const p = send(source.name, 'enrollment', command.type!, data, { commandId: id });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     await p;
   };
@@ -343,7 +391,7 @@ export function createLoadGenerator(options: {
     const data = command.data ?? (command.kind === 'payment' ? paymentData(command) : decisionData(command));
     const type =
       command.type ?? (command.kind === 'payment' ? 'rent_payment.received' : 'application.decided');
-    const p = send('resent_command', type, data, { commandId: command.commandId });
+    const p = send(command.source, 'resent_command', type, data, { commandId: command.commandId });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
   };
@@ -366,7 +414,7 @@ export function createLoadGenerator(options: {
 
   const unrouted = () => {
     const marker = `chaos-marker-${randomUUID()}`;
-    return send('unrouted', 'tenant.moved_out', { tenant_ref: marker }, { marker });
+    return send(pickSource().name, 'unrouted', 'tenant.moved_out', { tenant_ref: marker }, { marker });
   };
 
   const recordChange = async () => {

@@ -4,7 +4,7 @@ import { COMMAND_TOPICS, logicalTopic } from '../../kafka/topics.js';
 import { FINAL_STATES } from '../../guard/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { OVERVIEW_QUERY_COUNT, readOverviewRows, type MinuteCount } from './overview-repository.js';
-import { budgetGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
+import { budgetGauges, sourceKeyGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
 import {
   COMMAND_STUCK_SECONDS,
   POLLER_STALE_SECONDS,
@@ -263,6 +263,8 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   );
   const throttledTotal = latest.throttled ?? 0;
   const gauges = await budgetGauges(deps.registry);
+  // Which key acts for each PMS source (never the key): its own bounds what it can reach.
+  const sourceKeys = await sourceKeyGauges(deps.registry);
   const lanes = new Map<string, number>();
   for (const b of rows.budget) lanes.set(b.lane, (lanes.get(b.lane) ?? 0) + b.n);
   const paused = rows.budgetPausedUntil && rows.budgetPausedUntil.getTime() > now;
@@ -286,6 +288,10 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
         };
       }),
       { label: '429s since start (this process)', value: throttledTotal },
+      ...sourceKeys.map(({ source, key }) => ({
+        label: `key of source ${source}`,
+        value: key === 'own' ? 'its own (PMS_PARTNER_KEYS)' : 'the deployment key',
+      })),
     ],
     charts: [
       { title: 'guarded attempts per minute (kind result)', series: attempts },
