@@ -172,6 +172,8 @@ type AnyMetric = (typeof metrics)[keyof typeof metrics];
 export const METRIC_GROUPS = {
   receiver: [metrics.webhooks],
   customerTokens: [metrics.customerTokens],
+  /** Which key acts for each PMS source: every process that acts for sources (src/partner/source-partners.ts). */
+  sourceKeys: [metrics.sourcePartnerKey],
   relay: [
     metrics.outboxBacklog,
     metrics.outboxParked,

@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import { metrics } from '../metrics.js';
+import { exposeMetrics, metrics } from '../metrics.js';
 
 /**
  * Which Partner API key acts for a PMS source (issue 34, docs/decisions/026-source-partner-keys.md).
@@ -87,6 +87,7 @@ export function createSourcePartners<P>(options: {
  * bounded by a key of their own.
  */
 export function publishSourceKeys(config: Pick<Config, 'PMS_WEBHOOK_SECRETS' | 'PMS_PARTNER_KEYS'>): void {
+  exposeMetrics('sourceKeys');
   for (const source of Object.keys(config.PMS_WEBHOOK_SECRETS)) {
     const own = Object.prototype.hasOwnProperty.call(config.PMS_PARTNER_KEYS, source);
     metrics.sourcePartnerKey.set({ source, key: 'own' }, own ? 1 : 0);
