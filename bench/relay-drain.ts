@@ -15,6 +15,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -116,7 +117,7 @@ export async function run(): Promise<BenchResult> {
       },
     ],
   });
-  const server = await new Promise<import('node:http').Server>((resolve) => {
+  const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/pms/acme`;
@@ -261,7 +262,10 @@ export async function run(): Promise<BenchResult> {
     const plainCpu = process.cpuUsage();
     const plainStart = Date.now();
     for (const messages of batches) {
-      await plain.sendBatch({ acks: -1, topicMessages: [{ topic: topicName(plainPrefix, BACKLOG_TOPIC), messages }] });
+      await plain.sendBatch({
+        acks: -1,
+        topicMessages: [{ topic: topicName(plainPrefix, BACKLOG_TOPIC), messages }],
+      });
     }
     const plainSeconds = (Date.now() - plainStart) / 1000;
     const plainUsed = process.cpuUsage(plainCpu);
@@ -316,7 +320,7 @@ export async function run(): Promise<BenchResult> {
       `backlog: ${rows} rows of ${BACKLOG_TOPIC} (${partitions} partitions, 5,000 keys, ~600-byte CloudEvents) above ${published} published rows kept for retention`,
       'plain producer: kafkajs, idempotent, maxInFlightRequests 1, acks=all, one sendBatch of at most RELAY_MAX_BATCH_BYTES after the other, messages built beforehand',
       'relay rate: rows acknowledged from its first ack to its last (start-up excluded); CPU: this process (JS + Prisma engine), PostgreSQL not counted',
-      'command wait: from the receiver\'s 2xx to the command\'s arrival at a consumer of commands.rental-payments, while the backlog drains',
+      "command wait: from the receiver's 2xx to the command's arrival at a consumer of commands.rental-payments, while the backlog drains",
       'receiver acks/s: 32 connections for 4 s (bench/ingest-load.ts), relay and receiver in this one process as in `rentbridge start`',
     );
     return { name: 'relay', figures, notes };

@@ -1,4 +1,4 @@
-import type { Admin } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 
 /** Logical topic names (README: "Topics"); KAFKA_TOPIC_PREFIX is applied by `topicName`. */
@@ -50,7 +50,21 @@ export { logicalTopic } from '../topic-prefix.js';
  */
 export async function ensureTopics(
   admin: Admin,
-  options: { prefix: string; partitions: number; topics?: string[] },
+  options: {
+    prefix: string;
+    partitions: number;
+    topics?: string[];
+    /**
+     * Replicas per new topic. Default -1: the broker's default.replication.factor (a test on a
+     * multi-broker cluster passes it explicitly: kafkajs was seen to create such topics with 1).
+     */
+    replicationFactor?: number;
+    /**
+     * A client that talks to one broker only: when given, the call returns once every broker of
+     * the cluster knows every new topic and its partitions' leaders (see `waitForTopicMetadata`).
+     */
+    kafkaFor?: (broker: string) => Kafka;
+  },
 ): Promise<string[]> {
   const wanted = (options.topics ?? allTopics()).map((t) => topicName(options.prefix, t));
   const existing = new Set(await admin.listTopics());
@@ -58,7 +72,51 @@ export async function ensureTopics(
   if (missing.length === 0) return [];
   await admin.createTopics({
     waitForLeaders: true,
-    topics: missing.map((topic) => ({ topic, numPartitions: options.partitions, replicationFactor: -1 })),
+    topics: missing.map((topic) => ({
+      topic,
+      numPartitions: options.partitions,
+      replicationFactor: options.replicationFactor ?? -1,
+    })),
   });
+  if (options.kafkaFor) await waitForTopicMetadata(admin, options.kafkaFor, missing);
   return missing;
+}
+
+/**
+ * Waits until every broker answers metadata for every one of `topics` with a leader for each
+ * partition. `createTopics` returns when the controller has them; the other brokers learn of them
+ * a little later, and a producer or consumer that asks one of those first gets
+ * UNKNOWN_TOPIC_OR_PARTITION (on a fresh three-broker cluster `start` exited so in 2 of 4 runs).
+ */
+export async function waitForTopicMetadata(
+  admin: Admin,
+  kafkaFor: (broker: string) => Kafka,
+  topics: string[],
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const { brokers } = await admin.describeCluster();
+  for (const { host, port } of brokers) {
+    const one = kafkaFor(`${host}:${port}`).admin();
+    await one.connect();
+    try {
+      for (;;) {
+        const settled = await one
+          .fetchTopicMetadata({ topics })
+          .then((m) =>
+            m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+          )
+          .catch(() => false);
+        if (settled) break;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `topics not known to broker ${host}:${port} after ${timeoutMs} ms: ${topics.join(', ')}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await one.disconnect().catch(() => undefined);
+    }
+  }
 }

@@ -48,12 +48,19 @@ export function createOutboxStreamReader(options: {
 
   return {
     async fetch(topic, afterId, limit) {
+      // The ids through the partial index (an index-only scan that never meets a published row),
+      // then their rows by primary key. Asked in one query, the planner preferred walking the
+      // primary key past every published row (a LIMIT misestimate): 28 ms against 0.3 ms at
+      // 20,000 published rows, and growing with them.
       const { rows } = await pool.query<Raw>({
         name: 'relay-fetch',
         text: `SELECT id, event_id, topic, key, type, source, subject, data, headers, created_at, attempts
                  FROM outbox
-                WHERE topic = $1 AND id > $2 AND published_at IS NULL AND parked_at IS NULL
-                ORDER BY id LIMIT $3`,
+                WHERE id = ANY(ARRAY(
+                        SELECT id FROM outbox
+                         WHERE topic = $1 AND id > $2 AND published_at IS NULL AND parked_at IS NULL
+                         ORDER BY id LIMIT $3))
+                ORDER BY id`,
         values: [topic, afterId.toString(), limit],
       });
       return rows.map((r) => ({
