@@ -18,7 +18,9 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
  * min.insync.replicas 2): rows keep arriving while one broker and then two are killed. Nothing is
  * lost, per-key order holds, the gauges and the relay's readiness tell the truth during the
  * outage, and the flow resumes once the brokers answer again (the time it takes is printed: a
- * figure, not asserted). Skipped when the cluster does not answer on 127.0.0.1:19092-19094.
+ * figure, not asserted). Skipped when the cluster does not answer on 127.0.0.1:19092-19094. The
+ * kills and revivals go through scripts/kafka.sh: run with KAFKA_DIR set to the directory of the
+ * running cluster when it was started from another checkout.
  */
 const BROKERS = (
   process.env.KAFKA_CLUSTER_BROKERS ?? '127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094'
