@@ -62,7 +62,8 @@ export interface CompositionRoot extends Runtime {
   /** Points the Partner client at another base URL (the embedded sandbox); before its first use. */
   usePartnerUrl(url: string): void;
   http(): HttpRole;
-  relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
+  /** `readiness()` and `status()` are what the relay's /readyz and progress report (issue 33). */
+  relay(): Component & Pick<Relay, 'drain' | 'isPublisher' | 'status' | 'readiness'>;
   poller(): PollerComponent;
   commandConsumer(
     name: CommandConsumerName,
@@ -152,6 +153,8 @@ export function createCompositionRoot(
         retentionHours: config.OUTBOX_RETENTION_HOURS,
         maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
         stallSeconds: config.RELAY_STALL_SECONDS,
+        sendTimeoutMs: config.RELAY_SEND_TIMEOUT_MS,
+        batchSize: config.RELAY_BATCH_ROWS,
       });
       return {
         name: 'relay',
@@ -159,6 +162,8 @@ export function createCompositionRoot(
         stop: () => relay.stop(),
         drain: () => relay.drain(),
         isPublisher: () => relay.isPublisher(),
+        status: () => relay.status(),
+        readiness: () => relay.readiness(),
       };
     },
 

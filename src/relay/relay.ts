@@ -43,8 +43,9 @@ export interface RelayOptions {
    */
   maxBatchBytes?: number;
   /**
-   * Rows wait and no send has succeeded for this long: the relay "cannot publish" (its readiness
-   * fails, rentbridge_relay_stalled is 1) (RELAY_STALL_SECONDS). Default 120.
+   * RELAY_STALL_SECONDS, default 120: rows wait and no send has succeeded for this long, the relay
+   * "cannot publish" (its `readiness()` fails); the oldest waiting row is older, and
+   * rentbridge_relay_stalled is 1.
    */
   stallSeconds?: number;
   /**
@@ -342,9 +343,10 @@ export function createRelay(options: RelayOptions): Relay {
       metrics.outboxBacklog.set(b.count);
       metrics.outboxParked.set(b.parked);
       metrics.relayLagSeconds.set(lag);
-      const leading = listener.isLeader();
-      metrics.relayStalled.set(leading && relayReadiness(status(), stallSeconds, now) !== true ? 1 : 0);
-      if (!leading) return;
+      // The same rule as /readyz's relay check (src/readiness.ts), so that two writers of the
+      // gauge in one process (`start`) agree; the relay's own readiness is the ack-based one.
+      metrics.relayStalled.set(lag > stallSeconds ? 1 : 0);
+      if (!listener.isLeader()) return;
       if (b.count > 0 && now - lastProgressLog >= progressEveryMs) {
         lastProgressLog = now;
         catchingUp = true;
