@@ -80,7 +80,8 @@ export interface CompositionRoot extends Runtime {
   probes(): HttpRole;
   /** Called once every role has started: /readyz stops answering "starting". */
   markStarted(): void;
-  relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
+  /** `readiness()` and `status()` are what the relay's /readyz and progress report (issue 33). */
+  relay(): Component & Pick<Relay, 'drain' | 'isPublisher' | 'status' | 'readiness'>;
   poller(): PollerComponent;
   /** `rentbridge resync`: on the poll lane of the shared budget, its requests counted per resource. */
   resync(options?: Pick<ResyncOptions, 'onProgress' | 'isStopping'>): Resync & {
@@ -210,6 +211,8 @@ export function createCompositionRoot(
         retentionHours: config.OUTBOX_RETENTION_HOURS,
         maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
         stallSeconds: config.RELAY_STALL_SECONDS,
+        sendTimeoutMs: config.RELAY_SEND_TIMEOUT_MS,
+        batchSize: config.RELAY_BATCH_ROWS,
       });
       roleChecks.push(relayRoleCheck(relay, runtime.db, config.RELAY_STALL_SECONDS));
       return {
@@ -218,6 +221,8 @@ export function createCompositionRoot(
         stop: () => relay.stop(),
         drain: () => relay.drain(),
         isPublisher: () => relay.isPublisher(),
+        status: () => relay.status(),
+        readiness: () => relay.readiness(),
       };
     },
 

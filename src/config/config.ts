@@ -194,8 +194,15 @@ export const configSchema = z
     WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(256),
     /** Most bytes per Kafka request and per message; below the broker's message.max.bytes. Default 900000. */
     RELAY_MAX_BATCH_BYTES: z.coerce.number().int().min(1024).default(900_000),
-    /** /readyz fails and rentbridge_relay_stalled is 1 when the oldest unpublished row is older. Default 120 s. */
+    /**
+     * /readyz fails and rentbridge_relay_stalled is 1 when the oldest unpublished row is older; the
+     * relay's own readiness says "cannot publish" when rows wait and no send succeeded for as long. Default 120 s.
+     */
     RELAY_STALL_SECONDS: positiveInt.default(120),
+    /** Longest wait for one Kafka request's ack; past it the producer is rebuilt and the rows retried. Default 5000 ms. */
+    RELAY_SEND_TIMEOUT_MS: positiveInt.default(5000),
+    /** Most rows the relay reads at once per topic (reads are sized to about one request below it). Default 5000. */
+    RELAY_BATCH_ROWS: positiveInt.default(5000),
     /** Time to receive a request's headers; a slower sender is cut off. Default 10000 ms. */
     HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
     /** Time to receive a whole request (headers and body). Default 30000 ms. */
