@@ -2,6 +2,7 @@ import type { Kafka, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import { sendWhole } from '../kafka/whole-send.js';
 import { topicName } from '../kafka/topics.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
@@ -226,10 +227,12 @@ export function createRelay(options: RelayOptions): Relay {
         sendTimeoutMs,
         (async () => {
           p = await producer.get();
-          await p.sendBatch({
-            acks: -1,
-            topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
-          });
+          // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
+          await sendWhole(
+            p,
+            topicName(topicPrefix, topic),
+            items.map((i) => i.message),
+          );
         })(),
       );
     } catch (error) {
