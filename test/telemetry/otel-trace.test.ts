@@ -189,6 +189,38 @@ describe('OpenTelemetry across processes', () => {
     });
   });
 
+  describe('when a command is dead-lettered', () => {
+    it('indexes the dead letter in the trace of the webhook it came from', async () => {
+      rentbridge(['consumer', 'dead-letters']);
+      const control = createSandboxControl(sandbox.url);
+      const [record] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      // 402: the card is declined, so the command is rejected and dead-lettered.
+      const body = buildRentPayment({ enrollment_id: Number(record!.id), amount_cents: 402 });
+      const res = await send(`http://127.0.0.1:${httpPort}`, '/webhooks/pms/acme', body, { secret });
+      expect(res.status).toBe(202);
+
+      const findWebhook = () =>
+        collector.spans.find(
+          (s) => s.name === 'webhook receive' && attr(s, 'rentbridge.webhook.id') === res.webhookId,
+        );
+      await expect.poll(findWebhook, { timeout: 30_000, interval: 500 }).toBeDefined();
+      const webhook = findWebhook()!;
+      const findIndexed = () =>
+        collector.spans.find((s) => s.name === 'dead letter index' && s.traceId === webhook.traceId);
+      await expect.poll(findIndexed, { timeout: 90_000, interval: 500 }).toBeDefined();
+      const indexed = findIndexed()!;
+
+      // The letter keeps its command's context: indexed as a child of the command's publish.
+      const publish = collector.spans.find(
+        (s) => s.name === 'outbox publish' && s.traceId === webhook.traceId,
+      );
+      expect(indexed.parentSpanId).toBe(publish?.spanId);
+      expect(attr(indexed, 'messaging.destination.name')).toBe(
+        `${kafka.prefix}${TOPICS.dlq(TOPICS.rentalPayments)}`,
+      );
+    });
+  });
+
   describe('when the poller finds a change', () => {
     it('yields one trace per pass: its Partner API list calls and the publish of each change it found', async () => {
       const control = createSandboxControl(sandbox.url);
