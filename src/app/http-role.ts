@@ -65,6 +65,8 @@ async function startHttp(
     logger,
     opsToken: config.OPS_TOKEN,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
+    // The console judges and explains by the configured rules, as /readyz and the CLI do.
+    insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
   });
   const readiness = createReadiness(runtime, 3000, { writer });
   const app = createHttpApp({

@@ -15,6 +15,8 @@ export interface InsightRouterOptions {
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS, to say why a trail ends. Default 72. */
   retentionHours?: number;
+  /** RELAY_STALL_SECONDS: the overview's relay rule is /readyz's. Default 120. */
+  relayStallSeconds?: number;
   /** Where the in-process figures come from. Default: this process's /metrics registry. */
   registry?: Registry;
 }
@@ -34,6 +36,7 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
         registry: options.registry ?? processRegistry,
         ring,
         topicPrefix: options.topicPrefix,
+        ...(options.relayStallSeconds !== undefined && { relayStallSeconds: options.relayStallSeconds }),
       }),
     );
   });

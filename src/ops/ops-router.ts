@@ -34,6 +34,8 @@ export interface OpsRouterOptions {
   opsToken: string | undefined;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
+  /** OUTBOX_RETENTION_HOURS and RELAY_STALL_SECONDS, for the console's views (createInsightRouter). */
+  insight?: { retentionHours: number; relayStallSeconds: number };
 }
 
 export type OpsRouter = Router & {
@@ -242,7 +244,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     res.json({ items });
   });
 
-  api.use(createInsightRouter({ db, topicPrefix }));
+  api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -181,6 +181,24 @@ export function traceIndexing(
   return { end: (error) => endAll(spans, error) };
 }
 
+/**
+ * The trace context of a message published while handling `incoming` (an outcome, a follow-up
+ * command): the active span's when tracing is on; else the incoming message's own `traceparent`
+ * (and `tracestate`) passed on unchanged, so a back-office consuming outcomes can join the trace
+ * even when this process exports no spans. Empty when neither exists.
+ */
+export function traceContextFor(incoming: Carrier | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (enabled) injectTrace(headers);
+  if (!headers.traceparent && incoming) {
+    for (const name of ['traceparent', 'tracestate']) {
+      const value = getter.get(incoming, name);
+      if (value !== undefined) headers[name] = value;
+    }
+  }
+  return headers;
+}
+
 /** The CloudEvents distributed-tracing extension: `traceparent`/`tracestate` from stored headers. */
 export function withTraceExtension<E extends object>(event: E, headers: Record<string, string>): E {
   if (!headers.traceparent) return event;

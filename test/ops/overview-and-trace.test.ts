@@ -49,6 +49,8 @@ describe('ops overview and trace', () => {
       logger: createLogger({ level: 'silent' }),
       opsToken: TOKEN,
       topicPrefix: h.kafka.prefix,
+      // Not the defaults (72 h, 120 s): the console must say and judge by what is configured.
+      insight: { retentionHours: 48, relayStallSeconds: 20 },
     });
     app.use('/ops', router);
     server = await new Promise<Server>((resolve) => {
@@ -159,23 +161,24 @@ describe('ops overview and trace', () => {
       await h.database.sql.query(`DELETE FROM outbox WHERE event_id = $1::uuid`, [flow.eventId]);
       const { body } = await get<Trace>(`/trace/${flow.webhookId}`);
       expect(body.steps[0]!.stage).toBe('webhook');
-      expect(body.ends.join('\n')).toMatch(/outbox row \d+ is gone: .*OUTBOX_RETENTION_HOURS \(72 h\)/);
+      expect(body.ends.join('\n')).toMatch(/outbox row \d+ is gone: .*OUTBOX_RETENTION_HOURS \(48 h\)/);
     });
   });
 
-  describe('when an outbox row waits longer than the relay stall limit', () => {
-    it('marks the outbox and the relay as not moving', async () => {
+  describe('when an outbox row waits longer than RELAY_STALL_SECONDS', () => {
+    it('marks the outbox and the relay as not moving by that bound, as /readyz does', async () => {
       await relay.stop();
       try {
         await h.database.sql.query(
           `INSERT INTO outbox (event_id, topic, key, type, source, data, created_at)
-           VALUES (gen_random_uuid(), $1, 'k', 't', '/test', '{}', now() - interval '5 minutes')`,
+           VALUES (gen_random_uuid(), $1, 'k', 't', '/test', '{}', now() - interval '30 seconds')`,
           [`${h.kafka.prefix}partner.applications`],
         );
         const { body } = await get<Overview>('/overview');
         const relayStage = body.stages.find((s) => s.id === 'relay')!;
         expect(relayStage.status).toBe('stalled');
-        expect(relayStage.note).toContain('oldest unpublished row waits 5 min');
+        expect(relayStage.note).toContain('oldest unpublished row waits 30 s (> 20 s, RELAY_STALL_SECONDS)');
+        expect(body.rules.relayStallSeconds).toBe(20);
         expect(body.stages.find((s) => s.id === 'outbox')!.figures[0]).toEqual({
           label: 'backlog (unpublished rows)',
           value: 1,

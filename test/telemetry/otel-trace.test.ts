@@ -186,6 +186,15 @@ describe('OpenTelemetry across processes', () => {
       expect(new Set([webhook.role, publish.role, command.role])).toEqual(
         new Set(['receiver', 'relay', 'consumer']),
       );
+
+      // The outcome message carries the trace context too, as a Kafka header and as the CloudEvents
+      // distributed-tracing extension: a back-office consuming it continues the same trace.
+      const outcomes = await kafka.readMessages(TOPICS.rentalPaymentOutcomes, 50, 5_000);
+      const message = outcomes.find((m) => m.headers?.['command-id']?.toString() === paymentId);
+      expect(message, 'the outcome message').toBeDefined();
+      const traceparent = message!.headers?.traceparent?.toString();
+      expect(traceparent).toBe(`00-${webhook.traceId}-${outcome!.spanId}-01`);
+      expect(JSON.parse(message!.value!.toString())).toMatchObject({ traceparent });
     });
   });
 

@@ -8,7 +8,7 @@ import { budgetGauges, takeSnapshot, type SnapshotRing } from './metric-samples.
 import {
   COMMAND_STUCK_SECONDS,
   POLLER_STALE_SECONDS,
-  RELAY_STALL_SECONDS,
+  DEFAULT_RELAY_STALL_SECONDS,
   ageSeconds,
   pollerStatus,
   relayStatus,
@@ -58,6 +58,8 @@ export interface OverviewDeps {
   registry: Registry;
   ring: SnapshotRing;
   topicPrefix: string;
+  /** RELAY_STALL_SECONDS: the relay's /readyz and the alert judge by the same bound. Default 120. */
+  relayStallSeconds?: number;
   now?: () => number;
 }
 
@@ -106,6 +108,7 @@ function fmtAge(seconds: number | null): string {
 
 export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const now = deps.now?.() ?? Date.now();
+  const relayStallSeconds = deps.relayStallSeconds ?? DEFAULT_RELAY_STALL_SECONDS;
   const started = performance.now();
   const rows = await readOverviewRows(deps.db, { stuckAfterSeconds: COMMAND_STUCK_SECONDS });
   const ms = Math.round((performance.now() - started) * 10) / 10;
@@ -151,7 +154,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const oldestAge = ageSeconds(rows.outbox.oldestUnpublishedAt, now);
   const published = seriesBy(rows.published, minutes, (r) => logicalTopic(deps.topicPrefix, r.topic));
   const publishedHour = sum(published);
-  const relayState = relayStatus(rows.outbox.backlog, oldestAge, publishedHour);
+  const relayState = relayStatus(rows.outbox.backlog, oldestAge, publishedHour, relayStallSeconds);
   const lag = seriesBy(
     rows.published,
     minutes,
@@ -159,7 +162,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     (r) => r.maxLagSeconds,
     Math.max,
   );
-  const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${RELAY_STALL_SECONDS} s)`;
+  const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${relayStallSeconds} s, RELAY_STALL_SECONDS)`;
   const outbox: Stage = {
     id: 'outbox',
     title: 'Outbox',
@@ -347,7 +350,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     stages: [receiver, outbox, relay, kafka, consumers, partner, poller, deadLetters],
     cost: { queries: OVERVIEW_QUERY_COUNT, ms },
     rules: {
-      relayStallSeconds: RELAY_STALL_SECONDS,
+      relayStallSeconds,
       commandStuckSeconds: COMMAND_STUCK_SECONDS,
       pollerStaleSeconds: POLLER_STALE_SECONDS,
     },
