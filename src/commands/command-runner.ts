@@ -33,6 +33,7 @@ import {
   type SnapshotPageCache,
   requestIdBase,
 } from '../guard/index.js';
+import { messagePositions } from '../kafka/message-positions.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
@@ -390,7 +391,23 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         );
         metrics.deadLetters.inc({ topic: spec.topic, reason });
       }
-      await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 });
+      const outcomeMessage = batches.find((b) => b.topic === outcomeTopic)!.messages[0]!;
+      const landed = messagePositions(
+        batches,
+        await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
+      ).get(outcomeMessage);
+      // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
+      // lost note costs only that line of the trace.
+      if (landed)
+        void repository
+          .logRead(record.commandId, {
+            attempt: record.attempts,
+            requestId: event.id,
+            kind: 'outcome',
+            result: 'published',
+            message: `${spec.outcomeTopic}[${landed.partition}]@${landed.offset}`,
+          })
+          .catch((error: unknown) => logger.debug({ err: error }, 'outcome position not kept'));
     });
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)

@@ -39,11 +39,22 @@ export async function fetchUnpublished(
   }));
 }
 
-export async function markPublished(db: Db, ids: bigint[]): Promise<void> {
-  await db.outboxMessage.updateMany({
-    where: { id: { in: ids } },
-    data: { publishedAt: new Date(), attempts: { increment: 1 } },
-  });
+/**
+ * The rows are on Kafka: published now, with where each landed when known (`positions`, by row id:
+ * kept for the trace). One statement whatever the count.
+ */
+export async function markPublished(
+  db: Db,
+  ids: bigint[],
+  positions: Map<bigint, { partition: number; offset: string }> = new Map(),
+): Promise<void> {
+  const partitions = ids.map((id) => positions.get(id)?.partition ?? null);
+  const offsets = ids.map((id) => positions.get(id)?.offset ?? null);
+  await db.$executeRaw`
+    UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1,
+           kafka_partition = p.partition, kafka_offset = p.kafka_offset
+      FROM unnest(${ids}::bigint[], ${partitions}::int[], ${offsets}::bigint[]) AS p(id, partition, kafka_offset)
+     WHERE o.id = p.id`;
 }
 
 export async function markFailed(db: Db, ids: bigint[], error: string): Promise<void> {

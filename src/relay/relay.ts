@@ -3,6 +3,7 @@ import type { Db } from '../db/prisma.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
+import { messagePositions, type MessagePosition } from '../kafka/message-positions.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
@@ -211,12 +212,11 @@ export function createRelay(options: RelayOptions): Relay {
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
     let p: Producer | undefined;
+    let landed = new Map<Message, MessagePosition>();
     try {
       p = await producer.get();
-      await p.sendBatch({
-        acks: -1,
-        topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
-      });
+      const topicMessages = [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }];
+      landed = messagePositions(topicMessages, await p.sendBatch({ acks: -1, topicMessages }));
     } catch (error) {
       traced.end(error);
       if (isTooLarge(error)) {
@@ -241,6 +241,7 @@ export function createRelay(options: RelayOptions): Relay {
     await markPublished(
       db,
       rows.map((r) => r.id),
+      new Map(items.flatMap((i) => (landed.has(i.message) ? [[i.row.id, landed.get(i.message)!]] : []))),
     );
     for (const row of rows) {
       metrics.relayPublished.inc({ topic: row.topic });

@@ -29,6 +29,9 @@ export interface OutboxRow {
   publishedAt: Date | null;
   attempts: number;
   lastError: string | null;
+  /** Where the relay's publish landed (null for rows published before positions were kept). */
+  kafkaPartition: number | null;
+  kafkaOffset: string | null;
 }
 export interface CommandRow {
   commandId: string;
@@ -96,7 +99,8 @@ export interface TraceRows {
 const RECEIPT = `SELECT source, webhook_id AS "webhookId", event_type AS "eventType", received_at AS "receivedAt",
   outbox_id::text AS "outboxId" FROM webhook_receipts`;
 const OUTBOX = `SELECT id::text, event_id::text AS "eventId", topic, key, type, subject, headers,
-  created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError" FROM outbox`;
+  created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError",
+  kafka_partition AS "kafkaPartition", kafka_offset::text AS "kafkaOffset" FROM outbox`;
 const COMMAND = `SELECT command_id AS "commandId", command_type AS "commandType", target_id AS "targetId", state,
   attempts, last_error AS "lastError", created_at AS "createdAt", updated_at AS "updatedAt",
   finished_at AS "finishedAt" FROM commands`;

@@ -1,6 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import { COMMAND_TOPICS, TOPICS, logicalTopic } from '../kafka/topics.js';
-import { readTraceRows, type TraceRows } from './trace-repository.js';
+import { readTraceRows, type AttemptRow, type TraceRows } from './trace-repository.js';
 
 /**
  * `rentbridge trace <id>` and the console's trace view: the life of one event as a timeline, from
@@ -15,7 +15,10 @@ export type TraceStage =
   | 'published'
   | 'version'
   | 'command'
+  | 'snapshot'
   | 'attempt'
+  | 'read-back'
+  | 'wait'
   | 'outcome'
   | 'dead-letter'
   | 'audit';
@@ -57,6 +60,32 @@ function errorSummary(e: unknown): string | null {
   return [o.code, o.status, o.message].filter((x) => x != null && x !== '').join(' · ') || null;
 }
 
+/** A guard step (`command_attempts` row) as the timeline shows it. */
+function guardStep(a: AttemptRow): { stage: TraceStage; what: string } {
+  const ms = a.finishedAt ? Math.max(0, a.finishedAt.getTime() - a.startedAt.getTime()) : null;
+  switch (a.kind) {
+    case 'snapshot':
+      return {
+        stage: 'snapshot',
+        what: `snapshot read before the write (${a.requestId}): ${a.message ?? a.result ?? 'no answer recorded'}`,
+      };
+    case 'read_back':
+      return {
+        stage: 'read-back',
+        what: `read-back after write #${a.attempt} (${a.requestId}) → ${a.result ?? 'no verdict'}${a.message ? `: ${a.message}` : ''}`,
+      };
+    case 'wait':
+      return {
+        stage: 'wait',
+        what: `waited ${ms == null ? '' : ms >= 2000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}: ${a.message ?? 'no reason recorded'}`,
+      };
+    default: {
+      const answer = [a.result, a.status, a.code].filter((x) => x != null).join(' ') || 'no answer recorded';
+      return { stage: 'attempt', what: `${a.kind} #${a.attempt} (${a.requestId}) → ${answer}` };
+    }
+  }
+}
+
 export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions): Trace {
   const steps: TraceStep[] = [];
   const ends: string[] = [];
@@ -88,12 +117,17 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       details: { outboxId: o.id, eventId: o.eventId, type: o.type, key: o.key, subject: o.subject },
     });
     if (o.publishedAt) {
+      const where = o.kafkaPartition != null ? ` partition ${o.kafkaPartition} offset ${o.kafkaOffset}` : '';
       steps.push({
         at: iso(o.publishedAt),
         stage: 'published',
-        what: `published to Kafka ${logical(o.topic)} (key ${o.key})`,
+        what: `published to Kafka ${logical(o.topic)}${where} (key ${o.key})`,
         details: {
           topic: logical(o.topic),
+          // The topic as a Kafka tool names it (with KAFKA_TOPIC_PREFIX), and where the message is.
+          kafkaTopic: `${options.topicPrefix}${o.topic}`,
+          partition: o.kafkaPartition,
+          offset: o.kafkaOffset,
           eventId: o.eventId,
           lagMs: o.publishedAt.getTime() - o.createdAt.getTime(),
           attempts: o.attempts,
@@ -129,34 +163,44 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       details: { commandId: c.commandId, commandType: c.commandType, targetId: c.targetId },
     });
   }
+  const outcomePositions = new Map<string, string>();
   for (const a of rows.attempts) {
-    const answer = [a.result, a.status, a.code].filter((x) => x != null).join(' ') || 'no answer recorded';
+    if (a.kind === 'outcome') {
+      // Where the outcome landed: shown on the outcome step (the last publish wins: a republish).
+      if (a.message) outcomePositions.set(a.commandId, a.message);
+      continue;
+    }
+    const step = guardStep(a);
     steps.push({
       at: iso(a.startedAt),
-      stage: 'attempt',
-      what: `${a.kind} #${a.attempt} → ${answer}`,
+      stage: step.stage,
+      what: step.what,
       details: {
         commandId: a.commandId,
         requestId: a.requestId,
         kind: a.kind,
         status: a.status,
         code: a.code,
+        result: a.result,
         message: a.message,
-        ms: a.finishedAt ? a.finishedAt.getTime() - a.startedAt.getTime() : null,
+        ms: a.finishedAt ? Math.max(0, a.finishedAt.getTime() - a.startedAt.getTime()) : null,
       },
     });
   }
   for (const c of rows.commands) {
     if (c.finishedAt) {
+      const where = outcomePositions.get(c.commandId);
       steps.push({
         at: iso(c.finishedAt),
         stage: 'outcome',
-        what: `command ${c.state}; outcome published to ${outcomeTopicOf(c.commandType)}`,
+        what: `command ${c.state}; outcome published to ${where ?? outcomeTopicOf(c.commandType)}`,
         details: {
           commandId: c.commandId,
           state: c.state,
           attempts: c.attempts,
           error: errorSummary(c.lastError),
+          // `<topic>[<partition>]@<offset>` (logical topic; Kafka's name has KAFKA_TOPIC_PREFIX in front).
+          kafka: where ?? null,
         },
       });
       ends.push(
@@ -200,11 +244,14 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
     version: 1,
     outbox: 2,
     published: 3,
-    command: 4,
-    attempt: 5,
-    outcome: 6,
-    'dead-letter': 7,
-    audit: 8,
+    snapshot: 4,
+    command: 5,
+    attempt: 6,
+    wait: 7,
+    'read-back': 8,
+    outcome: 9,
+    'dead-letter': 10,
+    audit: 11,
   };
   steps.sort((a, b) => a.at.localeCompare(b.at) || order[a.stage] - order[b.stage]);
   const found = steps.length > 0;

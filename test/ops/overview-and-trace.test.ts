@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { requestId } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
@@ -111,14 +111,21 @@ describe('ops overview and trace', () => {
       expect(status).toBe(200);
       expect(body.found).toBe(true);
       const stages = body.steps.map((s) => s.stage);
-      expect(stages).toEqual(['webhook', 'outbox', 'published', 'command', 'attempt', 'outcome']);
+      expect(stages).toEqual(['webhook', 'outbox', 'published', 'snapshot', 'command', 'attempt', 'outcome']);
       expect(body.steps[0]!.details).toMatchObject({ source: 'pms:acme', webhookId: flow.webhookId });
-      expect(body.steps[2]!.what).toContain('commands.rental-payments');
-      expect(body.steps[4]!.details).toMatchObject({
+      expect(body.steps[2]!.what).toMatch(/commands\.rental-payments partition \d+ offset \d+/);
+      expect(body.steps[3]!.details).toMatchObject({
+        requestId: `${flow.paymentId}.a0.r1`,
+        kind: 'snapshot',
+      });
+      expect(body.steps[3]!.what).toMatch(/status active, updated_at /);
+      expect(body.steps[5]!.details).toMatchObject({
         requestId: `${flow.paymentId}.a1`,
         status: expect.any(Number),
       });
-      expect(body.steps[5]!.what).toContain('applied');
+      expect(body.steps[6]!.what).toMatch(
+        /applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
+      );
       expect(body.ends.join('\n')).toContain(`command ${flow.paymentId} ended applied`);
     });
 
@@ -152,6 +159,51 @@ describe('ops overview and trace', () => {
       expect(applied.values.reduce((a, b) => a + b, 0)).toBe(1);
       expect(applied.values).toHaveLength(body.minutes.length);
       expect(body.cost.queries).toBeGreaterThan(0);
+    });
+  });
+
+  describe('when a write met a 503 after it was applied', () => {
+    it('shows every guard step: snapshot, write, wait, read-back with its verdict and why, outcome', async () => {
+      const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      await h.control.addFault({
+        method: 'POST',
+        path: `/partner/v1/enrollments/${record!.id}/report_rental_payments`,
+        kind: 'apply_then_error',
+        status: 503,
+      });
+      const body = buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(record!.id) });
+      const paymentId = body.data.payment_id as string;
+      expect((await send(receiver.url, '/webhooks/pms/acme', body, { secret })).status).toBe(202);
+      const [outcome] = await h.outcomesOf(paymentId);
+      expect(outcome).toMatchObject({ status: 'applied' });
+
+      const trace = await vi.waitFor(async () => {
+        const { body: t } = await get<Trace>(`/trace/${encodeURIComponent(paymentId)}`);
+        // The outcome's position is noted just after it is sent.
+        expect(t.steps.find((x) => x.stage === 'outcome')?.details.kafka).toBeTruthy();
+        return t;
+      });
+      const guard = trace.steps.filter((x) =>
+        ['snapshot', 'attempt', 'wait', 'read-back', 'outcome'].includes(x.stage),
+      );
+      expect(guard.map((x) => x.stage)).toEqual(['snapshot', 'attempt', 'wait', 'read-back', 'outcome']);
+      const [snapshot, write, wait, readBack, done] = guard;
+      expect(snapshot!.details).toMatchObject({ requestId: `${paymentId}.a0.r1`, result: 'read' });
+      expect(write!.details).toMatchObject({ requestId: `${paymentId}.a1`, status: 503 });
+      expect(write!.what).toContain('503');
+      expect(wait!.what).toMatch(/waited \d+ ms: before an early read-back/);
+      expect(readBack!.details).toMatchObject({ requestId: `${paymentId}.a1.r1`, result: 'applied' });
+      expect(readBack!.what).toContain('applied: the target state is reached');
+      expect(done!.what).toMatch(
+        /command applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
+      );
+      for (const step of guard) expect(step.details.ms ?? 0).toBeGreaterThanOrEqual(0);
+
+      // The published step names where the command is on Kafka: the message is there.
+      const published = trace.steps.find((x) => x.stage === 'published')!;
+      const onKafka = await h.kafka.readMessages('commands.rental-payments', 200, 5_000);
+      const message = onKafka.find((m) => m.headers?.ce_id?.toString() === published.details.eventId);
+      expect(message?.offset).toBe(published.details.offset);
     });
   });
 
