@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { registry as processRegistry } from '../metrics.js';
-import { traceId } from '../trace/trace.js';
+import { ID_KINDS, traceId, type IdKind } from '../trace/trace.js';
 import { SnapshotRing } from './overview/metric-samples.js';
 import { buildOverview } from './overview/overview.js';
 
@@ -23,7 +23,7 @@ export interface InsightRouterOptions {
 
 /**
  * The console's read-only views, mounted under the ops API (bearer OPS_TOKEN): `GET /overview`
- * (the flow, its figures and last-hour charts) and `GET /trace/:id` (one event's life).
+ * (the flow, its figures and last-hour charts) and `GET /trace/:id[?as=<kind>]` (one event's life).
  */
 export function createInsightRouter(options: InsightRouterOptions): Router {
   const ring = new SnapshotRing();
@@ -44,8 +44,12 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
   router.get('/trace/:id', async (req, res) => {
     const id = String(req.params.id ?? '').trim();
     if (!id || id.length > 300) throw new AppError(400, 'validation_error', 'id: 1 to 300 characters');
+    const as = req.query.as;
+    if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
+      throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);
     res.json(
       await traceId(options.db, id, {
+        ...(as !== undefined && { as: as as IdKind }),
         topicPrefix: options.topicPrefix,
         retentionHours: options.retentionHours ?? 72,
       }),

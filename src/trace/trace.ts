@@ -1,6 +1,8 @@
 import type { Db } from '../db/prisma.js';
 import { COMMAND_TOPICS, TOPICS, logicalTopic } from '../kafka/topics.js';
-import { readTraceRows, type AttemptRow, type TraceRows } from './trace-repository.js';
+import { readTraceRows, type AttemptRow, type IdKind, type TraceRows } from './trace-repository.js';
+
+export { ID_KINDS, type IdKind } from './trace-repository.js';
 
 /**
  * `rentbridge trace <id>` and the console's trace view: the life of one event as a timeline, from
@@ -35,6 +37,10 @@ export interface TraceStep {
 
 export interface Trace {
   id: string;
+  /** The kinds of id `id` matched; more than one: `as` picks one. */
+  matchedAs: IdKind[];
+  /** The kind the user picked, when one was. */
+  as: IdKind | null;
   found: boolean;
   steps: TraceStep[];
   /** Plain sentences: where the trail ends, and why it may end there. */
@@ -43,6 +49,8 @@ export interface Trace {
 
 export interface TraceOptions {
   topicPrefix: string;
+  /** Follow the id only as this kind of id. */
+  as?: IdKind;
   /** OUTBOX_RETENTION_HOURS, to say why an outbox row is gone. */
   retentionHours: number;
 }
@@ -260,12 +268,27 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       `no trace of "${id}" in PostgreSQL: not an id rentbridge has seen, or older than what it keeps (outbox rows: OUTBOX_RETENTION_HOURS = ${options.retentionHours} h)`,
     );
   }
-  return { id, found, steps, ends };
+  if (rows.matchedAs.length > 1 && !options.as) {
+    ends.unshift(
+      `"${id}" matched more than one kind of id (${rows.matchedAs.map((k) => ID_KIND_NAMES[k]).join(', ')}): the steps of all are shown; pick one to see only its trail (rentbridge trace ${id} --as <${rows.matchedAs.join('|')}>)`,
+    );
+  }
+  return { id, matchedAs: rows.matchedAs, as: options.as ?? null, found, steps, ends };
 }
+
+/** How each kind of id is named to a person. */
+export const ID_KIND_NAMES: Record<IdKind, string> = {
+  webhook: 'webhook id',
+  event: 'CloudEvent id',
+  command: 'command id',
+  request: 'Partner request id',
+  record: 'record id',
+  'dead-letter': 'dead-letter id',
+};
 
 export async function traceId(db: Db, id: string, options: TraceOptions): Promise<Trace> {
   const trimmed = id.trim();
   // The outbox keeps logical topic names; the relay adds KAFKA_TOPIC_PREFIX when it publishes.
-  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS]);
+  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS], options.as);
   return buildTimeline(trimmed, rows, options);
 }

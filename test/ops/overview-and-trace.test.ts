@@ -10,6 +10,7 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import type { Trace } from '../../src/trace/trace.js';
 import { runCli } from '../support/cli.js';
+import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
 import { createHarness, uid, type Harness } from '../consumers/support/harness.js';
 import {
   buildRentPayment,
@@ -207,6 +208,34 @@ describe('ops overview and trace', () => {
     });
   });
 
+  describe('when an id is both a dead-letter id and a Partner record id', () => {
+    it('says which kinds it matched, and follows only the one picked', async () => {
+      const letter = await seedLetter(
+        h.database.db,
+        h.kafka.prefix,
+        buildDecisionLetter(h.kafka.prefix, { reason: 'rejected' }),
+      );
+      const id = String(letter);
+      await h.database.sql.query(
+        `INSERT INTO published_versions (resource, record_id, updated_at, via) VALUES ('customers', $1, '2026-11-01T00:00:00Z', 'poller')`,
+        [id],
+      );
+      const all = (await get<Trace>(`/trace/${id}`)).body;
+      expect(all.matchedAs).toEqual(['record', 'dead-letter']);
+      // The record's own trail (the sandbox's record ids are small numbers too) and the letter's.
+      expect(all.steps.map((s) => s.stage)).toEqual(expect.arrayContaining(['dead-letter', 'version']));
+      expect(all.ends[0]).toContain('matched more than one kind of id (record id, dead-letter id)');
+
+      const letterOnly = (await get<Trace>(`/trace/${id}?as=dead-letter`)).body;
+      expect(letterOnly.as).toBe('dead-letter');
+      expect(letterOnly.steps.map((s) => s.stage)).toEqual(['dead-letter']);
+      const recordOnly = (await get<Trace>(`/trace/${id}?as=record`)).body;
+      expect(recordOnly.steps.map((s) => s.stage)).toContain('version');
+      expect(recordOnly.steps.map((s) => s.stage)).not.toContain('dead-letter');
+      expect((await get(`/trace/${id}?as=nonsense`)).status).toBe(400);
+    });
+  });
+
   describe('when the outbox row was pruned', () => {
     it('says the trail ends there, and why', async () => {
       const flow = await paymentThroughTheFlow();
@@ -263,6 +292,10 @@ describe('ops overview and trace', () => {
       expect(table.stdout).toContain('where the trail ends:');
       const json = await runCli(['trace', flow.webhookId, '--json'], env);
       expect((JSON.parse(json.stdout) as Trace).steps.map((s) => s.stage)).toContain('outcome');
+      const picked = await runCli(['trace', flow.paymentId, '--as', 'command', '--json'], env);
+      expect((JSON.parse(picked.stdout) as Trace).as).toBe('command');
+      const badKind = await runCli(['trace', flow.paymentId, '--as', 'nonsense'], env);
+      expect(badKind.code).toBe(2);
       const unknown = await runCli(['trace', 'nothing-like-this'], env);
       expect(unknown.code).toBe(1);
       expect(unknown.stdout).toContain('no trace of "nothing-like-this"');

@@ -37,7 +37,8 @@ function chartNode(chart, minutes) {
   box.append(legend);
   // Drawn once the box is in the page, so uPlot knows its width.
   window.requestAnimationFrame(() => {
-    const width = Math.max(200, plot.clientWidth || 240);
+    // As wide as its card, however narrow: a fixed minimum would push the card past the window.
+    const width = Math.max(100, plot.clientWidth || 240);
     const u = new uPlot(
       {
         width,
