@@ -26,6 +26,14 @@ export const topicLabel = logicalTopic;
 
 const r = [registry];
 
+/**
+ * Figures read at scrape time by the process that has them: the process serving the console sets
+ * `roleLastSeen` (src/ops/role-heartbeat.ts); elsewhere the metric is declared with no series.
+ */
+export const scrapeHooks: {
+  roleLastSeen?: (set: (role: string, seconds: number) => void) => Promise<void>;
+} = {};
+
 export const metrics = {
   webhooks: new Counter({
     name: 'rentbridge_webhooks_total',
@@ -149,5 +157,14 @@ export const metrics = {
     help: 'Customer access-token requests of PMS sources, by source and result',
     labelNames: ['source', 'result'] as const,
     registers: r,
+  }),
+  roleLastSeen: new Gauge({
+    name: 'rentbridge_role_last_seen_seconds',
+    help: 'Seconds since a process running the role last reported (every 10 s); 3600 when none did within the hour',
+    labelNames: ['role'],
+    registers: r,
+    async collect() {
+      await scrapeHooks.roleLastSeen?.((role, seconds) => this.set({ role }, seconds));
+    },
   }),
 };

@@ -3,6 +3,7 @@ import { createCustomerTokens } from '../access-tokens/customer-token-router.js'
 import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
+import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
 import { createReadiness } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createReceiptPruner } from '../receiver/receipt-pruner.js';
@@ -69,6 +70,8 @@ async function startHttp(
     insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
   });
   const readiness = createReadiness(runtime, 3000, { writer });
+  // The process serving the console says which roles run (rentbridge_role_last_seen_seconds).
+  reportRolesOnScrape(db);
   const app = createHttpApp({
     logger,
     mounts: [

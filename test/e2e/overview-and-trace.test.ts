@@ -175,7 +175,8 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       expect(await status('poller')).toBe('stalled');
       expect(await page.textContent('[data-stage="poller"] .stage-note')).toContain('enrollments');
       expect(await status('dead-letters')).toBe('attention');
-      expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied, last hour\s*3/);
+      // Three payments, and the one whose write met a 503 after it was applied.
+      expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied, last hour\s*4/);
       expect(await page.textContent('[data-stage="kafka"]')).toContain('commands.rental-payments');
       // uPlot drew real charts (canvas), not placeholders.
       await expect
@@ -206,13 +207,13 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
           stages: await page.locator('.stage').evaluateAll((nodes) =>
             nodes.map((n) => {
               const r = n.getBoundingClientRect();
-              const inner = [...n.querySelectorAll('*')].map((c) => c.getBoundingClientRect().right);
-              return {
-                id: n.getAttribute('data-stage'),
-                left: r.left,
-                right: r.right,
-                widest: Math.max(r.right, ...inner),
-              };
+              let widest = r.right;
+              let what = '';
+              for (const c of n.querySelectorAll('*')) {
+                const right = c.getBoundingClientRect().right;
+                if (right > widest) [widest, what] = [right, `${c.tagName}.${c.className}`];
+              }
+              return { id: `${n.getAttribute('data-stage')} ${what}`, left: r.left, right: r.right, widest };
             }),
           ),
         };

@@ -272,6 +272,31 @@ describe('ops overview and trace', () => {
     });
   });
 
+  describe('when some roles report in and others do not', () => {
+    it('says "not running" for the missing ones, never "idle"', async () => {
+      await h.database.sql.query(
+        `INSERT INTO role_heartbeats (role, instance, seen_at) VALUES
+           ('http', 'a:1', now()), ('relay', 'b:2', now()),
+           ('consumer:rental-payments', 'c:3', now()), ('consumer:application-decisions', 'c:3', now()),
+           ('poller', 'd:4', now() - interval '5 minutes')`,
+      );
+      try {
+        const { body } = await get<Overview>('/overview');
+        const stage = (id: string) => body.stages.find((s) => s.id === id)!;
+        // The poller's last report is 5 minutes old; no dead-letter indexer ever reported.
+        expect(stage('poller').status).toBe('stopped');
+        expect(stage('poller').note).toContain('not running: no poller process has reported for over 30 s');
+        expect(stage('dead-letters').status).toBe('stopped');
+        expect(stage('relay').status).not.toBe('stopped');
+        expect(stage('consumers').status).toBe('attention');
+        expect(stage('consumers').note).toContain('not running: customer-registrations, enrollments');
+        expect(body.rules.roleGoneSeconds).toBe(30);
+      } finally {
+        await h.database.sql.query(`DELETE FROM role_heartbeats`);
+      }
+    });
+  });
+
   describe('when the id is unknown or the token is wrong', () => {
     it('answers found: false with a plain sentence, and 403 without the token', async () => {
       const { body } = await get<Trace>('/trace/nothing-like-this');

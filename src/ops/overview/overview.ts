@@ -4,6 +4,7 @@ import { COMMAND_TOPICS, logicalTopic } from '../../kafka/topics.js';
 import { FINAL_STATES } from '../../guard/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { OVERVIEW_QUERY_COUNT, readOverviewRows, type MinuteCount } from './overview-repository.js';
+import { EXPECTED_ROLES, ROLE_GONE_SECONDS, roleLastSeen } from '../role-heartbeat.js';
 import { budgetGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
 import {
   COMMAND_STUCK_SECONDS,
@@ -50,7 +51,13 @@ export interface Overview {
   minutes: number[];
   stages: Stage[];
   cost: { queries: number; ms: number };
-  rules: { relayStallSeconds: number; commandStuckSeconds: number; pollerStaleSeconds: number };
+  rules: {
+    relayStallSeconds: number;
+    commandStuckSeconds: number;
+    pollerStaleSeconds: number;
+    /** A role with no report for this long is "not running". */
+    roleGoneSeconds: number;
+  };
 }
 
 export interface OverviewDeps {
@@ -329,6 +336,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   };
 
   // Dead letters.
+
   const arriving = seriesBy(rows.deadLettersArriving, minutes, (r) => r.reason);
   const open = rows.deadLettersOpen.reduce((s, r) => s + r.n, 0);
   const deadLetters: Stage = {
@@ -344,15 +352,50 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     charts: [{ title: 'dead letters arriving per minute, by reason', series: arriving }],
   };
 
+  markRolesNotRunning(await roleLastSeen(deps.db), { relay, consumers, poller, deadLetters });
+
   return {
     generatedAt: new Date(now).toISOString(),
     minutes,
     stages: [receiver, outbox, relay, kafka, consumers, partner, poller, deadLetters],
-    cost: { queries: OVERVIEW_QUERY_COUNT, ms },
+    // One more: the roles' last reports (roleLastSeen).
+    cost: { queries: OVERVIEW_QUERY_COUNT + 1, ms },
     rules: {
       relayStallSeconds,
       commandStuckSeconds: COMMAND_STUCK_SECONDS,
       pollerStaleSeconds: POLLER_STALE_SECONDS,
+      roleGoneSeconds: ROLE_GONE_SECONDS,
     },
   };
+}
+
+/**
+ * "Not running" rather than "idle": a stage whose role no process has reported for
+ * ROLE_GONE_SECONDS. Judged only when some role reported within the hour: the process serving this
+ * overview reports its own, so none at all means components run outside `runRoles` (tests, a
+ * library use), where there is nothing to judge by.
+ */
+function markRolesNotRunning(
+  seen: Map<string, number | null>,
+  stages: { relay: Stage; consumers: Stage; poller: Stage; deadLetters: Stage },
+): void {
+  if (![...seen.values()].some((age) => age != null)) return;
+  const gone = (role: string) => {
+    const age = seen.get(role);
+    return age == null || age > ROLE_GONE_SECONDS;
+  };
+  const stop = (stage: Stage, what: string) => {
+    stage.status = 'stopped';
+    stage.note = `not running: no ${what} process has reported for over ${ROLE_GONE_SECONDS} s · ${stage.note}`;
+  };
+  if (gone('relay')) stop(stages.relay, 'relay');
+  if (gone('poller')) stop(stages.poller, 'poller');
+  if (gone('dead-letters')) stop(stages.deadLetters, 'dead-letter indexer');
+  const consumers = EXPECTED_ROLES.filter((r) => r.startsWith('consumer:'));
+  const missing = consumers.filter(gone).map((r) => r.slice('consumer:'.length));
+  if (missing.length === consumers.length) stop(stages.consumers, 'command consumer');
+  else if (missing.length > 0) {
+    stages.consumers.status = stages.consumers.status === 'stalled' ? 'stalled' : 'attention';
+    stages.consumers.note = `not running: ${missing.join(', ')} · ${stages.consumers.note}`;
+  }
 }

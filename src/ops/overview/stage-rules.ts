@@ -10,6 +10,9 @@
  *   last pass failed.
  * - partner API `attention`: 429s received, or the budget paused by a Retry-After.
  * - dead letters `attention`: open letters wait for an operator.
+ * - relay, consumers, poller, dead letters `stopped` ("not running"): no process running the role
+ *   has reported for ROLE_GONE_SECONDS (src/ops/role-heartbeat.ts); consumers `attention` when
+ *   some of the four command consumers run and others do not.
  */
 /** RELAY_STALL_SECONDS's default (src/config/config.ts), for callers given no configuration. */
 export const DEFAULT_RELAY_STALL_SECONDS = 120;
@@ -17,7 +20,8 @@ export const COMMAND_STUCK_SECONDS = 300;
 /** Three passes of the default POLL_INTERVAL_SECONDS (300). */
 export const POLLER_STALE_SECONDS = 900;
 
-export type StageStatus = 'moving' | 'idle' | 'attention' | 'stalled';
+/** `stopped`: no process running the stage's role has reported for ROLE_GONE_SECONDS ("not running"). */
+export type StageStatus = 'moving' | 'idle' | 'attention' | 'stalled' | 'stopped';
 
 export function ageSeconds(at: Date | null, now: number): number | null {
   return at ? Math.max(0, Math.round((now - at.getTime()) / 1000)) : null;
