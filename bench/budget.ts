@@ -66,7 +66,10 @@ interface Flow {
 }
 
 function startRole(flow: Flow, args: string[]): Role {
-  const child = spawn(TSX, [CLI, ...args], { env: flow.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Every role serves its own /metrics and health (decision 021): only the receiver's port is
+  // the one the bench drives; the others take a free one.
+  const env = args[0] === 'receiver' ? flow.env : { ...flow.env, HTTP_PORT: '0' };
+  const child = spawn(TSX, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let rest = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     const lines = (rest + chunk.toString()).split('\n');

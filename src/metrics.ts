@@ -5,6 +5,13 @@ import { logicalTopic } from './topic-prefix.js';
  * Every Prometheus metric rentbridge exposes at /metrics (README: "Runbook" says what each means
  * when it moves). One registry per process; components increment what they own.
  *
+ * A process exposes only the metrics of the work it does (issue 33): the metrics below are in no
+ * registry until the component that updates them is built and calls `exposeMetrics(group)`. A
+ * relay's backlog never shows as a constant 0 on a receiver, where it would read "healthy" forever
+ * while rows wait. The component then starts the label sets it knows at 0 (`startAtZero`): a
+ * series that appears at its first increment is invisible to `increase()`, so its first event
+ * would never alert.
+ *
  * Naming rule for labels: a `topic` label is always the logical topic, WITHOUT KAFKA_TOPIC_PREFIX
  * (`commands.rental-payments`, never `prod.commands.rental-payments`): one deployment's dashboards
  * and alert rules (ops/prometheus, ops/grafana) then read the same whatever the prefix. Use
@@ -24,7 +31,8 @@ for (const what of ['handles', 'requests', 'resources'])
 /** The `topic` label of a topic name: KAFKA_TOPIC_PREFIX taken off when the name carries it. */
 export const topicLabel = logicalTopic;
 
-const r = [registry];
+/** Registered by `exposeMetrics`, never at import. */
+const r: Registry[] = [];
 
 /**
  * Figures read at scrape time by the process that has them: the process serving the console sets
@@ -168,3 +176,57 @@ export const metrics = {
     },
   }),
 };
+
+type AnyMetric = (typeof metrics)[keyof typeof metrics];
+
+/** Which metrics each kind of work updates: what a process running that work exposes. */
+export const METRIC_GROUPS = {
+  receiver: [metrics.webhooks],
+  /** The process serving the console (src/ops/role-heartbeat.ts). */
+  roles: [metrics.roleLastSeen],
+  customerTokens: [metrics.customerTokens],
+  relay: [
+    metrics.outboxBacklog,
+    metrics.outboxParked,
+    metrics.relayLagSeconds,
+    metrics.relayStalled,
+    metrics.relayPublished,
+    metrics.relayParked,
+  ],
+  poller: [metrics.pollerLastSuccess, metrics.pollerRequests, metrics.pollerChanges],
+  /** Every process that calls the Partner API through the shared budget. */
+  partner: [
+    metrics.budgetUsed,
+    metrics.budgetLeft,
+    metrics.budgetWaitSeconds,
+    metrics.throttled,
+    metrics.partnerLatency,
+  ],
+  commands: [metrics.commands, metrics.commandsRefused, metrics.readBacks, metrics.deadLetters],
+  deadLetterIndex: [metrics.deadLettersIndexed],
+} as const satisfies Record<string, readonly AnyMetric[]>;
+export type MetricGroup = keyof typeof METRIC_GROUPS;
+
+/** Puts a group's metrics on this process's /metrics (idempotent: the same objects each time). */
+export function exposeMetrics(...groups: MetricGroup[]): void {
+  for (const group of groups) for (const metric of METRIC_GROUPS[group]) registry.registerMetric(metric);
+}
+
+/**
+ * Creates every series of the cross product of the given label values at 0 (a counter's 0, a
+ * histogram's empty buckets), so Prometheus sees the series before its first event and
+ * `increase()` counts that event. Gauges are never seeded: a 0 would be a false reading.
+ */
+export function startAtZero<L extends string>(
+  metric: Counter<L> | Histogram<L>,
+  values: { [K in L]: readonly string[] },
+): void {
+  let combos: Array<Record<string, string>> = [{}];
+  for (const [name, list] of Object.entries(values) as Array<[string, readonly string[]]>) {
+    combos = combos.flatMap((c) => list.map((v) => ({ ...c, [name]: v })));
+  }
+  for (const labels of combos) {
+    if (metric instanceof Counter) metric.inc(labels as Partial<Record<L, string>>, 0);
+    else metric.zero(labels as Partial<Record<L, string>>);
+  }
+}

@@ -3,6 +3,7 @@ import type { Config } from './config/config.js';
 import { createDb, type Db } from './db/prisma.js';
 import { createKafka } from './kafka/kafka.js';
 import { ensureTopics } from './kafka/topics.js';
+import { topicSettingsFromConfig } from './kafka/topic-settings.js';
 import { createLogger, type Logger } from './logger.js';
 
 /**
@@ -40,7 +41,7 @@ export function createRuntime(config: Config, logger = createLogger({ level: con
       try {
         const created = await ensureTopics(admin, {
           prefix: config.KAFKA_TOPIC_PREFIX,
-          partitions: config.KAFKA_TOPIC_PARTITIONS,
+          settings: topicSettingsFromConfig(config),
         });
         if (created.length > 0) logger.info({ component: 'topics', created }, 'topics created');
       } finally {

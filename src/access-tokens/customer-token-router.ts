@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { exposeMetrics, metrics } from '../metrics.js';
 import { createPartnerClient } from '../partner/partner-client.js';
 import { createRateBudget } from '../partner/rate-budget.js';
 import type { RateBudget } from '../partner/rate-budget-types.js';
@@ -70,6 +70,8 @@ function throttled(retryAfterSeconds: number, res: Response): AppError {
 export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router {
   const logger = deps.logger.child({ component: 'customer-tokens' });
   const waitMs = deps.waitMs ?? 10_000;
+  // Its result label is an HTTP status (an open set): series appear as they come, none seeded.
+  exposeMetrics('customerTokens');
   const verifiers = new Map<string, Verifier>(
     Object.entries(deps.secrets).map(([source, secrets]) => [
       source,

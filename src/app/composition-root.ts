@@ -24,7 +24,9 @@ import {
   type RequestCounter,
 } from '../poller/index.js';
 import type { Resource } from '../partner/resources.js';
+import { relayRoleCheck, type RoleCheck } from '../readiness.js';
 import { createRelay, type Relay } from '../relay/relay.js';
+import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
 import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
@@ -62,9 +64,18 @@ export interface CompositionRoot extends Runtime {
   partner(): { partner: PartnerClient; budget: RateBudget };
   /** Points the Partner client at another base URL (the embedded sandbox); before its first use. */
   usePartnerUrl(url: string): void;
+  /** The receiver's HTTP: webhooks, ops, customer tokens, /metrics and health (`receiver`, `start`). */
   http(): HttpRole;
+  /** /metrics, /healthz and /readyz only, on HTTP_PORT: a relay, poller or consumer process. */
+  probes(): HttpRole;
+  /** Called once every role has started: /readyz stops answering "starting". */
+  markStarted(): void;
   relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
   poller(): PollerComponent;
+  /** `rentbridge resync`: on the poll lane of the shared budget, its requests counted per resource. */
+  resync(options?: Pick<ResyncOptions, 'onProgress' | 'isStopping'>): Resync & {
+    requests(resource: Resource): number;
+  };
   commandConsumer(
     name: CommandConsumerName,
     options?: { guard?: GuardOptions },
@@ -88,6 +99,10 @@ export function createCompositionRoot(
   // The poller counts the requests of its own passes (PassSummary.stats.requests) through the
   // one client: its passes run in this scope, the other roles' calls are not counted.
   const pollerScope = new AsyncLocalStorage<RequestCounter>();
+  // Each role built adds its own readiness check; /readyz reads them at each request.
+  const roleChecks: RoleCheck[] = [];
+  let started = false;
+  const roles = () => ({ started, checks: roleChecks });
 
   function sharedProducer(): SharedProducer {
     producer ??= createSharedProducer(runtime.kafka);
@@ -139,7 +154,16 @@ export function createCompositionRoot(
       return createHttpRole(runtime, {
         ...(partnerUrl && { partnerUrl }),
         producer: sharedProducer(),
+        roles,
       });
+    },
+
+    probes() {
+      return createHttpRole(runtime, { receiver: false, roles });
+    },
+
+    markStarted() {
+      started = true;
     },
 
     relay() {
@@ -154,6 +178,7 @@ export function createCompositionRoot(
         maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
         stallSeconds: config.RELAY_STALL_SECONDS,
       });
+      roleChecks.push(relayRoleCheck(relay, runtime.db, config.RELAY_STALL_SECONDS));
       return {
         name: 'relay',
         start: () => relay.start(),
@@ -175,11 +200,26 @@ export function createCompositionRoot(
         defaultIntervalSeconds: config.POLL_INTERVAL_SECONDS,
         requestCounter,
       });
+      roleChecks.push({
+        name: 'poller',
+        check: () => poller.health.check(),
+        details: () => poller.health.details(),
+      });
       return {
         name: 'poller',
         start: () => pollerScope.run(requestCounter, () => poller.start()),
         stop: () => poller.stop(),
         runOnce: (resource) => pollerScope.run(requestCounter, () => poller.runOnce(resource)),
+      };
+    },
+
+    resync(options = {}) {
+      const { partner: client } = sharedPartner();
+      const requestCounter = createRequestCounter();
+      const resync = createResync({ partner: client, db: runtime.db, logger, ...options });
+      return {
+        run: (opts) => pollerScope.run(requestCounter, () => resync.run(opts)),
+        requests: (resource) => requestCounter.count(resource),
       };
     },
 
@@ -199,6 +239,11 @@ export function createCompositionRoot(
         // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
         guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },
       });
+      roleChecks.push({
+        name: `consumer:${name}`,
+        check: () => consumer.health.check(),
+        details: (admin) => consumer.health.details(admin),
+      });
       return {
         name: `consumer:${name}`,
         groupId: consumer.groupId,
@@ -213,6 +258,11 @@ export function createCompositionRoot(
         kafka: runtime.kafka,
         logger,
         topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      });
+      roleChecks.push({
+        name: 'consumer:dead-letters',
+        check: () => indexer.health().check(),
+        details: (admin) => indexer.health().details(admin),
       });
       return { name: 'dead-letters', start: () => indexer.start(), stop: () => indexer.stop() };
     },
@@ -253,7 +303,11 @@ export async function runRoles(
         return component;
       });
       const heartbeat = createRoleHeartbeat({ db: root.db, logger: root.logger, roles: () => names });
-      return startInOrder([...reported, heartbeat], root.logger, { finally: () => root.close() });
+      const service = await startInOrder([...reported, heartbeat], root.logger, {
+        finally: () => root.close(),
+      });
+      root.markStarted();
+      return service;
     },
     options.graceMs === undefined ? {} : { graceMs: options.graceMs },
   );

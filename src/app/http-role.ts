@@ -4,7 +4,7 @@ import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
-import { createReadiness } from '../readiness.js';
+import { createReadiness, type RoleCheck } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createReceiptPruner } from '../receiver/receipt-pruner.js';
 import { createWebhookRouter } from '../receiver/webhook-router.js';
@@ -13,18 +13,26 @@ import type { Runtime } from '../runtime.js';
 import type { Component } from './lifecycle.js';
 
 /**
- * The HTTP face of a process on HTTP_PORT: webhooks (/webhooks), the ops API and console (/ops),
- * /metrics, /healthz and /readyz (PostgreSQL, Kafka, migrations).
+ * The HTTP face of a process on HTTP_PORT. Every role process has one (issue 33): /metrics (the
+ * metrics of the work it does), /healthz and /readyz (PostgreSQL, Kafka, migrations, and each of
+ * its roles' own checks). The receiver's (and `start`'s) also serves webhooks (/webhooks), the ops
+ * API and console (/ops) and customer tokens (/pms).
  */
 export interface HttpRole extends Component {
   /** The port it listens on, once started (HTTP_PORT, or the one the OS chose for 0). */
   readonly port: number;
 }
 
-export function createHttpRole(
-  runtime: Runtime,
-  options: { partnerUrl?: string; producer?: SharedProducer } = {},
-): HttpRole {
+export interface HttpRoleOptions {
+  /** Serve webhooks, ops and customer tokens (the receiver, `start`). Default true. */
+  receiver?: boolean;
+  partnerUrl?: string;
+  producer?: SharedProducer;
+  /** The process's roles for /readyz, read at each request (src/app/composition-root.ts). */
+  roles?: () => { started: boolean; checks: readonly RoleCheck[] };
+}
+
+export function createHttpRole(runtime: Runtime, options: HttpRoleOptions = {}): HttpRole {
   let started: { port: number; stop(): Promise<void> } | undefined;
   return {
     name: 'http',
@@ -33,7 +41,9 @@ export function createHttpRole(
       return started.port;
     },
     async start() {
-      started = await startHttp(runtime, options);
+      started = await (options.receiver === false
+        ? startProbes(runtime, options)
+        : startHttp(runtime, options));
     },
     async stop() {
       await started?.stop();
@@ -42,9 +52,48 @@ export function createHttpRole(
   };
 }
 
+async function listen(runtime: Runtime, app: ReturnType<typeof createHttpApp>): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const s = createLimitedServer(app, runtime.config);
+    s.once('error', reject);
+    s.listen(runtime.config.HTTP_PORT, () => resolve(s));
+  });
+}
+
+async function close(server: Server): Promise<void> {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+}
+
+/** A relay, poller or consumer process: /metrics, /healthz and /readyz only. */
+async function startProbes(
+  runtime: Runtime,
+  options: HttpRoleOptions,
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const { config, logger } = runtime;
+  const readiness = createReadiness(runtime, 3000, { ...(options.roles && { roles: options.roles }) });
+  const app = createHttpApp({
+    logger,
+    mounts: [],
+    ready: () => readiness.checks(),
+    readyDetails: () => readiness.details(),
+    metricsToken: config.METRICS_TOKEN,
+  });
+  const server = await listen(runtime, app);
+  const port = (server.address() as { port: number }).port;
+  logger.info({ component: 'http', port }, 'listening: /metrics, /healthz, /readyz');
+  return {
+    port,
+    async stop() {
+      await close(server);
+      await readiness.close();
+    },
+  };
+}
+
 async function startHttp(
   runtime: Runtime,
-  options: { partnerUrl?: string; producer?: SharedProducer },
+  options: HttpRoleOptions,
 ): Promise<{ port: number; stop(): Promise<void> }> {
   const { config, logger, db } = runtime;
   const partnerUrl = options.partnerUrl ?? config.PARTNER_API_URL;
@@ -69,7 +118,10 @@ async function startHttp(
     // The console judges and explains by the configured rules, as /readyz and the CLI do.
     insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
   });
-  const readiness = createReadiness(runtime, 3000, { writer });
+  const readiness = createReadiness(runtime, 3000, {
+    writer,
+    ...(options.roles && { roles: options.roles }),
+  });
   // The process serving the console says which roles run (rentbridge_role_last_seen_seconds).
   reportRolesOnScrape(db);
   const app = createHttpApp({
@@ -80,13 +132,10 @@ async function startHttp(
       ...(tokens ? [{ path: '/pms', router: tokens.router }] : []),
     ],
     ready: () => readiness.checks(),
+    readyDetails: () => readiness.details(),
     metricsToken: config.METRICS_TOKEN,
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = createLimitedServer(app, config);
-    s.once('error', reject);
-    s.listen(config.HTTP_PORT, () => resolve(s));
-  });
+  const server = await listen(runtime, app);
   const port = (server.address() as { port: number }).port;
   receipts.start();
   logger.info(
@@ -100,8 +149,7 @@ async function startHttp(
     port,
     async stop() {
       // Stop taking requests, finish the ones in hand (their transactions), then close.
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      await close(server);
       await writer.close();
       await receipts.stop();
       await ops.close();

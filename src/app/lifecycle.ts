@@ -78,8 +78,10 @@ export async function runUntilSignal(
           resolve();
         });
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // `on`, not `once`: a second signal of the same kind must reach onSignal (exit now, with the
+    // process's exit hooks) rather than Node's default, which kills the process without them.
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
   logger.info('stopped');
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Prisma } from '@prisma/client';
 import { insertOutboxRows, type OutboxMessageInput, type Tx } from '../outbox/outbox-repository.js';
 import { TOPICS } from '../kafka/topics.js';
+import { TOMBSTONE_TYPE } from '../outbox/outbox-message.js';
 import type { Resource } from '../partner/resources.js';
 import { stateChangeType, type StateChange } from '../events/state-change.js';
 
@@ -138,7 +139,7 @@ async function recordRound(tx: Tx, batch: Prepared[]): Promise<RecordedChange[]>
   // Outbox rows in the callers' order, not the lock order.
   const messages: OutboxMessageInput[] = batch
     .filter((p) => claimedKeys.has(keyOf(p)))
-    .map((p) => {
+    .flatMap((p) => {
       const eventId = randomUUID();
       eventIds.set(keyOf(p), eventId);
       const data: StateChange = {
@@ -151,7 +152,7 @@ async function recordRound(tx: Tx, batch: Prepared[]): Promise<RecordedChange[]>
         via: p.input.via,
         removed: p.removed,
       };
-      return {
+      const change: OutboxMessageInput = {
         topic: TOPICS.partner(p.resource),
         key: p.id,
         type: stateChangeType(p.resource, p.removed),
@@ -162,12 +163,28 @@ async function recordRound(tx: Tx, batch: Prepared[]): Promise<RecordedChange[]>
         headers: p.input.headers,
         eventId,
       };
+      // A removal is followed by a tombstone (same key, null value), so compaction of the
+      // changelog drops the record; the relay publishes both in row order, on one partition.
+      return p.removed ? [change, tombstone(change)] : [change];
     });
   await insertOutboxRows(tx, messages);
   return batch.map((p) => {
     const eventId = eventIds.get(keyOf(p));
     return eventId ? { published: true, eventId } : { published: false };
   });
+}
+
+/** The tombstone row that follows a removal: same topic and key; its `data` is never sent. */
+export function tombstone(removal: OutboxMessageInput): OutboxMessageInput {
+  return {
+    topic: removal.topic,
+    key: removal.key,
+    type: TOMBSTONE_TYPE,
+    source: removal.source,
+    subject: removal.key,
+    data: {},
+    headers: removal.headers,
+  };
 }
 
 function cmp(a: string, b: string): number {

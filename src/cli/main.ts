@@ -33,8 +33,14 @@ export function buildProgram(): Command {
 
   program
     .command('start')
-    .description('run every role in one process (embedded sandbox when PARTNER_API_URL is unset)')
-    .action(async () => (await import('./commands/start.js')).start());
+    .description(
+      'run every role in one process (embedded sandbox when PARTNER_API_URL is unset; embedded PostgreSQL and a local Kafka when none is configured or found)',
+    )
+    .option(
+      '--fresh',
+      'wipe the data of the embedded PostgreSQL and local Kafka it starts (not of servers found running)',
+    )
+    .action(async (opts: { fresh?: boolean }) => (await import('./commands/start.js')).start(opts));
 
   program
     .command('receiver')
@@ -83,7 +89,8 @@ export function buildProgram(): Command {
     .description('run the Partner API sandbox (in memory, no other configuration needed)')
     .option('-p, --port <port>', 'port to listen on', integer, 4010)
     .option('--seed <dataset>', 'load a data set at start: demo')
-    .action(async (opts: { port: number; seed?: string }) =>
+    .option('--host <address>', 'interface to listen on (0.0.0.0 in a container)', '127.0.0.1')
+    .action(async (opts: { port: number; seed?: string; host: string }) =>
       (await import('./commands/sandbox.js')).sandbox(opts),
     );
 
@@ -93,11 +100,30 @@ export function buildProgram(): Command {
     .action(async () => (await import('./commands/migrate.js')).migrateCommand());
 
   program
+    .command('topics')
+    .description(
+      "each topic's settings beside what rentbridge wants (a dry run); --apply creates and alters them in place",
+    )
+    .option('--apply', 'create missing topics and alter existing ones in place (messages kept)')
+    .action(async (opts: { apply?: boolean }) => (await import('./commands/topics.js')).topics(opts));
+
+  program
     .command('poll')
     .description('one poller pass, then exit')
     .requiredOption('--once', 'run one pass and exit (required)')
     .option('-r, --resource <resource>', 'poll only this resource (e.g. applications)')
     .action(async (opts: { resource?: string }) => (await import('./commands/poll.js')).pollOnce(opts));
+
+  program
+    .command('resync')
+    .description(
+      'republish the current state of every record on partner.<resource> (poll lane of the budget; resumable)',
+    )
+    .option('-r, --resource <resource>', 'only this resource (e.g. applications)')
+    .option('--restart', 'start from the first page, not where a stopped resync left off')
+    .action(async (opts: { resource?: string; restart?: boolean }) =>
+      (await import('./commands/resync.js')).resyncCommand(opts),
+    );
 
   program
     .command('trace')

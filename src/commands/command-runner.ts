@@ -15,6 +15,7 @@ import {
   errorCodeLabel,
   isSuccess,
   OUTCOME_TYPES,
+  PARTNER_ERROR_CODES,
   type CommandKind,
   type CommandOutcome,
 } from '../events/outcomes.js';
@@ -32,12 +33,15 @@ import {
   type ReadBackStrategy,
   type SnapshotPageCache,
   requestIdBase,
+  FINAL_STATES,
+  VERDICTS,
 } from '../guard/index.js';
 import { messagePositions } from '../kafka/message-positions.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { traceCommand, traceContextFor, traceOutcome, withTraceExtension } from '../telemetry/telemetry.js';
 
@@ -134,6 +138,8 @@ export interface CommandConsumerDeps {
 
 export interface CommandConsumer {
   readonly groupId: string;
+  /** In its group, not crash-looping, its lag: for /readyz. */
+  readonly health: ConsumerHealth;
   start(): Promise<void>;
   /** Finishes the command in hand, then leaves the group. */
   stop(): Promise<void>;
@@ -235,9 +241,20 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   const consumer: Consumer = deps.kafka.consumer({
     groupId,
     allowAutoTopicCreation: false,
+    // A stop waits for the fetch in flight: kafkajs's 5 s long poll made each consumer take 5 s to
+    // stop. One second costs an idle consumer one fetch a second.
+    maxWaitTimeInMs: 1000,
     ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
   });
+  const health = watchConsumer(consumer, { groupId, topics: () => [topic] });
   const producer = deps.producer ?? createSharedProducer(deps.kafka);
+  exposeMetrics('commands');
+  // Every final status, verdict, reason and code of this command from 0 (src/metrics.ts): the
+  // first `unverified` command or dead letter must raise its alert.
+  startAtZero(metrics.commands, { command: [spec.kind], status: FINAL_STATES });
+  startAtZero(metrics.readBacks, { command: [spec.kind], verdict: VERDICTS });
+  startAtZero(metrics.deadLetters, { topic: [spec.topic], reason: DEAD_LETTER_REASONS });
+  startAtZero(metrics.commandsRefused, { command: [spec.kind], code: [...PARTNER_ERROR_CODES, 'other'] });
   const gate = createThrottleGate({
     onPause: async (until) => {
       logger.warn({ until: until.toISOString() }, 'throttled: pausing the consumer');
@@ -533,6 +550,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
 
   return {
     groupId,
+    health,
     async start() {
       await producer.get();
       await consumer.connect();

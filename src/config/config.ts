@@ -65,6 +65,31 @@ export const configSchema = z
     /** Partitions for the topics rentbridge creates. Default 3. */
     KAFKA_TOPIC_PARTITIONS: positiveInt.default(3),
     KAFKA_CLIENT_ID: z.string().min(1).default('rentbridge'),
+    /**
+     * Replicas of each topic rentbridge creates. Unset: min(3, brokers in the cluster), so one
+     * broker works and a cluster of three keeps a copy on each (kafkajs would otherwise create
+     * topics with one replica, whatever the broker's default.replication.factor).
+     */
+    KAFKA_REPLICATION_FACTOR: positiveInt.max(32).optional(),
+    /** Replicas that must have a write before an acks=all producer hears "ok". Unset: replication factor - 1 (at least 1). */
+    KAFKA_MIN_INSYNC_REPLICAS: positiveInt.max(32).optional(),
+    /**
+     * partner.<resource> changelogs: the newest this old or younger are never compacted away, and a
+     * tombstone is kept this long, so a consumer at most this far behind sees every change and
+     * every removal. Default 168 h (7 days, the broker's default retention).
+     */
+    KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS: positiveInt.default(168),
+    /** How long commands.* are kept on Kafka. Default 168 h. */
+    KAFKA_COMMAND_RETENTION_HOURS: positiveInt.default(168),
+    /** How long outcomes.* are kept on Kafka. Default 168 h. */
+    KAFKA_OUTCOME_RETENTION_HOURS: positiveInt.default(168),
+    /** How long inbound.unrouted is kept on Kafka. Default 720 h (30 days). */
+    KAFKA_UNROUTED_RETENTION_HOURS: positiveInt.default(720),
+    /**
+     * How long <topic>.dlq is kept on Kafka. Unset (default): forever, as long as the dead-letter
+     * index in PostgreSQL keeps the letters (it never prunes them).
+     */
+    KAFKA_DLQ_RETENTION_HOURS: positiveInt.optional(),
     /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(10_000),
     /** Partner API base URL. Unset: `rentbridge start` runs the embedded sandbox. */
@@ -97,6 +122,18 @@ export const configSchema = z
     PARTNER_PROBE_RESULT: z.string().min(1).optional(),
     /** Start the consumers although PARTNER_PROBE_RESULT says a guard assumption does not hold. Default false. */
     PARTNER_PROBE_OVERRIDE: bool.default(false),
+    /**
+     * `rentbridge start` without DATABASE_URL: the PostgreSQL on 127.0.0.1 at this port, or an
+     * embedded one started there. Default 5432.
+     */
+    LOCAL_PG_PORT: port.default(5432),
+    /**
+     * `rentbridge start` without KAFKA_BROKERS: the broker on 127.0.0.1 at this port, or the one of
+     * scripts/kafka.sh started there (its controller on the next port). Default 9092.
+     */
+    LOCAL_KAFKA_PORT: port.default(9092),
+    /** The embedded PostgreSQL's folder (cluster in data/, postgres.log). Default `.postgres` in the project. */
+    LOCAL_PG_DIR: z.string().min(1).optional(),
     /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
@@ -149,6 +186,17 @@ export const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .superRefine((c, ctx) => {
+    if (
+      c.KAFKA_REPLICATION_FACTOR !== undefined &&
+      c.KAFKA_MIN_INSYNC_REPLICAS !== undefined &&
+      c.KAFKA_MIN_INSYNC_REPLICAS > c.KAFKA_REPLICATION_FACTOR
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['KAFKA_MIN_INSYNC_REPLICAS'],
+        message: 'must not exceed KAFKA_REPLICATION_FACTOR: no write could ever be acknowledged',
+      });
+    }
     if (c.PARTNER_API_URL && c.PARTNER_SECRET_KEY === 'sandbox-secret-key' && !isLocal(c.PARTNER_API_URL)) {
       ctx.addIssue({
         code: 'custom',

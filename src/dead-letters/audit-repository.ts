@@ -1,5 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
+import type { AuditFilters } from './dead-letter-filters.js';
 
 type Tx = Prisma.TransactionClient;
 
@@ -36,15 +37,20 @@ export async function writeAudit(
   });
 }
 
-export async function listAudit(
-  db: Db,
-  options: { target?: string; actor?: string; action?: string; limit?: number } = {},
-): Promise<AuditEntry[]> {
+export async function listAudit(db: Db, options: Partial<AuditFilters> = {}): Promise<AuditEntry[]> {
   const rows = await db.auditEntry.findMany({
     where: {
       ...(options.target ? { target: options.target } : {}),
       ...(options.actor ? { actor: options.actor } : {}),
       ...(options.action ? { action: options.action } : {}),
+      ...(options.since || options.until
+        ? {
+            at: {
+              ...(options.since ? { gte: options.since } : {}),
+              ...(options.until ? { lte: options.until } : {}),
+            },
+          }
+        : {}),
     },
     orderBy: { id: 'desc' },
     take: options.limit ?? 100,

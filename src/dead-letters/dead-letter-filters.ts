@@ -13,14 +13,18 @@ function inYearRange(v: string): boolean {
   return year >= 1 && year <= 9999;
 }
 
-const isoDate = z
+/** A date filter: ISO 8601, years 1 to 9999 (every list's `since`/`until`). */
+export const filterDate = z
   .string()
   .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date or date-time')
   .refine(inYearRange, 'must be a date in the years 1 to 9999')
   .transform((v) => new Date(v));
 
-/** Text filters: PostgreSQL text cannot hold NUL, so a filter with one is the caller's 400, not our 500. */
-const text = z
+/**
+ * A text filter of any list (dead letters, audit, trace ids): PostgreSQL text cannot hold NUL,
+ * so a filter with one is the caller's 400, not our 500.
+ */
+export const filterText = z
   .string()
   .min(1)
   .max(2000)
@@ -33,22 +37,33 @@ const text = z
  */
 export const deadLetterFiltersSchema = z.object({
   /** A DLQ topic or an original topic, with or without KAFKA_TOPIC_PREFIX. */
-  topic: text.optional(),
+  topic: filterText.optional(),
   reason: z.enum(DEAD_LETTER_REASONS).optional(),
-  code: text.optional(),
-  key: text.optional(),
-  commandId: text.optional(),
-  requestId: text.optional(),
+  code: filterText.optional(),
+  key: filterText.optional(),
+  commandId: filterText.optional(),
+  requestId: filterText.optional(),
   /** Default `open`; `all` for every state. */
   state: z.enum([...DEAD_LETTER_STATES, 'all']).default('open'),
-  since: isoDate.optional(),
-  until: isoDate.optional(),
+  since: filterDate.optional(),
+  until: filterDate.optional(),
   /** Which time `since`/`until` apply to (default `indexed`). */
   timeField: z.enum(['indexed', 'last_failure']).default('indexed'),
   /** Case-insensitive substring of the value, the error message or the key. */
-  search: text.optional(),
+  search: filterText.optional(),
   limit: z.coerce.number().int().min(1).max(10_000).default(100),
 });
+/** `GET /ops/api/audit`: who did what to which target, newest first. */
+export const auditFiltersSchema = z.object({
+  target: filterText.optional(),
+  actor: filterText.optional(),
+  action: filterText.optional(),
+  since: filterDate.optional(),
+  until: filterDate.optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+export type AuditFilters = z.infer<typeof auditFiltersSchema>;
+
 export type DeadLetterFilters = z.infer<typeof deadLetterFiltersSchema>;
 export type DeadLetterFiltersInput = z.input<typeof deadLetterFiltersSchema>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NO_ANSWER_CODE_LIST, NO_ANSWER_CODES } from '../partner/errors.js';
 
 /**
  * The outcome of every command, published on outcomes.application-decisions /
@@ -53,12 +54,19 @@ export function errorCodeLabel(code: string | null | undefined): string {
 export const outcomeErrorSchema = z
   .object({
     code: z
-      .string()
-      .nullable()
+      .union([
+        z
+          .enum(NO_ANSWER_CODE_LIST)
+          .describe(
+            `rentbridge's code for a failure without an answer (status null): ${NO_ANSWER_CODE_LIST.map((c) => `${c}: ${NO_ANSWER_CODES[c]}`).join('; ')}`,
+          ),
+        z.string().describe("the Partner API envelope's code (spec 7.2; unknown codes may appear)"),
+        z.null(),
+      ])
       .describe(
         "the envelope's code (spec 7.2; unknown codes may appear); `bad_request` when the envelope had none " +
-          '(then code_missing is true); for a failure without an answer, what happened ' +
-          '(PartnerTimeoutError, PartnerNetworkError, interrupted)',
+          '(then code_missing is true); for a failure without an answer (status null), one of ' +
+          `rentbridge's stable codes: ${NO_ANSWER_CODE_LIST.join(', ')}`,
       ),
     status: z.number().int().nullable().describe('the HTTP status; null when no answer came'),
     message: z.string().describe('human-readable; its wording may change, do not branch on it'),

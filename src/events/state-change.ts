@@ -19,7 +19,8 @@ export const stateChangeSchema = z.object({
   }),
   /** Its status in the previous version rentbridge saw, when there was one. */
   previous_status: z.string().nullable(),
-  via: z.enum(['webhook', 'poll']),
+  /** Who saw it: a webhook, the poller, or `rentbridge resync` (the current state again, not a change). */
+  via: z.enum(['webhook', 'poll', 'resync']),
   /** True when the record disappeared (a delete webhook, or gone from a full read). */
   removed: z.boolean(),
 });

@@ -1,4 +1,4 @@
-import { toOutcomeError, type OutcomeError } from '../partner/errors.js';
+import { noAnswerCode, toOutcomeError, type OutcomeError } from '../partner/errors.js';
 import { failureKind, type FailureKind } from '../partner/failure-classes.js';
 
 /**
@@ -37,7 +37,8 @@ export function classifyFailure(error: unknown): FailureInfo {
         ? 'bad_request'
         : null;
   const info = {
-    code: code ?? (typeof e.name === 'string' ? e.name : null),
+    // No answer: a stable code of ours (timeout, network_error, ...), never a class name.
+    code: code ?? (status == null ? noAnswerCode(error) : null),
     status,
     message: typeof e.message === 'string' ? e.message : String(error),
     requestId: typeof e.requestId === 'string' ? e.requestId : null,

@@ -1,7 +1,7 @@
 import type { CustomerRegistrationCommand } from '../events/commands.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
-import { createdBefore, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
+import { byCreatedAt, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
 
 type PartnerRecord = Record<string, unknown>;
@@ -24,13 +24,19 @@ function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand
  *
  * - snapshot: page 1 of the list; its newest record is the marker; a customer on it with the
  *   command's e-mail is noted (`existing_customer_id`: the e-mail was taken before the write).
- * - verdict: walk from page 1 down to the marker: the customers created since the snapshot.
- *   One with the command's e-mail (unique per the spec) and details → `applied`; with other
- *   details → `unknown` (someone else's). None, the walk complete, and every record in it showing
- *   an e-mail → `not_applied`: a customer our write created would be in that prefix. A customer
- *   with the e-mail created before the snapshot lies beyond the marker, so it is never taken for
- *   ours; the retry is then refused (e-mail taken) and the command ends `rejected`.
- * - anything incomplete (drift that did not settle, a record without an e-mail) → `unknown`.
+ * - snapshot: page 1 of the list; its newest record is the marker, and the ids of page 1's
+ *   records sharing its `created_at` are kept (they predate the write, so none is ours).
+ * - verdict: walk from page 1 to the first record strictly older than the marker: the customers
+ *   created since the snapshot are the newer ones and those tied with the marker that the snapshot
+ *   did not hold, before or after it, whichever way the API breaks ties and however precise its
+ *   `created_at` is. One with the command's e-mail (unique per the spec) and details → `applied`;
+ *   with other details → `unknown` (someone else's). None, the walk complete, and every record in
+ *   it showing an e-mail → `not_applied`: a customer our write created would be in that prefix. A
+ *   customer with the e-mail created before the snapshot is older than the marker or held by the
+ *   snapshot, so it is never taken for ours; the retry is then refused (e-mail taken) and the
+ *   command ends `rejected`.
+ * - anything incomplete (drift that did not settle, a record or marker without `created_at`, a
+ *   record without an e-mail) → `unknown`.
  */
 export function customerRegistrationReadBack(
   partner: GuardPartner,
@@ -50,12 +56,24 @@ export function customerRegistrationReadBack(
 
     async verdict(command, snapshot, ctx) {
       const marker = (snapshot.marker ?? null) as Marker | null;
-      const { records, complete } = await createdSince(partner, 'customers', marker, createdBefore, ctx);
-      const match = records.find((r) => sameEmail(r, command.email));
+      const walk = await createdSince(partner, 'customers', marker, byCreatedAt, ctx);
+      const match = walk.records.find((r) => sameEmail(r, command.email));
       if (match) return sameDetails(match, command) ? 'applied' : 'unknown';
-      if (!complete) return 'unknown';
+      if (walk.uncertain.some((r) => sameEmail(r, command.email))) {
+        ctx.missing?.(
+          'a customer with the e-mail that the list order cannot place before or after the snapshot',
+        );
+        return 'unknown';
+      }
+      if (!walk.complete) {
+        if (walk.why) ctx.missing?.(walk.why);
+        return 'unknown';
+      }
       // A record of unknown shape could be ours: no proof of absence then.
-      if (records.some((r) => typeof r.email !== 'string')) return 'unknown';
+      if ([...walk.records, ...walk.uncertain].some((r) => typeof r.email !== 'string')) {
+        ctx.missing?.('a customer created since the snapshot shows no e-mail');
+        return 'unknown';
+      }
       return 'not_applied';
     },
 

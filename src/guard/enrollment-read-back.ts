@@ -1,7 +1,7 @@
 import type { EnrollmentCommand } from '../events/commands.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
-import { createdSince, firstPage, markerOf, smallerId, type Marker } from './newest-first.js';
+import { byId, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
 
 type PartnerRecord = Record<string, unknown>;
@@ -44,10 +44,14 @@ export function enrollmentReadBack(
 
     async verdict(command, snapshot, ctx) {
       const marker = (snapshot.marker ?? null) as Marker | null;
-      const { records, complete } = await createdSince(partner, 'enrollments', marker, smallerId, ctx);
-      if (records.some((r) => enrollmentOf(r, command.customer_id))) return 'applied';
-      if (!complete) return 'unknown';
-      if (records.some((r) => r.customer_id == null)) return 'unknown';
+      const walk = await createdSince(partner, 'enrollments', marker, byId, ctx);
+      if (walk.records.some((r) => enrollmentOf(r, command.customer_id))) return 'applied';
+      if (walk.uncertain.some((r) => enrollmentOf(r, command.customer_id))) return 'unknown';
+      if (!walk.complete) {
+        if (walk.why) ctx.missing?.(walk.why);
+        return 'unknown';
+      }
+      if ([...walk.records, ...walk.uncertain].some((r) => r.customer_id == null)) return 'unknown';
       return 'not_applied';
     },
 

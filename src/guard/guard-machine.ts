@@ -50,7 +50,13 @@ export interface MachineState {
    */
   sentBy: number | null;
   /** Why a read-back is under way; null when none is. */
-  checking: null | 'uncertain' | 'invalid_state';
+  checking: null | 'uncertain' | 'invalid_state' | 'refused';
+  /**
+   * An earlier write of this command was in doubt (answered with a 5xx, a time-out or a network
+   * error, or found in flight), or a run started with writes behind it: a refusal of a later write
+   * may then be the first one's doing (an e-mail taken by the customer it created).
+   */
+  doubted: boolean;
   /** The failure that started the check (kept for the final state's error). */
   failure: FailureInfo | null;
   /** Read-backs made since the last write. */
@@ -108,6 +114,7 @@ export function initialState(): MachineState {
     baseline: false,
     sentBy: null,
     checking: null,
+    doubted: false,
     failure: null,
     reads: 0,
     retries: 0,
@@ -175,6 +182,7 @@ export function decide(state: MachineState, event: GuardEvent, limits: MachineLi
         row: event.row,
         attempts: event.attempts,
         baseline: event.baseline,
+        doubted: state.doubted || event.attempts > 0,
       };
       if (event.row !== 'new' && event.row !== 'pending' && event.row !== 'in_flight') {
         // Final: a redelivery or a redrive. Publish the outcome again, write nothing.
@@ -184,7 +192,13 @@ export function decide(state: MachineState, event: GuardEvent, limits: MachineLi
         // An earlier run sent a write and never recorded its answer: it may land yet. Without
         // the baseline there is nothing to compare with: park it for ops, never write again.
         if (!s.baseline) return finish(s, 'unverified', INTERRUPTED);
-        const taken: MachineState = { ...s, sentBy: event.at, checking: 'uncertain', failure: INTERRUPTED };
+        const taken: MachineState = {
+          ...s,
+          sentBy: event.at,
+          checking: 'uncertain',
+          doubted: true,
+          failure: INTERRUPTED,
+        };
         return nextRead(taken, limits, event.at);
       }
       // new or pending: every write before this one is proven not applied (or none was sent).
@@ -214,6 +228,13 @@ export function decide(state: MachineState, event: GuardEvent, limits: MachineLi
           return write(l, backoffMs(limits, l.lockRetries), f);
         }
         case 'rejected':
+          // A refusal after a write in doubt is evidence too: the first write may have landed and
+          // be what the platform now refuses a second of (issue 30). Read back before concluding.
+          if (s.doubted)
+            return {
+              state: { ...s, checking: 'refused', failure: f, reads: 0 },
+              action: { type: 'read_back', notBefore: event.at, whyNow: 'early' },
+            };
           return finish(s, 'rejected', f);
         case 'invalid_state':
           // The write was refused; is the record already where the command wanted it?
@@ -222,7 +243,11 @@ export function decide(state: MachineState, event: GuardEvent, limits: MachineLi
             action: { type: 'read_back', notBefore: event.at, whyNow: 'early' },
           };
         case 'uncertain':
-          return nextRead({ ...s, checking: 'uncertain', failure: f, reads: 0 }, limits, event.at);
+          return nextRead(
+            { ...s, checking: 'uncertain', doubted: true, failure: f, reads: 0 },
+            limits,
+            event.at,
+          );
       }
       break;
     }
@@ -232,6 +257,13 @@ export function decide(state: MachineState, event: GuardEvent, limits: MachineLi
       const f = state.failure;
       if (state.checking === 'invalid_state') {
         return finish(s, event.verdict === 'applied' ? 'already_applied' : 'rejected', f);
+      }
+      if (state.checking === 'refused') {
+        // Refused now, so nothing of this attempt landed; the earlier write did if the target
+        // shows the command's effect. Can't tell: park it, never call it refused on a guess.
+        const final =
+          event.verdict === 'applied' ? 'applied' : event.verdict === 'unknown' ? 'unverified' : 'rejected';
+        return finish(s, final, f);
       }
       if (event.verdict === 'applied') return finish(s, 'applied', f);
       if (event.at < boundAt(state, limits)) {

@@ -11,6 +11,7 @@ export type {
   GuardState,
 } from './command-repository.js';
 export type { ReadBackStrategy, Snapshot, Verdict } from './read-back.js';
+export { VERDICTS } from './read-back.js';
 export { applicationDecisionReadBack, DECISION_TARGET_STATUS } from './application-decision-read-back.js';
 export { rentalPaymentReadBack } from './rental-payment-read-back.js';
 export { customerRegistrationReadBack, sameEmail } from './customer-registration-read-back.js';

@@ -7,7 +7,8 @@ import type { SnapshotPageCache } from './snapshot-page-cache.js';
  * the snapshot taken just before the write. Each command type has its strategy; the guard only
  * sees this interface.
  */
-export type Verdict = 'applied' | 'not_applied' | 'unknown';
+export const VERDICTS = ['applied', 'not_applied', 'unknown'] as const;
+export type Verdict = (typeof VERDICTS)[number];
 
 /** The target as read just before a write (stored on the guard row, so a restart can use it). */
 export interface Snapshot {

@@ -14,6 +14,8 @@ export interface HttpAppOptions {
   mounts: Array<{ path: string; router: Router }>;
   /** Readiness checks: `true` passes, `false` or a string (the reason) fails. Default: none (ready). */
   ready?: () => Promise<Record<string, boolean | string>>;
+  /** What /readyz shows beside the checks (each role's state: publisher, passes, group, lag). Default: none. */
+  readyDetails?: () => Promise<Record<string, unknown>>;
   /** METRICS_TOKEN: when set, /metrics wants `Authorization: Bearer <token>`. Default: open. */
   metricsToken?: string;
 }
@@ -63,14 +65,17 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   });
   app.get('/readyz', async (_req, res) => {
     let checks: Record<string, boolean | string>;
+    let details: Record<string, unknown> | undefined;
     try {
-      checks = options.ready ? await options.ready() : {};
+      [checks, details] = await Promise.all([options.ready?.() ?? {}, options.readyDetails?.()]);
     } catch (error) {
       checks = { ready: (error as Error).message || 'failed' };
     }
     // A string is a failure's reason; only `true` passes.
     const ok = Object.values(checks).every((v) => v === true);
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not_ready', checks });
+    res
+      .status(ok ? 200 : 503)
+      .json({ status: ok ? 'ready' : 'not_ready', checks, ...(details && { roles: details }) });
   });
 
   app.use(notFound());

@@ -1,5 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { RESOURCES, type Resource } from '../partner/resources.js';
+import { defaultTopicSettings, wantedTopic, type TopicSettings } from './topic-settings.js';
 
 /** Logical topic names (README: "Topics"); KAFKA_TOPIC_PREFIX is applied by `topicName`. */
 export const TOPICS = {
@@ -45,20 +46,36 @@ export function topicName(prefix: string, logical: string): string {
 export { logicalTopic } from '../topic-prefix.js';
 
 /**
- * Creates the topics that do not exist yet. The broker's auto-creation is off: a topic appears
- * only here, with the partition count chosen here.
+ * Creates the topics that do not exist yet, with the settings of topic-settings.ts (replicas,
+ * min.insync.replicas, compaction or retention). The broker's auto-creation is off: a topic
+ * appears only here. Existing topics are not changed here: `rentbridge topics --apply` does that.
  */
 export async function ensureTopics(
   admin: Admin,
-  options: { prefix: string; partitions: number; topics?: string[] },
+  options: { prefix: string; topics?: string[] } & (
+    | { settings: TopicSettings }
+    /** The default settings (topic-settings.ts) with this partition count. */
+    | { partitions: number }
+  ),
 ): Promise<string[]> {
-  const wanted = (options.topics ?? allTopics()).map((t) => topicName(options.prefix, t));
+  const settings = 'settings' in options ? options.settings : defaultTopicSettings(options.partitions);
+  const logical = options.topics ?? allTopics();
   const existing = new Set(await admin.listTopics());
-  const missing = wanted.filter((t) => !existing.has(t));
+  const missing = logical.filter((t) => !existing.has(topicName(options.prefix, t)));
   if (missing.length === 0) return [];
+  const brokers = (await admin.describeCluster()).brokers.length;
   await admin.createTopics({
     waitForLeaders: true,
-    topics: missing.map((topic) => ({ topic, numPartitions: options.partitions, replicationFactor: -1 })),
+    topics: missing.map((t) => {
+      const wanted = wantedTopic(t, settings, brokers);
+      return {
+        topic: topicName(options.prefix, t),
+        numPartitions: wanted.partitions,
+        // Always explicit: without it kafkajs got one replica on Kafka 3.9 (topic-settings.ts).
+        replicationFactor: wanted.replicationFactor,
+        configEntries: Object.entries(wanted.configs).map(([name, value]) => ({ name, value })),
+      };
+    }),
   });
-  return missing;
+  return missing.map((t) => topicName(options.prefix, t));
 }

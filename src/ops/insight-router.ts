@@ -44,6 +44,10 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
   router.get('/trace/:id', async (req, res) => {
     const id = String(req.params.id ?? '').trim();
     if (!id || id.length > 300) throw new AppError(400, 'validation_error', 'id: 1 to 300 characters');
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+    if (/[\u0000-\u001f\u007f]/.test(id)) {
+      throw new AppError(400, 'validation_error', 'id: must not contain control characters');
+    }
     const as = req.query.as;
     if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
       throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);

@@ -7,7 +7,11 @@ import { PRODUCER_CONFIG, type SharedProducer } from '../kafka/shared-producer.j
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
 import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
-import { deadLetterFiltersSchema, describeIssues } from '../dead-letters/dead-letter-filters.js';
+import {
+  auditFiltersSchema,
+  deadLetterFiltersSchema,
+  describeIssues,
+} from '../dead-letters/dead-letter-filters.js';
 import {
   countDeadLetters,
   getDeadLetter,
@@ -97,6 +101,22 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   return parsed.data;
 }
 
+/**
+ * One parser for every list's query string: `snake_case` names to the schema's `camelCase`
+ * fields, empty values dropped, and anything the schema refuses (NUL, far dates, a repeated
+ * name) a 400 in the envelope.
+ */
+function parseQuery<T>(schema: z.ZodType<T>, req: Request): T {
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(req.query)) {
+    if (value === '' || value === undefined) continue;
+    input[name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
+  return parsed.data;
+}
+
 function statusOf(outcome: RedriveOutcome): number {
   switch (outcome.action) {
     case 'not_found':
@@ -152,25 +172,10 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.use(express.json({ limit: '1mb' }));
 
   api.get('/dead-letters', async (req, res) => {
-    const q = req.query as Record<string, string | undefined>;
-    const parsed = deadLetterFiltersSchema.safeParse({
-      topic: q.topic || undefined,
-      reason: q.reason || undefined,
-      code: q.code || undefined,
-      key: q.key || undefined,
-      commandId: q.command_id || undefined,
-      requestId: q.request_id || undefined,
-      state: q.state || undefined,
-      since: q.since || undefined,
-      until: q.until || undefined,
-      timeField: q.time_field || undefined,
-      search: q.search || undefined,
-      limit: q.limit || undefined,
-    });
-    if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
+    const filters = parseQuery(deadLetterFiltersSchema, req);
     const [items, counts] = await Promise.all([
-      searchDeadLetters(db, parsed.data, topicPrefix),
-      countDeadLetters(db, parsed.data, topicPrefix),
+      searchDeadLetters(db, filters, topicPrefix),
+      countDeadLetters(db, filters, topicPrefix),
     ]);
     res.json({ items, counts });
   });
@@ -230,18 +235,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
 
   api.get('/audit', async (req, res) => {
-    const q = req.query as Record<string, string | undefined>;
-    const limit = Number(q.limit ?? 100);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new AppError(400, 'validation_error', 'limit: must be an integer from 1 to 1000');
-    }
-    const items = await listAudit(db, {
-      target: q.target || undefined,
-      actor: q.actor || undefined,
-      action: q.action || undefined,
-      limit,
-    });
-    res.json({ items });
+    res.json({ items: await listAudit(db, parseQuery(auditFiltersSchema, req)) });
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
-import { scrapeHooks } from '../metrics.js';
+import { exposeMetrics, scrapeHooks } from '../metrics.js';
 
 /**
  * Which roles are running: each role process reports the roles it runs every HEARTBEAT_SECONDS
@@ -77,6 +77,7 @@ export async function roleLastSeen(db: Db): Promise<Map<string, number | null>> 
  * console: read from PostgreSQL at scrape time; a role never seen within the hour reads 3600.
  */
 export function reportRolesOnScrape(db: Db): void {
+  exposeMetrics('roles');
   scrapeHooks.roleLastSeen = async (set) => {
     const seen = await roleLastSeen(db).catch(() => null);
     if (!seen) return;

@@ -37,8 +37,17 @@ export function messageBytes(message: Message): number {
   return n;
 }
 
-/** An outbox row as the Kafka message the relay sends: a CloudEvent in structured mode. */
+/**
+ * The outbox type of a tombstone: a row of this type becomes a message with the row's key and a
+ * null value, no CloudEvent. On a compacted partner.<resource> changelog it follows a `removed`
+ * event, so compaction drops the record (docs/decisions/024). Never a CloudEvent type on the wire.
+ */
+export const TOMBSTONE_TYPE = 'rentbridge.tombstone';
+
+/** An outbox row as the Kafka message the relay sends: a CloudEvent in structured mode, or a tombstone. */
 export function toKafkaMessage(row: OutboxMessageRow): Message {
+  // The row's own headers only (trace context): a null value is no CloudEvent, so no ce_* headers.
+  if (row.type === TOMBSTONE_TYPE) return { key: row.key, value: null, headers: { ...row.headers } };
   const event = toCloudEvent({
     id: row.eventId,
     source: row.source,

@@ -148,6 +148,34 @@ export const REPORT_MOVES_UPDATED_AT = true;
  */
 export const DECISION_VISIBLE_ON_APPLICATION = { status: 'status', updatedAt: 'updated_at' } as const;
 
+/**
+ * GUARD ASSUMPTION (spec 4.2, 4.6.3: customers are ordered by `order_by`, default `created_at`
+ * descending, "with ties broken by id"; neither the direction of the tie-break nor the precision of
+ * `created_at` is shown): the onboarding read-back (src/guard/newest-first.ts, decision 018) finds
+ * the customer a registration created by walking the newest-first list down to the first customer
+ * strictly older than the snapshot's newest one. It still assumes:
+ *
+ * - a customer created after another never carries an older `created_at` (the platform's clock
+ *   does not step back between serving the snapshot and creating ours, at whatever precision);
+ * - the list is sorted by `created_at` (newest first) before anything else, so every customer
+ *   created since the snapshot sorts before the first strictly older one;
+ * - `created_at` and `id` never change, so a customer's place in the order is fixed;
+ * - the snapshot's page 1 holds every customer sharing the newest `created_at` (else a tied
+ *   customer with the e-mail can only be "maybe ours": `unknown`);
+ * - a customer created shows in the list within PARTNER_MAX_PROCESSING_MS (the processing bound,
+ *   as for every write).
+ *
+ * It no longer assumes a tie direction or a precision: both directions and any precision are
+ * sound. A customer or snapshot marker without `created_at` gives `unknown`, never "not applied".
+ * If false (the clock steps back, the list is not sorted by created_at, it lags past the bound):
+ * the customer ours created can be missed, the read-back says "not applied" and the retry is
+ * refused (e-mail taken). The guard then reads again, and the refusal ends `applied` if the
+ * customer now shows as created since the snapshot, else `rejected` (the walk's rule again).
+ * Checked by: `rentbridge probe --write`, steps `customer order`, `customer tie-break` and
+ * `created_at precision`.
+ */
+export const CUSTOMERS_NEWEST_FIRST = { orderBy: 'created_at', orderDirection: 'desc' } as const;
+
 /** One assumption the guarded write's proof rests on, as the probe reports it. */
 export interface GuardAssumption {
   id:
@@ -155,7 +183,8 @@ export interface GuardAssumption {
     | 'payment_visible_on_enrollment'
     | 'report_moves_updated_at'
     | 'decision_visible_on_application'
-    | 'date_filters';
+    | 'date_filters'
+    | 'customers_newest_first';
   statement: string;
   breaksIfFalse: string;
   /** The probe step that checks it; `--write` steps need a sandbox environment. */
@@ -196,6 +225,15 @@ export const GUARD_ASSUMPTIONS: readonly GuardAssumption[] = [
     statement: 'last_updated_from_date keeps records updated on or after that whole UTC day (spec 4.7)',
     breaksIfFalse: 'the decision read-back could miss a changed application and call it unchanged',
     probeStep: 'read: applications list with and without the filter',
+  },
+  {
+    id: 'customers_newest_first',
+    statement:
+      'the customer list is newest first by created_at, and a customer created later never shows an older created_at (ties by id in either direction, any precision)',
+    breaksIfFalse:
+      'the registration read-back could stop before the customer a write created and call it not applied (the retry is then refused, and the refusal read back)',
+    probeStep:
+      'write: create two customers within one second, read the list back (also tells tie direction and precision)',
   },
 ];
 

@@ -86,6 +86,37 @@ export class PartnerApiError extends PartnerError {
   }
 }
 
+/**
+ * rentbridge's own codes for a failure without an answer from the Partner API, in the style of the
+ * spec's (7.2), stable so that a client can branch on them: an outcome's `error.code` (status
+ * null), a dead letter's `dlq-error-code`. Listed in docs/schemas/command-outcome.json and
+ * docs/asyncapi.yaml. Never the implementation's class names.
+ */
+export const NO_ANSWER_CODES = {
+  timeout: 'no answer within PARTNER_TIMEOUT_MS; the write may have been applied (spec 7.4.3)',
+  network_error:
+    'the Partner API could not be reached (connection refused or reset, DNS, TLS); the write may have been applied',
+  invalid_response: 'a 2xx answer of a shape the client does not recognise',
+  interrupted: "the process stopped (crash, kill, lost connection) before the write's answer was recorded",
+  invalid_message: 'the command itself could not be read (not a CloudEvent, wrong type, fails its schema)',
+  internal_error: 'rentbridge failed in its own code before an answer was recorded',
+} as const;
+export type NoAnswerCode = keyof typeof NO_ANSWER_CODES;
+export const NO_ANSWER_CODE_LIST = Object.keys(NO_ANSWER_CODES) as [NoAnswerCode, ...NoAnswerCode[]];
+
+/** The stable code of a failure the Partner API did not answer (anything but a PartnerApiError). */
+export function noAnswerCode(error: unknown): NoAnswerCode {
+  if (error instanceof PartnerTimeoutError) return 'timeout';
+  if (error instanceof PartnerNetworkError) return 'network_error';
+  if (error instanceof PartnerResponseError) return 'invalid_response';
+  // Read by name too: errors crossing a module boundary (the probe's own) are not instances.
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === 'PartnerTimeoutError') return 'timeout';
+  if (name === 'PartnerNetworkError') return 'network_error';
+  if (name === 'PartnerResponseError') return 'invalid_response';
+  return 'internal_error';
+}
+
 /** No answer: connection refused or reset, DNS, TLS. A write may or may not have been applied. */
 export class PartnerNetworkError extends PartnerError {
   constructor(message: string, options: { requestId: string; cause?: unknown }) {
@@ -184,7 +215,7 @@ export function toOutcomeError(error: unknown): OutcomeError | null {
     };
   }
   if (error instanceof PartnerError) {
-    return { code: error.name, status: null, message: error.message, request_id: error.requestId };
+    return { code: noAnswerCode(error), status: null, message: error.message, request_id: error.requestId };
   }
   return null;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { LANES, LANE_RANK, type Lane, type RateBudget } from './rate-budget-types.js';
 import { sleep } from './transport.js';
 
@@ -67,6 +67,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   reserve(demand: number): number;
 } {
   const { db, limitPerMinute: limit } = options;
+  exposeMetrics('partner');
+  startAtZero(metrics.budgetWaitSeconds, { lane: LANES });
   const name = options.name ?? 'partner-api';
   const windowMs = (options.windowMs ?? 60_000) + (options.safetyMs ?? 1000);
   const windowSeconds = windowMs / 1000;

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { exposeMetrics, metrics } from '../metrics.js';
 import {
   PartnerApiError,
   extraEnvelopeFields,
@@ -146,6 +146,7 @@ export function toApiError(
  * only what the retry policy allows (GETs), renewing the token once on 401 for any call.
  */
 export function createTransport(deps: TransportDeps): Transport {
+  exposeMetrics('partner');
   const wait = deps.sleep ?? sleep;
   const random = deps.random ?? Math.random;
   const base = deps.baseUrl.replace(/\/+$/, '');

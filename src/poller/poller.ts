@@ -2,7 +2,9 @@ import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { tracePollPass } from '../telemetry/telemetry.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { intervalSeconds } from './collections.js';
+import { createPassHealth, type PassHealth, type PassOutcome } from './pass-health.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
 import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
@@ -44,7 +46,7 @@ export interface PollerOptions {
   lock?: ResourceLock;
 }
 
-export type PassOutcome = 'completed' | 'skipped' | 'failed';
+export type { PassOutcome };
 
 export interface PassSummary {
   resource: Resource;
@@ -61,6 +63,8 @@ export interface Poller {
   start(): Promise<void>;
   /** Stops scheduling, lets running passes stop after their current page (cursors unmoved), releases locks. */
   stop(): Promise<void>;
+  /** Its passes, for /readyz. */
+  readonly health: PassHealth;
 }
 
 /** Per-resource intervals from the configuration. */
@@ -74,19 +78,40 @@ export function pollerIntervals(config: {
   >;
 }
 
+const lastSuccessSeeded = new Set<Resource>();
+
 export function createPoller(options: PollerOptions): Poller {
   const logger = options.logger.child({ component: 'poller' });
   const resources = options.resources ?? RESOURCES;
   const ownLock = options.lock === undefined;
+  const health = createPassHealth();
+  exposeMetrics('poller');
+  startAtZero(metrics.pollerRequests, { resource: resources });
+  startAtZero(metrics.pollerChanges, { resource: resources });
+  // 0 means "no successful pass yet" (the epoch): a poller that never succeeds goes stale and
+  // alerts (RentbridgePollerStale waits 15 minutes from the process's start for a first pass).
+  // Once per process: a second poller (tests) must not wipe the first one's successes.
+  for (const resource of resources) {
+    if (lastSuccessSeeded.has(resource)) continue;
+    lastSuccessSeeded.add(resource);
+    metrics.pollerLastSuccess.set({ resource }, 0);
+  }
   const lock = options.lock ?? createResourceLock(options.databaseUrl, logger);
   const timers = new Map<Resource, NodeJS.Timeout>();
   const running = new Set<Promise<unknown>>();
   let stopping = false;
+  let abort = new AbortController();
   const intervalOf = (r: Resource) =>
     options.intervals?.[r] ??
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
 
   async function pass(resource: Resource): Promise<PassSummary> {
+    const summary = await attempt(resource);
+    health.record(summary);
+    return summary;
+  }
+
+  async function attempt(resource: Resource): Promise<PassSummary> {
     let locked: boolean;
     try {
       locked = await lock.tryAcquire(resource);
@@ -111,6 +136,7 @@ export function createPoller(options: PollerOptions): Poller {
           now: options.now ?? (() => new Date()),
           hooks: options.hooks ?? {},
           isStopping: () => stopping,
+          signal: abort.signal,
           ...(options.requestCounter && { requestCounter: options.requestCounter }),
         }),
       );
@@ -144,6 +170,7 @@ export function createPoller(options: PollerOptions): Poller {
   }
 
   return {
+    health,
     async runOnce(resource) {
       const list = resource ? [resource] : resources;
       const summaries: PassSummary[] = [];
@@ -156,6 +183,7 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async start() {
       stopping = false;
+      abort = new AbortController();
       logger.info(
         { intervals: Object.fromEntries(resources.map((r) => [r, intervalOf(r)])) },
         'poller started',
@@ -164,6 +192,8 @@ export function createPoller(options: PollerOptions): Poller {
     },
     async stop() {
       stopping = true;
+      // Requests in flight end now (their pass stops, cursor unmoved) rather than after their budget wait.
+      abort.abort(new PassStoppedError('poller stopping'));
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
       await Promise.allSettled([...running]);

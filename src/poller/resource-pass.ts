@@ -43,11 +43,18 @@ export interface PassContext {
   requestCounter?: RequestCounter;
   /** Checked between pages: a stopping poller leaves the pass unfinished and its cursor unmoved. */
   isStopping: () => boolean;
+  /** Aborted when the poller stops: the request in flight (or waiting for its budget slot) ends now. */
+  signal?: AbortSignal;
 }
 
 export class PassStoppedError extends Error {
   override name = 'PassStoppedError';
 }
+
+const STOPPED = 'poller stopping: pass left unfinished';
+
+/** Options of the poller's calls: the low-priority lane, and the poller's stop. */
+const pollCall = (ctx: PassContext) => ({ lane: 'poll' as const, ...(ctx.signal && { signal: ctx.signal }) });
 
 type Versioned = PartnerRecord & { id: string; updated_at: string };
 
@@ -97,7 +104,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
   const readPages = async (query: Record<string, string | number>, seen?: Set<string>) => {
     // The client's walk is drift-safe: a delete while paging makes it re-read the boundary (a
     // re-read that finds something new is yielded as a page), and repeats are left out.
-    const walk = ctx.partner.pages(resource as PagedResource, query as ListQuery, { lane: 'poll' });
+    const walk = ctx.partner.pages(resource as PagedResource, query as ListQuery, pollCall(ctx));
     for await (const page of walk) {
       requestMade();
       stats.pages += 1;
@@ -109,7 +116,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       // A request per customer: progress every ten times as many requests as for list pages.
       if (stats.pages % (ctx.progressEveryPages * 10) === 0) progress('poller pass progress');
       await ctx.hooks.afterPage?.({ resource, page: stats.pages });
-      if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
+      if (ctx.isStopping()) throw new PassStoppedError(STOPPED);
     }
   };
 
@@ -126,7 +133,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       await readPages({ per_page: ctx.perPage }, seen);
       stats.removed = await writeRemovals(db, resource, seen, removalCutoff, source);
     } else if (rule.kind === 'bank_accounts') {
-      const response = await ctx.partner.bankAccounts({ lane: 'poll' });
+      const response = await ctx.partner.bankAccounts(pollCall(ctx));
       requestMade();
       stats.pages = stats.pageCount = 1;
       stats.records = response.data.length;
@@ -148,9 +155,11 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
     logger.info({ resource, ...stats }, 'poller pass completed');
     return stats;
-  } catch (error) {
+  } catch (thrown) {
     syncRequests();
     stats.elapsedMs = Date.now() - clock;
+    // A call cut short by the poller's stop is a stopped pass, not a failed one.
+    const error = ctx.signal?.aborted ? new PassStoppedError(STOPPED, { cause: thrown }) : thrown;
     const message = error instanceof Error ? error.message : String(error);
     await markFailed(db, resource, { at: ctx.now(), error: message, stats }).catch((e: unknown) =>
       logger.error({ resource, err: e }, 'could not record the failed pass'),
@@ -194,7 +203,7 @@ async function pollCustomerIssues(
     if (stats.pages % (ctx.progressEveryPages * 10) === 0)
       ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');
     await ctx.hooks.afterPage?.({ resource: ctx.resource, page: stats.pages });
-    if (ctx.isStopping()) throw new PassStoppedError('poller stopping: pass left unfinished');
+    if (ctx.isStopping()) throw new PassStoppedError(STOPPED);
   }
   await write(batch);
   stats.removed = await writeRemovals(ctx.db, ctx.resource, seen, removalCutoff, source);
@@ -203,7 +212,7 @@ async function pollCustomerIssues(
 /** A customer deleted since it was last seen answers 404: no issues (the customers pass publishes its removal). */
 async function customerIssues(ctx: PassContext, customerId: string): Promise<PartnerRecord[]> {
   try {
-    return (await ctx.partner.customerIssues(customerId, { lane: 'poll' })).data.issues;
+    return (await ctx.partner.customerIssues(customerId, pollCall(ctx))).data.issues;
   } catch (error) {
     if ((error as { status?: unknown }).status === 404) return [];
     throw error;

@@ -8,6 +8,7 @@ import {
   CREATE_ENROLLMENT_PATH,
   APPLICATION_DECISION_PATHS,
   CREATE_CUSTOMER_PATH,
+  CUSTOMERS_NEWEST_FIRST,
   GUARD_ASSUMPTIONS,
   REPORT_RENTAL_PAYMENTS_PATH,
   TOKEN_RESPONSE_FIELDS,
@@ -36,6 +37,8 @@ export interface ProbeRow {
   guard_assumption?: GuardAssumption['id'];
   result: ProbeResult;
   evidence: string;
+  /** What was seen, where a step reads a property rather than checks a yes/no (e.g. `ascending`, `seconds`). */
+  observed?: string;
   request_ids: string[];
 }
 
@@ -61,6 +64,8 @@ export interface ProbeOptions extends ProbeHttpOptions {
     reason?: string;
     enrollmentId?: string;
     amountCents?: number;
+    /** Create two customers to read the customer list's order back. Default true with `write`. */
+    customers?: boolean;
   };
   /** Gap between reads while waiting for a write to show. Default 250 ms. */
   pollMs?: number;
@@ -520,6 +525,21 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     });
   }
 
+  // The customer list's order, which the registration read-back walks (decision 018): two
+  // customers created within one second, read back newest first.
+  if (!w || w.customers === false) {
+    add({
+      step: 'customer order',
+      guard_assumption: 'customers_newest_first',
+      assumption: guardRow('customers_newest_first'),
+      result: 'could_not_tell',
+      evidence: 'needs --write (creates two customers on the sandbox environment)',
+      request_ids: [],
+    });
+  } else {
+    await probeCustomerOrder(http, add, guardRow('customers_newest_first'), progress, waitLimit, pollMs);
+  }
+
   return finish();
 
   function finish(): ProbeReport {
@@ -562,4 +582,158 @@ export function probeTable(report: ProbeReport): string {
         ].join(', ')} — see README "Going live".`,
   ];
   return out.join('\n');
+}
+
+type AddRow = (row: Omit<ProbeRow, 'guard'> & { guard?: boolean }) => void;
+
+const at = (v: unknown): number | null => {
+  if (typeof v !== 'string') return null;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? null : t;
+};
+
+/** `…:22.123Z` has a fraction; `…:22Z` and `…:22.000Z` (read as "to the second") do not. */
+const subSecond = (v: unknown) => typeof v === 'string' && /\.\d*[1-9]\d*(Z|[+-]\d\d:?\d\d)?$/.test(v);
+
+/**
+ * Creates pairs of customers one right after the other (up to three pairs, until two share a
+ * `created_at`) and reads the newest-first list back: the order the guard relies on, the direction
+ * ties are broken in, the precision of `created_at`.
+ */
+async function probeCustomerOrder(
+  http: ProbeHttp,
+  add: AddRow,
+  statement: string,
+  progress: (line: string) => void,
+  waitLimit: number,
+  pollMs: number,
+): Promise<void> {
+  const ids: string[] = [];
+  const created: Array<Record<string, unknown>> = [];
+  let tie: { first: Record<string, unknown>; second: Record<string, unknown> } | null = null;
+  let orderOk = true;
+  let orderEvidence = '';
+  let failed: string | null = null;
+  const stamp = Date.now().toString(36);
+  for (let pair = 1; pair <= 3 && !tie && !failed; pair++) {
+    progress(`writing: two customers, one right after the other (pair ${pair})`);
+    const pairCreated: Array<Record<string, unknown>> = [];
+    for (const which of ['a', 'b']) {
+      const a = await http.call('POST', CREATE_CUSTOMER_PATH, {
+        body: {
+          first_name: 'Rentbridge',
+          last_name: `Probe ${which.toUpperCase()}`,
+          email: `rentbridge-probe-${stamp}-${pair}${which}@example.com`,
+          phone: '5550000000',
+        },
+      });
+      ids.push(a.requestId);
+      if (a.status >= 300) {
+        failed = `creating a customer answered ${describeAnswer(a)}`;
+        break;
+      }
+      pairCreated.push(obj(a.body));
+    }
+    if (failed) break;
+    created.push(...pairCreated);
+    const [a, b] = pairCreated as [Record<string, unknown>, Record<string, unknown>];
+    // Read back until both are listed (a lagging list shows them later).
+    const started = Date.now();
+    let items: Array<Record<string, unknown>> = [];
+    for (;;) {
+      const list = await http.call('GET', LIST_PATHS.customers, {
+        query: {
+          order_by: CUSTOMERS_NEWEST_FIRST.orderBy,
+          order_direction: CUSTOMERS_NEWEST_FIRST.orderDirection,
+          per_page: 100,
+        },
+      });
+      ids.push(list.requestId);
+      items = (obj(list.body).items as Array<Record<string, unknown>> | undefined) ?? [];
+      const listed = [a, b].every((c) => items.some((r) => String(r.id) === String(c.id)));
+      if (listed) break;
+      if (Date.now() - started > waitLimit) {
+        failed = `the two customers created were not both listed within ${waitLimit} ms`;
+        break;
+      }
+      await sleep(pollMs);
+    }
+    if (failed) break;
+    const ia = items.findIndex((r) => String(r.id) === String(a.id));
+    const ib = items.findIndex((r) => String(r.id) === String(b.id));
+    const la = items[ia]!;
+    const lb = items[ib]!;
+    const ta = at(la.created_at);
+    const tb = at(lb.created_at);
+    if (ta === null || tb === null) {
+      failed = `a customer is listed without created_at (${String(la.created_at)}, ${String(lb.created_at)})`;
+      break;
+    }
+    const times = items.map((r) => at(r.created_at));
+    const sorted = times.every(
+      (t, i) => i === 0 || (t !== null && times[i - 1]! !== null && times[i - 1]! >= t),
+    );
+    const laterNotOlder = tb >= ta;
+    const laterFirst = tb > ta ? ib < ia : true;
+    if (!(sorted && laterNotOlder && laterFirst)) {
+      orderOk = false;
+      orderEvidence = !sorted
+        ? 'the list is not sorted by created_at, newest first'
+        : !laterNotOlder
+          ? `the customer created second shows an older created_at (${String(lb.created_at)} < ${String(la.created_at)})`
+          : 'the customer created second is listed after the first though newer';
+      break;
+    }
+    orderEvidence = `customers ${String(a.id)} (${String(la.created_at)}) and ${String(b.id)} (${String(lb.created_at)}) listed newest first`;
+    if (ta === tb) tie = ia < ib ? { first: la, second: lb } : { first: lb, second: la };
+  }
+
+  if (failed) {
+    for (const step of ['customer order', 'customer tie-break', 'created_at precision'])
+      add({
+        step,
+        ...(step === 'customer order' && { guard_assumption: 'customers_newest_first' as const }),
+        assumption: step === 'customer order' ? statement : 'see customer order',
+        result: 'could_not_tell',
+        evidence: failed,
+        request_ids: ids,
+      });
+    return;
+  }
+  add({
+    step: 'customer order',
+    guard_assumption: 'customers_newest_first',
+    assumption: statement,
+    result: orderOk ? 'holds' : 'does_not_hold',
+    evidence: orderEvidence,
+    request_ids: ids,
+  });
+
+  const precise = created.some((c) => subSecond(c.created_at));
+  add({
+    step: 'created_at precision',
+    assumption: 'created_at is ISO 8601 (precision not shown; the read-back works at any)',
+    result: 'holds',
+    observed: precise ? 'sub-second' : 'seconds',
+    evidence: `created_at of the customers created: ${created.map((c) => String(c.created_at)).join(', ')}`,
+    request_ids: [],
+  });
+
+  const direction = tie
+    ? BigInt(/^\d+$/.test(String(tie.first.id)) ? String(tie.first.id) : '0') <
+      BigInt(/^\d+$/.test(String(tie.second.id)) ? String(tie.second.id) : '0')
+      ? 'ascending'
+      : 'descending'
+    : null;
+  add({
+    step: 'customer tie-break',
+    assumption:
+      'customers sharing a created_at are ordered by id (direction not shown; the read-back works with either)',
+    result: direction ? 'holds' : 'could_not_tell',
+    ...(direction && { observed: direction }),
+    evidence: tie
+      ? `customers ${String(tie.first.id)} and ${String(tie.second.id)} share created_at ${String(tie.first.created_at)}: listed ${String(tie.first.id)} first, ties by ${direction} id`
+      : `no two customers created back to back shared a created_at (${precise ? 'sub-second precision' : 'each pair crossed a second'})`,
+    request_ids: [],
+  });
 }

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import { UNROUTED_TYPE } from '../events/unrouted.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
@@ -65,6 +65,18 @@ function reply(res: Response, status: number, body: object): void {
   res.end(text);
 }
 
+/** The `result` label of rentbridge_webhooks_total for a known source. */
+const WEBHOOK_RESULTS = [
+  'accepted',
+  'duplicate',
+  'unrouted',
+  'invalid',
+  'unauthorized',
+  'too_large',
+  'unavailable',
+  'error',
+] as const;
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function createWebhookRouter(deps: WebhookRouterDeps): Router {
@@ -81,6 +93,13 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       createVerifier(secrets, tolerance),
     ]),
   );
+  exposeMetrics('receiver');
+  // Every result of every configured source from 0, so the first of a kind alerts (src/metrics.ts).
+  startAtZero(metrics.webhooks, {
+    source: ['partner', ...[...pmsVerifiers.keys()].map((name) => `pms:${name}`)],
+    result: WEBHOOK_RESULTS,
+  });
+  startAtZero(metrics.webhooks, { source: ['unknown'], result: ['unauthorized', 'overloaded'] });
 
   const router = express.Router();
   // Raw bytes whatever the content type: the signature covers them exactly as sent.

@@ -10,6 +10,7 @@ import { metrics } from '../metrics.js';
 import { backoffDelay } from '../backoff.js';
 import { toError } from '../errors.js';
 import { createOutboxListener } from './outbox-listener.js';
+import { exposeRelayMetrics } from './relay-metrics.js';
 import {
   backlog,
   fetchUnpublished,
@@ -89,6 +90,7 @@ export function isTooLarge(error: unknown): boolean {
 export function createRelay(options: RelayOptions): Relay {
   const { db, kafka, topicPrefix } = options;
   const logger = options.logger.child({ component: 'relay' });
+  exposeRelayMetrics();
   const batchSize = options.batchSize ?? 500;
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   /** Topic → when it may be tried again: a topic that failed waits, the others go on. */

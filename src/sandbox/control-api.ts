@@ -51,6 +51,9 @@ const configInput = z
     enrollment_payments_visible: z.boolean(),
     report_moves_updated_at: z.boolean(),
     write_visibility_delay_ms: z.number().int().min(0),
+    list_lag_ms: z.number().int().min(0),
+    created_at_precision: z.enum(['milliseconds', 'seconds']),
+    tie_break: z.enum(['ascending', 'descending']).nullable(),
   })
   .partial()
   .strict();

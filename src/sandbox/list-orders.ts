@@ -41,9 +41,13 @@ function sortValue(field: string, record: SandboxRecord): number | string {
 
 /**
  * Spec 4.2 / 4.6.3: the customer list's `order_by` (default `created_at`) and
- * `order_direction` (default `desc`); ties are broken by `id` in the same direction.
+ * `order_direction` (default `desc`); ties are broken by `id` ("with ties broken by id", direction
+ * not shown): in the list's own direction, or the one `tieBreak` (sandbox config `tie_break`) names.
  */
-export function customerOrder(query: Record<string, unknown>): Order {
+export function customerOrder(
+  query: Record<string, unknown>,
+  tieBreak: 'ascending' | 'descending' | null = null,
+): Order {
   const errors: string[] = [];
   const by = query.order_by === undefined ? 'created_at' : query.order_by;
   const direction = query.order_direction === undefined ? 'desc' : query.order_direction;
@@ -53,14 +57,15 @@ export function customerOrder(query: Record<string, unknown>): Order {
   if (errors.length > 0) throw validationError(errors);
   const field = by as string;
   const sign = direction === 'asc' ? 1 : -1;
+  const tieSign = tieBreak === null ? sign : tieBreak === 'ascending' ? 1 : -1;
   return {
-    key: `${field}:${direction as string}`,
+    key: `${field}:${direction as string}:${tieSign}`,
     compare: (a, b) => {
       const x = sortValue(field, a);
       const y = sortValue(field, b);
       if (x < y) return -sign;
       if (x > y) return sign;
-      return sign * (a.id - b.id);
+      return tieSign * (a.id - b.id);
     },
   };
 }

@@ -2,6 +2,7 @@ import { inScope, scopeKey } from './api-keys.js';
 import { inRange, pageOf, parseDateRange, parsePaging, type DateRange } from './list-query.js';
 import { ASC_ID, ascendingBy, customerOrder, DESC_ID, type Order } from './list-orders.js';
 import type { SandboxRecord } from './record-store.js';
+import type { SandboxConfig } from './sandbox-config.js';
 import { visibleRecord, type Route, type RouteContext } from './route.js';
 import type { Resource } from '../partner/resources.js';
 
@@ -9,7 +10,7 @@ interface ListSpec {
   path: string;
   resource: Resource;
   /** Fixed order, or computed from the query (customers). Default: descending id. */
-  order?: Order | ((query: Record<string, unknown>) => Order);
+  order?: Order | ((query: Record<string, unknown>, config: SandboxConfig) => Order);
   /** Names of the from/to date parameters (spec 4.7.2), filtering on `updated_at`. */
   dates?: [string, string];
   /** Applications only: the deprecated inverse of `has_more` (spec 2.3, 9.3). */
@@ -42,8 +43,12 @@ function listRoute(spec: ListSpec): Route {
       const range: DateRange = spec.dates
         ? parseDateRange(ctx.query, spec.dates[0], spec.dates[1])
         : { from: undefined, to: undefined };
-      const order = typeof spec.order === 'function' ? spec.order(ctx.query) : (spec.order ?? DESC_ID);
-      let page = pageOf(ordered(ctx, spec.resource, order, range), paging);
+      const order =
+        typeof spec.order === 'function' ? spec.order(ctx.query, ctx.state.config) : (spec.order ?? DESC_ID);
+      let records = ordered(ctx, spec.resource, order, range);
+      // A knob for a lagging read replica: records just created are not listed yet.
+      if (ctx.state.listedAt.size > 0) records = records.filter((r) => ctx.state.listed(spec.resource, r));
+      let page = pageOf(records, paging);
       // A knob to break the guard's assumption that payments show on the enrollment record.
       if (spec.resource === 'enrollments' && !ctx.state.config.enrollment_payments_visible) {
         page = {
@@ -68,7 +73,11 @@ const BILLING_DATES: [string, string] = ['start_date', 'end_date'];
 /** Every paginated collection of spec 4.2 to 4.4, plus bank accounts and customer issues. */
 export function listRoutes(): Route[] {
   return [
-    listRoute({ path: '/partner/v1/customers', resource: 'customers', order: customerOrder }),
+    listRoute({
+      path: '/partner/v1/customers',
+      resource: 'customers',
+      order: (query, config) => customerOrder(query, config.tie_break),
+    }),
     listRoute({ path: '/partner/v1/enrollments', resource: 'enrollments' }),
     listRoute({
       path: '/partner/v1/applications',

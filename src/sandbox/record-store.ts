@@ -4,6 +4,14 @@ import { RESOURCES } from '../partner/resources.js';
 /** A stored record: any fields, plus the integer id and the two timestamps every record has. */
 export type SandboxRecord = Record<string, unknown> & { id: number; created_at: string; updated_at: string };
 
+/** How precise the `created_at` given to a new record is (sandbox config `created_at_precision`). */
+export type CreatedAtPrecision = 'milliseconds' | 'seconds';
+
+/** `2026-11-25T04:16:22.123Z` to the second: `2026-11-25T04:16:22Z`. */
+export function toPrecision(iso: string, precision: CreatedAtPrecision): string {
+  return precision === 'seconds' ? iso.replace(/\.\d+Z$/, 'Z') : iso;
+}
+
 /** How many derived views (sorted/filtered orders) a collection keeps before starting over. */
 const MAX_VIEWS = 64;
 
@@ -16,6 +24,8 @@ export class Collection {
   private readonly byId = new Map<number, SandboxRecord>();
   private nextId = 1;
   private readonly views = new Map<string, SandboxRecord[]>();
+
+  constructor(private readonly precision: () => CreatedAtPrecision = () => 'milliseconds') {}
 
   get size(): number {
     return this.byId.size;
@@ -34,12 +44,14 @@ export class Collection {
     const given = fields.id;
     const id = typeof given === 'number' && Number.isInteger(given) ? given : this.nextId;
     if (id >= this.nextId) this.nextId = id + 1;
-    const created = typeof fields.created_at === 'string' ? fields.created_at : now;
+    const givenCreated = typeof fields.created_at === 'string';
+    const created = givenCreated ? (fields.created_at as string) : toPrecision(now, this.precision());
     const record: SandboxRecord = {
       ...fields,
       id,
       created_at: created,
-      updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : created,
+      // A created_at cut to the second keeps updated_at precise (only created_at was asked for).
+      updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : givenCreated ? created : now,
     };
     this.byId.set(id, record);
     this.views.clear();
@@ -89,8 +101,8 @@ export class Collection {
 export class RecordStore {
   private readonly collections = new Map<Resource, Collection>();
 
-  constructor() {
-    for (const resource of RESOURCES) this.collections.set(resource, new Collection());
+  constructor(precision: () => CreatedAtPrecision = () => 'milliseconds') {
+    for (const resource of RESOURCES) this.collections.set(resource, new Collection(precision));
   }
 
   collection(resource: Resource): Collection {

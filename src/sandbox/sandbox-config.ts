@@ -40,6 +40,25 @@ export interface SandboxConfig {
    * long after (0: at once). Set above `max_processing_ms`, it breaks the processing bound.
    */
   write_visibility_delay_ms: number;
+  /**
+   * Sandbox only: a customer or enrollment created through the Partner API shows in the lists
+   * only this long after (a lagging read replica), while the platform itself sees it at once (a
+   * second customer with its e-mail is refused). Set above `max_processing_ms`, it breaks the
+   * processing bound for creations. Default 0.
+   */
+  list_lag_ms: number;
+  /**
+   * How precise the `created_at` the sandbox gives a new record is (spec 2.3 shows no precision):
+   * `milliseconds` (default) or `seconds` (`2026-11-25T04:16:22Z`, as many APIs serialize), under
+   * which customers created in the same second tie in the newest-first customer list.
+   */
+  created_at_precision: 'milliseconds' | 'seconds';
+  /**
+   * The id order among customers that tie on the list's `order_by` field (spec 4.6.3: "ties broken
+   * by id", direction not shown): `ascending` or `descending` whatever `order_direction` says;
+   * null (default) follows `order_direction`.
+   */
+  tie_break: 'ascending' | 'descending' | null;
 }
 
 export function defaultConfig(): SandboxConfig {
@@ -57,5 +76,8 @@ export function defaultConfig(): SandboxConfig {
     enrollment_payments_visible: true,
     report_moves_updated_at: true,
     write_visibility_delay_ms: 0,
+    list_lag_ms: 0,
+    created_at_precision: 'milliseconds',
+    tie_break: null,
   };
 }

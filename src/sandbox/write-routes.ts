@@ -141,6 +141,7 @@ export function writeRoutes(): Route[] {
         phone: body.phone,
         ...scopeFields(ctx.key),
       });
+      ctx.state.created('customers', record);
       ctx.state.changed('customers', record);
       return { status: 201, body: record };
     }),
@@ -198,6 +199,7 @@ export function writeRoutes(): Route[] {
           ? { property_group_id: customer.property_group_id }
           : {}),
       });
+      ctx.state.created('enrollments', record);
       ctx.state.changed('enrollments', record);
       return { status: 201, body: record };
     }),

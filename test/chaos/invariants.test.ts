@@ -188,4 +188,55 @@ describe('chaos invariants', () => {
       ]);
     });
   });
+
+  describe('when a registration outcome names the wrong customer', () => {
+    const registration = (data: Record<string, unknown>) => {
+      const evidence = buildEvidence({
+        ledger: [
+          write(),
+          write({
+            path: '/v1/partners/customers',
+            request_id: 'reg_1.a1',
+            body: { email: 'ada@example.com' },
+          }),
+        ],
+        customers: [
+          { id: 41, email: 'someone@example.com' },
+          { id: 42, email: 'ada@example.com' },
+        ],
+      });
+      evidence.load.commands.set(
+        'reg_1',
+        buildCommand({
+          commandId: 'reg_1',
+          kind: 'registration',
+          topic: 'commands.customer-registrations',
+          email: 'ada@example.com',
+          targetId: 'ada@example.com',
+          amountCents: undefined,
+        }),
+      );
+      evidence.topics.set('outcomes.customer-registrations', [
+        message('outcomes.customer-registrations', {
+          id: 'outcome.reg_1',
+          type: 'rentbridge.outcome.customer-registration',
+          data: { command_id: 'reg_1', ...data },
+        }),
+      ]);
+      return evidence;
+    };
+    const CHECK = 'registration outcomes name the right customer (sandbox ledger)';
+
+    it('passes when an applied registration names the customer it created', () => {
+      expect(failed(registration({ status: 'applied', partner_customer_id: '42' }))).toEqual([]);
+    });
+
+    it('fails when a rejected registration names the customer its own write created', () => {
+      expect(failed(registration({ status: 'rejected', existing_customer_id: '42' }))).toEqual([CHECK]);
+    });
+
+    it('fails when an applied registration names someone else', () => {
+      expect(failed(registration({ status: 'applied', partner_customer_id: '41' }))).toEqual([CHECK]);
+    });
+  });
 });

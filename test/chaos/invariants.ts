@@ -15,6 +15,8 @@ export interface Evidence {
   commandStates: Map<string, string>;
   ledger: LedgerEntry[];
   deliveries: WebhookDelivery[];
+  /** The sandbox's customers after the drain (id, email): whom each registration outcome names. */
+  customers?: Array<{ id: number | string; email?: unknown }>;
 }
 
 export interface Check {
@@ -312,6 +314,50 @@ export function analyse(evidence: Evidence): Analysis {
       agrees.fail(`command ${id}: ${state} (not applied), but the ledger shows ${n} applied write(s)`);
   }
   checks.push(agrees);
+
+  // 5b. Onboarding outcomes agree with the ledger (issue 30): one customer per e-mail; an applied
+  // registration names the customer the ledger shows it created, a rejected one names someone
+  // else's, never the customer its own write created.
+  const onboarding = check('registration outcomes name the right customer (sandbox ledger)');
+  const byEmail = new Map<string, Array<string>>();
+  for (const c of evidence.customers ?? []) {
+    if (typeof c.email !== 'string') continue;
+    const key = c.email.toLowerCase();
+    byEmail.set(key, [...(byEmail.get(key) ?? []), String(c.id)]);
+  }
+  for (const [email, ids] of byEmail)
+    if (ids.length > 1) onboarding.fail(`e-mail ${email}: customers ${ids.join(', ')}`);
+  const createdBy = new Map<string, string>();
+  for (const w of evidence.ledger) {
+    const email = (w.body as { email?: unknown } | null)?.email;
+    if (w.method !== 'POST' || w.path !== '/v1/partners/customers' || !w.applied || typeof email !== 'string')
+      continue;
+    const id = attributeWrite(w, load.commands);
+    if (id) createdBy.set(id, email.toLowerCase());
+  }
+  if (evidence.customers) {
+    for (const e of on('outcomes.customer-registrations')) {
+      const id = e.data.command_id;
+      if (typeof id !== 'string' || !load.commands.has(id)) continue;
+      onboarding.count();
+      const created = createdBy.get(id);
+      const ours = created ? (byEmail.get(created) ?? [])[0] : undefined;
+      const status = String(e.data.status);
+      if (status === 'applied' || status === 'already_applied') {
+        if (!ours)
+          onboarding.fail(`registration ${id}: ${status}, but the ledger shows no customer it created`);
+        else if (e.data.partner_customer_id !== ours)
+          onboarding.fail(
+            `registration ${id}: ${status} naming ${String(e.data.partner_customer_id)}, but it created ${ours}`,
+          );
+      } else if (status === 'rejected' && ours !== undefined) {
+        onboarding.fail(
+          `registration ${id}: rejected (naming ${String(e.data.existing_customer_id)}), but the ledger shows it created customer ${ours}`,
+        );
+      }
+    }
+  }
+  checks.push(onboarding);
 
   // 6. What did not succeed is parked: a dead letter with a reason, on <topic>.dlq.
   const parkedReasons = new Map<string, Set<string>>();

@@ -112,6 +112,48 @@ describe('onboarding consumers (customer-registrations, enrollments)', () => {
     });
   });
 
+  describe('when created_at is to the second, ties go by ascending id, and the create is applied then answered 503', () => {
+    beforeAll(async () => {
+      await h.control.setConfig({ created_at_precision: 'seconds', tie_break: 'ascending' });
+    });
+    afterAll(async () => {
+      await h.control.setConfig({ created_at_precision: 'milliseconds', tie_break: null });
+    });
+
+    it('ends applied with its own customer though another was created in the same second just before', async () => {
+      // The other customer must share our customer's second: start at the beginning of one, and
+      // run again in the rare case the registration crossed into the next.
+      for (let run = 1; ; run++) {
+        await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+        const [other] = await h.control.addRecords('customers', [
+          {
+            first_name: 'Same',
+            last_name: 'Second',
+            email: `${uid('same')}@example.com`,
+            phone: '5550000009',
+          },
+        ]);
+        await h.control.addFault({
+          method: 'POST',
+          path: CREATE_CUSTOMER,
+          kind: 'apply_then_error',
+          status: 503,
+          times: 1,
+        });
+        const command = buildRegistration();
+        const [outcome] = await h.outcomesOf(await register(command));
+        const customers = await customersWith(command.email);
+        expect(customers).toHaveLength(1);
+        if (customers[0]!.created_at !== other!.created_at && run < 5) continue;
+        expect(customers[0]!.created_at).toBe(other!.created_at);
+        expect(outcome).toMatchObject({ status: 'applied', partner_customer_id: String(customers[0]!.id) });
+        expect(outcome!.existing_customer_id).toBeUndefined();
+        expect(await createWrites(command.email)).toHaveLength(1);
+        return;
+      }
+    });
+  });
+
   describe('when the e-mail was taken before the registration', () => {
     it('rejects it with the existing customer id and creates nothing', async () => {
       const command = buildRegistration();

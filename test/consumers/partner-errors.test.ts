@@ -138,6 +138,28 @@ describe('outcomes of commands the Partner API refuses', () => {
     });
   });
 
+  describe('when no answer comes and the read-back cannot tell (issue 27, item 4)', () => {
+    afterAll(async () => {
+      await h.control.setConfig({ enrollment_payments_visible: true });
+    });
+
+    it('says `timeout`, a documented stable code, in the outcome and the dead letter', async () => {
+      await h.control.setConfig({ enrollment_payments_visible: false });
+      const { outcome, message, letter } = await refused({ kind: 'apply_then_timeout', times: 1 });
+      expect(outcome).toMatchObject({ status: 'unverified', error: { code: 'timeout', status: null } });
+      expect(cloudEventOf(message).data).toEqual(outcome);
+      expectValid(outcome);
+      // The schema lists it among the codes of a failure without an answer.
+      const listed = JSON.stringify(contracts.schema('command-outcome').schema);
+      for (const code of ['timeout', 'network_error', 'interrupted']) expect(listed).toContain(`"${code}"`);
+      expect(listed).not.toContain('PartnerTimeoutError');
+      expect(headerMap(letter.headers)).toMatchObject({
+        'dlq-reason': 'unverified',
+        'dlq-error-code': 'timeout',
+      });
+    });
+  });
+
   describe('the messages themselves', () => {
     it('are CloudEvents by the Kafka binding, with the trail of their webhook', async () => {
       const { message, letter } = await refused({ code: 'forbidden' });

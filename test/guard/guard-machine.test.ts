@@ -208,6 +208,30 @@ const CASES: Case[] = [
     event: { type: 'read', at: 40_000, verdict: 'not_applied' },
     then: { type: 'finish', state: 'exhausted' },
   },
+  {
+    when: 'a retry after a write in doubt is refused (an e-mail taken, a second enrollment)',
+    state: state({ baseline: true, attempts: 1, doubted: true }),
+    event: { type: 'answered', at: 50_000, failure: failure('rejected', { status: 422 }) },
+    then: { type: 'read_back', notBefore: 50_000, whyNow: 'early' },
+  },
+  {
+    when: 'the read after that refusal finds the first write applied',
+    state: checking({ checking: 'refused', doubted: true, failure: failure('rejected', { status: 422 }) }),
+    event: { type: 'read', at: 50_001, verdict: 'applied' },
+    then: { type: 'finish', state: 'applied' },
+  },
+  {
+    when: 'the read after that refusal finds nothing of ours',
+    state: checking({ checking: 'refused', doubted: true, failure: failure('rejected', { status: 422 }) }),
+    event: { type: 'read', at: 50_001, verdict: 'not_applied' },
+    then: { type: 'finish', state: 'rejected' },
+  },
+  {
+    when: 'the read after that refusal cannot tell',
+    state: checking({ checking: 'refused', doubted: true, failure: failure('rejected', { status: 422 }) }),
+    event: { type: 'read', at: 50_001, verdict: 'unknown' },
+    then: { type: 'finish', state: 'unverified' },
+  },
 ];
 
 describe('guard state machine (decide)', () => {
@@ -218,6 +242,22 @@ describe('guard state machine (decide)', () => {
       });
     });
   }
+
+  describe('when a run started with writes behind it is refused', () => {
+    it('reads back before calling it rejected', () => {
+      const started = decide(
+        initialState(),
+        { type: 'started', at: 0, row: 'pending', attempts: 2, baseline: true },
+        LIMITS,
+      );
+      const refused = decide(
+        started.state,
+        { type: 'answered', at: 10, failure: failure('rejected', { status: 422 }) },
+        LIMITS,
+      );
+      expect(refused.action).toMatchObject({ type: 'read_back', notBefore: 10 });
+    });
+  });
 
   describe('when a write is retried after a proven not-applied', () => {
     it('keeps the baseline and takes no new snapshot', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
 import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
-import { createdSince, smallerId } from '../../src/guard/newest-first.js';
+import { byCreatedAt, byId, createdSince } from '../../src/guard/newest-first.js';
 import type { GuardPartner, ListEnvelope } from '../../src/guard/partner-port.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
 import { createLogger } from '../../src/logger.js';
@@ -12,6 +12,7 @@ import type { SandboxControl } from '../../src/sandbox/control-client.js';
 const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
 const tick = () => new Promise((r) => setTimeout(r, 5));
 let seq = 0;
+let future = Date.parse('2031-01-01T00:00:00Z');
 
 function buildRegistration(overrides: Record<string, unknown> = {}) {
   const n = `${Date.now().toString(36)}-${++seq}`;
@@ -101,6 +102,84 @@ describe('onboarding read-back strategies', () => {
     });
   });
 
+  describe.each([
+    ['ascending', 'seconds'],
+    ['descending', 'seconds'],
+    ['ascending', 'milliseconds'],
+  ] as const)('when ties are broken by %s id and created_at is to the %s', (tieBreak, precision) => {
+    const strategy = () => customerRegistrationReadBack(partner);
+    // Far in the future and later at each call: these records are the newest whatever else exists.
+    const later = () => {
+      future += 3_600_000;
+      const iso = new Date(future).toISOString();
+      return precision === 'seconds' ? iso.replace('.000Z', 'Z') : iso;
+    };
+    beforeAll(async () => {
+      await control.setConfig({ tie_break: tieBreak, created_at_precision: precision });
+    });
+    afterAll(async () => {
+      await control.setConfig({ tie_break: null, created_at_precision: 'milliseconds' });
+    });
+    const person = (c: ReturnType<typeof buildRegistration>, createdAt: string) => ({
+      first_name: c.first_name,
+      last_name: c.last_name,
+      email: c.email,
+      phone: c.phone,
+      created_at: createdAt,
+    });
+
+    it('finds ours created after the snapshot with the same created_at as the marker', async () => {
+      const at = later();
+      const command = buildRegistration();
+      await control.addRecords('customers', [person(buildRegistration(), at)]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      expect(snapshot.marker).toMatchObject({ created_at: at });
+      await control.addRecords('customers', [person(command, at)]);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('applied');
+    });
+
+    it('never takes a customer the snapshot page held with that created_at for ours', async () => {
+      const at = later();
+      const command = buildRegistration();
+      await control.addRecords('customers', [person(command, at), person(buildRegistration(), at)]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('says not_applied once a record strictly older than the marker is reached', async () => {
+      const command = buildRegistration();
+      const older = later();
+      const at = later();
+      await control.addRecords('customers', [person(buildRegistration(), older)]);
+      await control.addRecords('customers', [person(buildRegistration(), at)]);
+      const snapshot = await strategy().snapshot(command, ctx);
+      await control.addRecords('customers', [person(buildRegistration(), at)]);
+      expect(await strategy().verdict(command, snapshot, ctx)).toBe('not_applied');
+    });
+  });
+
+  describe('when the marker shows no created_at', () => {
+    it('says unknown, never not_applied, and still finds ours before it', async () => {
+      const command = buildRegistration();
+      const snapshot = await customerRegistrationReadBack(partner).snapshot(command, ctx);
+      const noDate = {
+        ...snapshot,
+        marker: { id: (snapshot.marker as { id: string }).id, created_at: null },
+      };
+      expect(await customerRegistrationReadBack(partner).verdict(command, noDate, ctx)).toBe('unknown');
+      await control.addRecords('customers', [
+        {
+          first_name: command.first_name,
+          last_name: command.last_name,
+          email: command.email,
+          phone: command.phone,
+          created_at: new Date((future += 3_600_000)).toISOString(),
+        },
+      ]);
+      expect(await customerRegistrationReadBack(partner).verdict(command, noDate, ctx)).toBe('applied');
+    });
+  });
+
   describe('enrollment', () => {
     const strategy = () => enrollmentReadBack(partner);
     async function newCustomer() {
@@ -170,10 +249,10 @@ describe('createdSince', () => {
         page([9, 8], 1, 4, true),
         page([6, 5], 2, 4, true),
       ]);
-      const result = await createdSince(partner, 'enrollments', { id: '5', created_at: null }, smallerId, {
+      const result = await createdSince(partner, 'enrollments', { id: '5', created_at: null }, byId, {
         nextReadId: () => 'r',
       });
-      expect(result).toEqual({ records: records([9, 8, 6]), complete: true });
+      expect(result).toEqual({ records: records([9, 8, 6]), uncertain: [], complete: true });
     });
 
     it('reports itself incomplete when the drift never settles', async () => {
@@ -185,10 +264,39 @@ describe('createdSince', () => {
           requestId: 'r',
         }),
       } as unknown as GuardPartner;
-      const result = await createdSince(partner, 'enrollments', { id: '1', created_at: null }, smallerId, {
+      const result = await createdSince(partner, 'enrollments', { id: '1', created_at: null }, byId, {
         nextReadId: () => 'r',
       });
       expect(result.complete).toBe(false);
+    });
+  });
+
+  describe('when a customer met shows no created_at', () => {
+    it('cannot prove absence: the walk is incomplete and says why', async () => {
+      const at = '2026-11-25T04:00:00Z';
+      const partner = scripted([
+        {
+          items: [
+            { id: 7, email: 'a@example.com' },
+            { id: 5, email: 'm@example.com', created_at: at },
+            { id: 4, email: 'o@example.com', created_at: '2026-11-25T03:00:00Z' },
+          ],
+          current_page: 1,
+          total_count: 3,
+          has_more: false,
+        },
+      ]);
+      const result = await createdSince(
+        partner,
+        'customers',
+        { id: '5', created_at: at, tied_ids: ['5'], tied_complete: true },
+        byCreatedAt,
+        { nextReadId: () => 'r' },
+      );
+      // Before the marker, its place proves it new; still no proof of absence for anything else.
+      expect(result.records.map((r) => r.id)).toEqual([7]);
+      expect(result.complete).toBe(false);
+      expect(result.why).toMatch(/no created_at/);
     });
   });
 });

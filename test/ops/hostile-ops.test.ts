@@ -150,6 +150,35 @@ describe('ops API under hostile input', () => {
     it('accepts dates at the ends of the range', async () => {
       expect((await call('/ops/api/dead-letters?since=0001-01-01&until=9999-12-31')).status).toBe(200);
     });
+
+    it.each([
+      '/ops/api/audit?actor=%00',
+      '/ops/api/audit?target=dead_letter%3A1%00',
+      '/ops/api/audit?action=redrive%00',
+      '/ops/api/audit?since=0000-01-01',
+      '/ops/api/audit?until=+275760-09-13T00:00:00Z',
+      '/ops/api/audit?limit=0',
+      '/ops/api/trace/a%00b',
+    ])('answers 400 for the other lists too: %s', async (path) => {
+      const res = await call(path);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as Json).error).toMatchObject({ status: 400, code: 'validation_error' });
+    });
+
+    it('filters the audit by date like the dead letters', async () => {
+      const id = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
+      const discard = await call(`/ops/api/dead-letters/${id}/discard`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ reason: 'dated audit' }),
+      });
+      expect(discard.status).toBe(200);
+      const target = `dead_letter:${id}`;
+      const future = (await (await call(`/ops/api/audit?target=${target}&since=9999-01-01`)).json()) as Json;
+      expect(future.items).toEqual([]);
+      const past = (await (await call(`/ops/api/audit?target=${target}&since=0001-01-01`)).json()) as Json;
+      expect(past.items.map((i: Json) => i.action)).toEqual(['discard']);
+    });
   });
 
   describe('when a search holds % or _', () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { PartnerTimeoutError, toOutcomeError } from '../../src/partner/errors.js';
+import {
+  PartnerNetworkError,
+  PartnerResponseError,
+  PartnerTimeoutError,
+  toOutcomeError,
+} from '../../src/partner/errors.js';
+import { classifyFailure } from '../../src/guard/classify-failure.js';
 import { toApiError } from '../../src/partner/transport.js';
 
 const context = { method: 'POST', endpoint: 'POST /partner/v1/x', sentRequestId: 'cmd-1.a1' };
@@ -38,11 +44,24 @@ describe('the Partner API error as outcomes carry it', () => {
     it('names the failure and the request id sent', () => {
       const error = new PartnerTimeoutError('timed out', { requestId: 'cmd-1.a2', timeoutMs: 10 });
       expect(toOutcomeError(error)).toEqual({
-        code: 'PartnerTimeoutError',
+        code: 'timeout',
         status: null,
         message: 'timed out',
         request_id: 'cmd-1.a2',
       });
+    });
+  });
+
+  describe('when the failure has no answer, whatever it was', () => {
+    it.each([
+      [new PartnerTimeoutError('t', { requestId: 'r', timeoutMs: 1 }), 'timeout'],
+      [new PartnerNetworkError('n', { requestId: 'r' }), 'network_error'],
+      [new PartnerResponseError('s', { requestId: 'r' }), 'invalid_response'],
+      [new TypeError('bug'), 'internal_error'],
+    ])('gives a stable code, never a class name (%s)', (error, code) => {
+      expect(classifyFailure(error)).toMatchObject({ code, status: null, kind: 'uncertain' });
+      if (error instanceof PartnerTimeoutError || error instanceof PartnerNetworkError)
+        expect(toOutcomeError(error)!.code).toBe(code);
     });
   });
 });

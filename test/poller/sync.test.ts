@@ -66,7 +66,9 @@ describe('poller sync', () => {
       const removals = events.filter((e) => e.data.removed === true);
       expect(removals).toHaveLength(1);
       expect(removals[0]).toMatchObject({ key: gone, type: 'partner.enrollment.removed' });
-      expect(events).toHaveLength(4);
+      // Three versions, the removal, and the removal's tombstone right after it (decision 024).
+      expect(events).toHaveLength(5);
+      expect(events.at(-1)).toMatchObject({ key: gone, type: 'rentbridge.tombstone' });
     });
   });
 

@@ -1,13 +1,19 @@
 import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
+import { postgresPaths } from '../../src/local-servers/local-servers.js';
+import { projectRoot } from '../../src/local-servers/project-root.js';
 
 /**
  * Finds the servers the tests run against, in the order the README gives:
  * 1. DATABASE_URL / KAFKA_BROKERS when set;
  * 2. Testcontainers, where a Docker engine answers;
- * 3. PostgreSQL on 127.0.0.1:5432 and a Kafka broker from scripts/kafka.sh.
+ * 3. what answers on 127.0.0.1:LOCAL_PG_PORT (5432) and 127.0.0.1:LOCAL_KAFKA_PORT (9092), else
+ *    the embedded PostgreSQL of `npm start` (same folder, `.postgres/`, stopped after the run) and
+ *    a Kafka broker from scripts/kafka.sh (left running, as `npm run kafka:start` would).
  */
 
 declare module 'vitest' {
@@ -63,13 +69,33 @@ export default async function setup(project: TestProject): Promise<() => Promise
       databaseUrl ??= containers.databaseUrl;
       kafkaBrokers ??= containers.kafkaBrokers;
     } else {
-      console.log('test servers: no container runtime; using local PostgreSQL and scripts/kafka.sh');
-      databaseUrl ??= 'postgresql://postgres@127.0.0.1:5432/postgres';
-      if (!kafkaBrokers) {
-        if (!(await answers('127.0.0.1', 9092))) {
-          await run('bash', ['scripts/kafka.sh', 'start'], { timeout: 180_000 });
+      const pgPort = Number(process.env.LOCAL_PG_PORT || 5432);
+      const kafkaPort = Number(process.env.LOCAL_KAFKA_PORT || 9092);
+      if (!databaseUrl) {
+        if (await answers('127.0.0.1', pgPort)) {
+          console.log(`test servers: PostgreSQL on 127.0.0.1:${pgPort}`);
+          databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
+        } else {
+          const dir = process.env.LOCAL_PG_DIR || join(projectRoot(), '.postgres');
+          const pg = await startEmbeddedPostgres({ ...postgresPaths(dir), port: pgPort });
+          stops.push(() => pg.stop());
+          console.log(`test servers: embedded PostgreSQL on 127.0.0.1:${pgPort} (.postgres/)`);
+          databaseUrl = pg.url;
         }
-        kafkaBrokers = '127.0.0.1:9092';
+      }
+      if (!kafkaBrokers) {
+        if (!(await answers('127.0.0.1', kafkaPort))) {
+          console.log(`test servers: starting Kafka on 127.0.0.1:${kafkaPort} (scripts/kafka.sh)`);
+          await run('bash', ['scripts/kafka.sh', 'start'], {
+            timeout: 180_000,
+            env: {
+              ...process.env,
+              KAFKA_PORT: String(kafkaPort),
+              KAFKA_CONTROLLER_PORT: process.env.KAFKA_CONTROLLER_PORT ?? String(kafkaPort + 1),
+            },
+          });
+        }
+        kafkaBrokers = `127.0.0.1:${kafkaPort}`;
       }
     }
   }

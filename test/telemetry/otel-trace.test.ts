@@ -72,7 +72,8 @@ describe('OpenTelemetry across processes', () => {
         KAFKA_TOPIC_PREFIX: kafka.prefix,
         PARTNER_API_URL: sandbox.url,
         PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [secret] }),
-        HTTP_PORT: String(httpPort),
+        // Every role serves its own /metrics and health: the receiver's port is the one driven.
+        HTTP_PORT: args[0] === 'receiver' ? String(httpPort) : '0',
         LOG_LEVEL: 'warn',
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
       },

@@ -17,7 +17,7 @@ function isCommandConsumer(name: string): name is CommandConsumerName {
 /**
  * `rentbridge consumer <name>`: one command consumer (application-decisions, rental-payments,
  * customer-registrations, enrollments) or the dead-letter indexer (dead-letters), until
- * SIGTERM / SIGINT.
+ * SIGTERM / SIGINT; /metrics and health on HTTP_PORT.
  */
 export async function consumer(name: string): Promise<void> {
   if (name !== 'dead-letters' && !isCommandConsumer(name)) {
@@ -27,12 +27,13 @@ export async function consumer(name: string): Promise<void> {
   if (name === 'dead-letters') {
     // Indexes every `*.dlq` topic into PostgreSQL for ops.
     await requireMigrated(root.config.DATABASE_URL, root.logger);
-    await runRoles(root, () => [root.deadLetterIndexer()], { before: () => root.ensureTopics() });
+    const indexer = root.deadLetterIndexer();
+    await runRoles(root, () => [root.probes(), indexer], { before: () => root.ensureTopics() });
     return;
   }
   requireProbeAssumptions(root.config, root.logger);
   await requireMigrated(root.config.DATABASE_URL, root.logger);
   // Built before the signal handlers: no PARTNER_API_URL is a usage error (exit 2) at once.
   const role = root.commandConsumer(name);
-  await runRoles(root, () => [role], { before: () => root.ensureTopics() });
+  await runRoles(root, () => [root.probes(), role], { before: () => root.ensureTopics() });
 }

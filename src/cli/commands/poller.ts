@@ -2,11 +2,14 @@ import { createCompositionRoot, runRoles } from '../../app/composition-root.js';
 import { loadConfigOrExit } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 
-/** `rentbridge poller`: polls every resource on its interval until SIGTERM/SIGINT. */
+/**
+ * `rentbridge poller`: polls every resource on its interval until SIGTERM/SIGINT; /metrics and
+ * health on HTTP_PORT.
+ */
 export async function poller(): Promise<void> {
   const root = createCompositionRoot(loadConfigOrExit());
   await requireMigrated(root.config.DATABASE_URL, root.logger);
   // Built before the signal handlers: no PARTNER_API_URL is a usage error (exit 2) at once.
   const role = root.poller();
-  await runRoles(root, () => [role]);
+  await runRoles(root, () => [root.probes(), role]);
 }

@@ -27,10 +27,8 @@ export async function probe(opts: ProbeCliOptions): Promise<void> {
         `--write needs PARTNER_ENVIRONMENT=sandbox (PARTNER_API_URL is ${config.PARTNER_ENVIRONMENT ? `declared ${config.PARTNER_ENVIRONMENT}` : 'not declared'}): the probe never writes to production`,
       );
     }
-    if (!opts.application && !opts.enrollment)
-      throw new UsageError(
-        '--write needs --application ID and/or --enrollment ID: the records it may change',
-      );
+    // --write alone creates two customers (the customer order); --application and --enrollment
+    // name the records it may decide or report a payment to.
   } else if (opts.application || opts.enrollment) {
     throw new UsageError('--application and --enrollment are for --write');
   }

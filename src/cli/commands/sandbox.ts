@@ -6,7 +6,7 @@ import { UsageError } from '../process.js';
  * `rentbridge sandbox [--port N] [--seed demo]`: the Partner API sandbox on its own. It needs
  * no database, Kafka or configuration, so it reads no environment beyond LOG_LEVEL.
  */
-export async function sandbox(opts: { port: number; seed?: string }): Promise<void> {
+export async function sandbox(opts: { port: number; seed?: string; host?: string }): Promise<void> {
   if (opts.seed !== undefined && opts.seed !== 'demo')
     throw new UsageError(`unknown seed "${opts.seed}": the only data set is "demo"`);
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'rentbridge-sandbox' });
@@ -14,6 +14,7 @@ export async function sandbox(opts: { port: number; seed?: string }): Promise<vo
   await runUntilSignal(logger, async () => {
     const sandbox = await startSandbox({
       port: opts.port,
+      ...(opts.host && { host: opts.host }),
       seed: opts.seed === 'demo' ? 'demo' : undefined,
       logger,
     });

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import {
   COMMAND_CONSUMER_NAMES,
   createCompositionRoot,
@@ -11,8 +12,11 @@ import { migrate } from '../../db/migrate.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { loadConfigOrExit } from '../process.js';
+import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireProbeAssumptions } from '../../probe/probe-gate.js';
+import { startLocalServers } from '../../local-servers/local-servers.js';
+import { canListen } from '../../local-servers/ports.js';
+import { projectRoot } from '../../local-servers/project-root.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
@@ -42,16 +46,79 @@ function demoConfig(config: Config): Config {
 }
 
 /**
- * `rentbridge start`: every role in one process. Migrations and topics first, then HTTP
- * (webhooks, ops, metrics, health), the relay, the poller, both command consumers and the
- * dead-letter indexer; stopped in the reverse order.
+ * `rentbridge start` (`npm start`): every role in one process, with the servers it needs found or
+ * started (src/local-servers/local-servers.ts). Migrations and topics first, then HTTP (webhooks,
+ * ops, metrics, health), the relay, the consumers and the dead-letter indexer, the poller; on
+ * SIGTERM / SIGINT they stop in the reverse order, then the servers started here, and the process
+ * exits 0.
  */
-export async function start(): Promise<void> {
+export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   const given = loadConfigOrExit();
   const demo = !given.PARTNER_API_URL;
-  const config = demo ? demoConfig(given) : given;
-  const root = createCompositionRoot(config, createLogger({ level: config.LOG_LEVEL }));
-  const { logger } = root;
+  // Before any server starts: a second `npm start` (or another program) on our ports stops here.
+  await requireFreePorts(given, demo);
+  const logger = createLogger({ level: given.LOG_LEVEL });
+  // Until every role runs (then runRoles takes the signals): exit now, and the servers started
+  // here are asked to stop as the process exits (src/local-servers/).
+  const duringStartUp = (signal: NodeJS.Signals) => {
+    logger.warn({ component: 'start', signal }, 'signal during start-up: exiting');
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  const running = () => {
+    process.removeListener('SIGTERM', duringStartUp);
+    process.removeListener('SIGINT', duringStartUp);
+  };
+  process.once('SIGTERM', duringStartUp);
+  process.once('SIGINT', duringStartUp);
+  const local = await startLocalServers({
+    root: projectRoot(),
+    ...(given.LOCAL_PG_DIR && { pgDir: resolve(given.LOCAL_PG_DIR) }),
+    env: process.env,
+    pgPort: given.LOCAL_PG_PORT,
+    kafkaPort: given.LOCAL_KAFKA_PORT,
+    fresh: options.fresh ?? false,
+    logger,
+  });
+  try {
+    const withServers: Config = Object.freeze({
+      ...given,
+      ...(local.databaseUrl && { DATABASE_URL: local.databaseUrl }),
+      ...(local.kafkaBrokers && { KAFKA_BROKERS: local.kafkaBrokers }),
+    });
+    await runAll(demo ? demoConfig(withServers) : withServers, demo, logger, running);
+  } finally {
+    running();
+    await local.stop();
+  }
+  logger.info({ component: 'start' }, 'rentbridge stopped');
+  // Everything is stopped: nothing left (an idle pool's timer, a socket) may hold the exit back.
+  process.exit(0);
+}
+
+/** The ports `start` listens on, free before anything starts (exit 2 naming the busy ones). */
+async function requireFreePorts(config: Config, demo: boolean): Promise<void> {
+  const wanted = [
+    { port: config.HTTP_PORT, name: 'HTTP_PORT', host: undefined },
+    ...(demo ? [{ port: config.SANDBOX_PORT, name: 'SANDBOX_PORT', host: '127.0.0.1' }] : []),
+  ].filter((p) => p.port !== 0);
+  const busy: string[] = [];
+  for (const { port, name, host } of wanted)
+    if (!(await canListen(port, host))) busy.push(`${port} (${name})`);
+  if (busy.length === 0) return;
+  throw new UsageError(
+    `port ${busy.join(' and ')} already in use: is rentbridge already running (http://localhost:${config.HTTP_PORT}/healthz)? Stop it, or set ${wanted
+      .map((p) => p.name)
+      .join(' / ')} to free ports`,
+  );
+}
+
+async function runAll(
+  config: Config,
+  demo: boolean,
+  logger: ReturnType<typeof createLogger>,
+  running: () => void,
+): Promise<void> {
+  const root = createCompositionRoot(config, logger);
   // `start` runs the command consumers too: the same refusal as `rentbridge consumer`.
   requireProbeAssumptions(config, logger);
 
@@ -64,10 +131,14 @@ export async function start(): Promise<void> {
         ...(demo ? [() => sandboxComponent(root, (s) => (sandbox = s))] : []),
         () => (httpRole = root.http()),
         () => root.relay(),
-        ...COMMAND_CONSUMER_NAMES.map((name) => () => root.commandConsumer(name)),
-        () => root.deadLetterIndexer(),
+        // Stopped together: each waits for its fetch in flight, and they share nothing.
+        () =>
+          together('consumers', [
+            ...COMMAND_CONSUMER_NAMES.map((name) => root.commandConsumer(name)),
+            root.deadLetterIndexer(),
+          ]),
         () => root.poller(),
-        () => announce(root, { demo, sandbox, port: httpRole!.port }),
+        () => announce(root, { demo, sandbox, port: httpRole!.port, running }),
       ];
     },
     {
@@ -77,6 +148,31 @@ export async function start(): Promise<void> {
       },
     },
   );
+}
+
+/** Components started one after another and stopped all at once (independent of each other). */
+function together(name: string, components: Component[]): Component {
+  const started: Component[] = [];
+  const stopAll = async () => {
+    const results = await Promise.allSettled(started.splice(0).map((c) => c.stop()));
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  return {
+    name,
+    async start() {
+      try {
+        for (const c of components) {
+          await c.start();
+          started.push(c);
+        }
+      } catch (error) {
+        await stopAll();
+        throw error;
+      }
+    },
+    stop: stopAll,
+  };
 }
 
 /**
@@ -110,13 +206,20 @@ function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => 
 /** The demo's traffic (when demo), then the line that says where to look. */
 function announce(
   root: CompositionRoot,
-  { demo, sandbox, port }: { demo: boolean; sandbox: Sandbox | undefined; port: number },
+  {
+    demo,
+    sandbox,
+    port,
+    running,
+  }: { demo: boolean; sandbox: Sandbox | undefined; port: number; running: () => void },
 ): Component {
   const { config, logger } = root;
   let traffic: { stop(): Promise<void> } | undefined;
   return {
     name: 'demo',
     async start() {
+      // The last component: from here a signal stops every role in order (runRoles).
+      running();
       const base = `http://localhost:${port}`;
       if (demo && sandbox) {
         traffic = startDemoTraffic({

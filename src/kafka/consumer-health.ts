@@ -1,0 +1,96 @@
+import type { Admin, Consumer } from 'kafkajs';
+
+/** Crashes within this window that make a consumer "crash-looping". */
+const CRASH_WINDOW_MS = 5 * 60_000;
+const CRASHES_TO_LOOP = 3;
+
+export interface ConsumerState {
+  groupId: string;
+  /** Joined and not rebalancing. */
+  inGroup: boolean;
+  memberId: string | null;
+  /** Crashes (kafkajs restarts the consumer after each retriable one) in the last five minutes. */
+  recentCrashes: number;
+  lastCrash: string | null;
+  /** Messages behind the end of each topic it reads (committed offset to high watermark). */
+  lag?: Record<string, number>;
+}
+
+export interface ConsumerHealth {
+  /** `true`, or why the consumer is not doing its work: not in its group, crash-looping, stopped. */
+  check(): true | string;
+  /** Its state and, read through `admin`, its lag per topic. */
+  details(admin: Admin): Promise<ConsumerState>;
+}
+
+/**
+ * Follows a kafkajs consumer's instrumentation events (join, rebalance, crash, stop) so /readyz
+ * tells whether this process consumes: in its group, not crash-looping, and how far behind.
+ * `topics` gives the (prefixed) topics it reads, for the lag.
+ */
+export function watchConsumer(
+  consumer: Consumer,
+  options: { groupId: string; topics: () => Promise<string[]> | string[] },
+): ConsumerHealth {
+  let inGroup = false;
+  let memberId: string | null = null;
+  let running = true;
+  let gaveUp: string | null = null;
+  const crashes: number[] = [];
+  const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT } = consumer.events;
+  consumer.on(GROUP_JOIN, (event) => {
+    inGroup = true;
+    running = true;
+    gaveUp = null;
+    memberId = event.payload.memberId;
+  });
+  consumer.on(REBALANCING, () => (inGroup = false));
+  consumer.on(CRASH, (event) => {
+    inGroup = false;
+    crashes.push(event.timestamp);
+    // kafkajs restarts after a retriable error; otherwise the consumer is done until the process restarts.
+    if (!event.payload.restart) gaveUp = event.payload.error.message;
+  });
+  consumer.on(STOP, () => ((inGroup = false), (running = false)));
+  consumer.on(DISCONNECT, () => ((inGroup = false), (running = false)));
+
+  const recentCrashes = () => {
+    const since = Date.now() - CRASH_WINDOW_MS;
+    while (crashes.length > 0 && crashes[0]! < since) crashes.shift();
+    return crashes.length;
+  };
+
+  return {
+    check() {
+      if (gaveUp) return `the consumer crashed and will not restart: ${gaveUp}`;
+      if (!running) return 'the consumer is stopped';
+      const recent = recentCrashes();
+      if (recent >= CRASHES_TO_LOOP) return `crash-looping: ${recent} crashes in the last 5 minutes`;
+      return inGroup ? true : `not in its consumer group ${options.groupId} (joining or rebalancing)`;
+    },
+    async details(admin) {
+      const state: ConsumerState = {
+        groupId: options.groupId,
+        inGroup,
+        memberId,
+        recentCrashes: recentCrashes(),
+        lastCrash: crashes.length > 0 ? new Date(crashes[crashes.length - 1]!).toISOString() : null,
+      };
+      const topics = await options.topics();
+      if (topics.length === 0) return state;
+      const committed = await admin.fetchOffsets({ groupId: options.groupId, topics });
+      const lag: Record<string, number> = {};
+      for (const { topic, partitions } of committed) {
+        const ends = await admin.fetchTopicOffsets(topic);
+        lag[topic] = partitions.reduce((sum, p) => {
+          const end = ends.find((e) => e.partition === p.partition);
+          if (!end) return sum;
+          // -1: nothing committed yet, so everything from the log's start is still to read.
+          const from = p.offset === '-1' ? BigInt(end.low) : BigInt(p.offset);
+          return sum + Number(BigInt(end.high) - from);
+        }, 0);
+      }
+      return { ...state, lag };
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/db/migrate.js';
+import { UsageError } from '../../src/errors.js';
+import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
+import { startLocalServers } from '../../src/local-servers/local-servers.js';
+import { answers } from '../../src/local-servers/ports.js';
+import { projectRoot } from '../../src/local-servers/project-root.js';
+import { createLogger } from '../../src/logger.js';
+import { freePort } from '../support/free-port.js';
+
+const logger = createLogger({ level: 'silent' });
+
+async function query(url: string, sql: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('the embedded PostgreSQL of npm start', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rentbridge-pg-'));
+    // As root the server runs as `postgres`, which walks through this folder.
+    await chmod(dir, 0o755);
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  describe('when nothing answers on its port', () => {
+    it('starts a real PostgreSQL that takes the migrations, and keeps its data across a restart', async () => {
+      const port = await freePort();
+      const paths = { dataDir: join(dir, 'data'), logFile: join(dir, 'postgres.log'), port };
+      const first = await startEmbeddedPostgres(paths);
+      try {
+        expect(first.initialised).toBe(true);
+        expect(first.url).toBe(`postgresql://postgres@127.0.0.1:${port}/postgres`);
+        await migrate(first.url, { logger });
+        await query(
+          first.url,
+          'CREATE TABLE kept_across_restart (id int); INSERT INTO kept_across_restart VALUES (42)',
+        );
+      } finally {
+        await first.stop();
+      }
+      expect(await answers('127.0.0.1', port)).toBe(false);
+
+      const second = await startEmbeddedPostgres(paths);
+      try {
+        expect(second.initialised).toBe(false);
+        const { rows } = await query(second.url, 'SELECT id FROM kept_across_restart');
+        expect(rows).toEqual([{ id: 42 }]);
+      } finally {
+        await second.stop();
+      }
+    });
+  });
+
+  describe('when npm start is asked for --fresh', () => {
+    it('starts the embedded server on an empty cluster, and stops it with the rest', async () => {
+      const port = await freePort();
+      const start = (fresh: boolean) =>
+        startLocalServers({
+          root: projectRoot(),
+          pgDir: join(dir, 'fresh'),
+          env: { KAFKA_BROKERS: 'configured:9092' },
+          pgPort: port,
+          kafkaPort: 9092,
+          fresh,
+          logger,
+        });
+      const first = await start(false);
+      await query(first.databaseUrl!, 'CREATE TABLE wiped_by_fresh (id int)');
+      await first.stop();
+
+      const again = await start(true);
+      try {
+        expect(again.kafkaBrokers).toBeUndefined();
+        const { rows } = await query(again.databaseUrl!, "SELECT to_regclass('wiped_by_fresh') AS t");
+        expect(rows).toEqual([{ t: null }]);
+      } finally {
+        await again.stop();
+      }
+      expect(await answers('127.0.0.1', port)).toBe(false);
+    });
+  });
+
+  describe('when its data folder cannot be written by the server user', () => {
+    it('refuses with a usage error naming the folder and the ways out', async () => {
+      const closed = join(dir, 'closed');
+      const dataDir = join(closed, 'inner', 'data');
+      // Root can write anywhere, but the `postgres` user it runs the server as cannot walk a 0700
+      // folder; a user that is not root cannot write a 0500 one.
+      await mkdir(join(closed, 'inner'), { recursive: true });
+      await chmod(closed, process.getuid?.() === 0 ? 0o700 : 0o500);
+      const error = await startEmbeddedPostgres({
+        dataDir,
+        logFile: join(dir, 'closed.log'),
+        port: await freePort(),
+      }).catch((e: unknown) => e);
+      await chmod(closed, 0o755);
+      expect(error).toBeInstanceOf(UsageError);
+      expect((error as Error).message).toContain(dataDir);
+      expect((error as Error).message).toMatch(/LOCAL_PG_DIR|DATABASE_URL/);
+    });
+  });
+});

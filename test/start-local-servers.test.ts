@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { answers } from '../src/local-servers/ports.js';
+import { ROOT, runCli } from './support/cli.js';
+import { freePort } from './support/free-port.js';
+
+/**
+ * `npm start` on the servers it starts itself: the embedded PostgreSQL (a free LOCAL_PG_PORT, so
+ * nothing answers there) with the suite's broker, started from source as its own process.
+ */
+describe('rentbridge start without DATABASE_URL', () => {
+  describe('when nothing answers on LOCAL_PG_PORT', () => {
+    let dir: string;
+    let child: ChildProcess;
+    let log = '';
+    let pgPort = 0;
+    let base = '';
+
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'rentbridge-start-'));
+      await chmod(dir, 0o755); // as root the server runs as `postgres`, which walks through it
+      const [httpPort, sandboxPort] = [await freePort(), await freePort()];
+      pgPort = await freePort();
+      base = `http://127.0.0.1:${httpPort}`;
+      child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: undefined,
+          LOCAL_PG_PORT: String(pgPort),
+          LOCAL_PG_DIR: dir,
+          KAFKA_BROKERS: inject('kafkaBrokers'),
+          KAFKA_TOPIC_PREFIX: `t${randomBytes(4).toString('hex')}.`,
+          HTTP_PORT: String(httpPort),
+          SANDBOX_PORT: String(sandboxPort),
+          PARTNER_API_URL: '',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    });
+
+    afterAll(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+      }
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    it('starts an embedded PostgreSQL, says so and where its data lives, and becomes ready', async () => {
+      await vi.waitFor(async () => expect((await fetch(`${base}/readyz`)).status).toBe(200), {
+        timeout: 90_000,
+        interval: 500,
+      });
+      const first = log.split('\n').find((l) => l.includes('"component":"local-servers"'));
+      expect(first).toContain('started an embedded PostgreSQL');
+      expect(first).toContain(`"address":"127.0.0.1:${pgPort}"`);
+      expect(first).toContain(join(dir, 'data').replace(process.cwd() + '/', ''));
+      expect(log).toContain('set DATABASE_URL and KAFKA_BROKERS');
+    });
+
+    it('refuses a second start while it runs, naming the busy ports (exit 2)', async () => {
+      const second = await runCli(['start'], {
+        HTTP_PORT: new URL(base).port,
+        SANDBOX_PORT: '0',
+        DATABASE_URL: undefined,
+        LOCAL_PG_PORT: String(pgPort),
+        KAFKA_BROKERS: inject('kafkaBrokers'),
+      });
+      expect(second.code).toBe(2);
+      expect(second.stderr).toContain(`port ${new URL(base).port} (HTTP_PORT) already in use`);
+    });
+
+    it('stops on SIGTERM with exit 0, and stops the PostgreSQL it started', async () => {
+      child.kill('SIGTERM');
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      expect(code).toBe(0);
+      expect(log).toContain('embedded PostgreSQL stopped');
+      expect(await answers('127.0.0.1', pgPort)).toBe(false);
+    });
+  });
+
+  describe('when no Kafka answers and Java is not installed', () => {
+    it('exits 2 naming what to install, or KAFKA_BROKERS', async () => {
+      // A PATH with bash (for kafka.sh) and nothing else: no `java` to find.
+      const bin = await mkdtemp(join(tmpdir(), 'rentbridge-path-'));
+      await symlink('/bin/bash', join(bin, 'bash'));
+      try {
+        const result = await runCli(['start'], {
+          PATH: bin,
+          HTTP_PORT: String(await freePort()),
+          SANDBOX_PORT: String(await freePort()),
+          PARTNER_API_URL: '',
+          DATABASE_URL: inject('databaseUrl'),
+          KAFKA_BROKERS: undefined,
+          LOCAL_KAFKA_PORT: String(await freePort()),
+        });
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain('Java is not installed');
+        expect(result.stderr).toContain('openjdk-17-jre-headless');
+        expect(result.stderr).toContain('set KAFKA_BROKERS');
+      } finally {
+        await rm(bin, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('when its HTTP and sandbox ports are taken', () => {
+    const held: Server[] = [];
+    afterAll(() => held.forEach((s) => s.close()));
+
+    it('exits 2 before starting anything, naming both ports', async () => {
+      const ports = [await freePort(), await freePort()];
+      for (const port of ports) {
+        const server = createServer();
+        await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+        held.push(server);
+      }
+      const pgPort = await freePort();
+      const result = await runCli(['start'], {
+        HTTP_PORT: String(ports[0]),
+        SANDBOX_PORT: String(ports[1]),
+        PARTNER_API_URL: '',
+        DATABASE_URL: undefined,
+        LOCAL_PG_PORT: String(pgPort),
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(
+        `port ${ports[0]} (HTTP_PORT) and ${ports[1]} (SANDBOX_PORT) already in use`,
+      );
+      expect(await answers('127.0.0.1', pgPort)).toBe(false);
+    });
+  });
+});
