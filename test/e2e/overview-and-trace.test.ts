@@ -250,7 +250,17 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       const stages = await page
         .locator('#trace-table tbody tr')
         .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-stage')));
-      expect(stages).toEqual(['webhook', 'outbox', 'published', 'snapshot', 'command', 'attempt', 'outcome']);
+      // The relay marks its row published once Kafka answered; the consumer may read its snapshot
+      // before that, so those two are compared without order.
+      expect(stages.filter((x) => x !== 'published')).toEqual([
+        'webhook',
+        'outbox',
+        'snapshot',
+        'command',
+        'attempt',
+        'outcome',
+      ]);
+      expect(stages).toContain('published');
       expect(await page.textContent('#trace-table')).toContain(flow.webhookId);
       expect(await page.textContent('[data-testid=trace-ends]')).toContain(
         `command ${flow.paymentId} ended applied`,

@@ -112,19 +112,30 @@ describe('ops overview and trace', () => {
       expect(status).toBe(200);
       expect(body.found).toBe(true);
       const stages = body.steps.map((s) => s.stage);
-      expect(stages).toEqual(['webhook', 'outbox', 'published', 'snapshot', 'command', 'attempt', 'outcome']);
+      // The relay marks its row published once Kafka answered; the consumer may read its snapshot
+      // before that, so those two are compared without order.
+      expect(stages.filter((x) => x !== 'published')).toEqual([
+        'webhook',
+        'outbox',
+        'snapshot',
+        'command',
+        'attempt',
+        'outcome',
+      ]);
+      expect(stages).toContain('published');
       expect(body.steps[0]!.details).toMatchObject({ source: 'pms:acme', webhookId: flow.webhookId });
-      expect(body.steps[2]!.what).toMatch(/commands\.rental-payments partition \d+ offset \d+/);
-      expect(body.steps[3]!.details).toMatchObject({
+      const step = (stage: string) => body.steps.find((x) => x.stage === stage)!;
+      expect(step('published').what).toMatch(/commands\.rental-payments partition \d+ offset \d+/);
+      expect(step('snapshot').details).toMatchObject({
         requestId: `${flow.paymentId}.a0.r1`,
         kind: 'snapshot',
       });
-      expect(body.steps[3]!.what).toMatch(/status active, updated_at /);
-      expect(body.steps[5]!.details).toMatchObject({
+      expect(step('snapshot').what).toMatch(/status active, updated_at /);
+      expect(step('attempt').details).toMatchObject({
         requestId: `${flow.paymentId}.a1`,
         status: expect.any(Number),
       });
-      expect(body.steps[6]!.what).toMatch(
+      expect(step('outcome').what).toMatch(
         /applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
       );
       expect(body.ends.join('\n')).toContain(`command ${flow.paymentId} ended applied`);
