@@ -542,7 +542,13 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         const waitMs = backoffDelay(COMMAND_RETRY, attempt);
         if (error instanceof GuardBusyError)
           clog.warn({ waitMs }, 'command still worked on by another process: trying again');
-        else clog.error({ err: error, waitMs }, 'command interrupted: trying again');
+        // Transient (a read or the database did not answer in time) and retried: a person is
+        // needed only when it keeps happening.
+        else
+          clog[attempt >= 5 ? 'error' : 'warn'](
+            { err: error, waitMs, attempt },
+            'command interrupted: trying again',
+          );
         await sleep(waitMs, undefined, { signal: stopping.signal });
       }
     }
