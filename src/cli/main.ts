@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
+import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
 
 /**
  * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
@@ -131,7 +132,16 @@ export function buildProgram(): Command {
     )
     .argument('<id>')
     .option('--json', 'print JSON instead of a table')
-    .action(async (id: string, opts: { json?: boolean }) =>
+    .option(
+      '--as <kind>',
+      `follow the id only as one kind, when it matches several: ${ID_KINDS.join(' | ')}`,
+      (value: string) => {
+        if (!(ID_KINDS as readonly string[]).includes(value))
+          throw new InvalidArgumentError(`must be one of ${ID_KINDS.join(', ')}`);
+        return value as IdKind;
+      },
+    )
+    .action(async (id: string, opts: { json?: boolean; as?: IdKind }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
 

@@ -37,6 +37,7 @@ import {
   FINAL_STATES,
   VERDICTS,
 } from '../guard/index.js';
+import { messagePositions } from '../kafka/message-positions.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
@@ -44,7 +45,7 @@ import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js'
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { OutcomeError } from '../partner/errors.js';
 import type { SourcePartners } from '../partner/source-partners.js';
-import { traceCommand, traceOutcome } from '../telemetry/telemetry.js';
+import { traceCommand, traceContextFor, traceOutcome, withTraceExtension } from '../telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -365,76 +366,107 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     acting: { source: string; ceSource: string; key: 'own' | 'deployment' },
   ) {
     const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
-    const event = toCloudEvent({
-      // Stable per command: a republished outcome carries the same id.
-      id: `outcome.${record.commandId}`,
-      source: SOURCE(spec.name),
-      type: OUTCOME_TYPES[spec.kind],
-      subject: record.targetId,
-      data: outcome,
+    // Inside the outcome's span, so the trace context the messages carry is that span's.
+    await traceOutcome(record.commandId, record.state, async () => {
+      // Every message published here carries the trace context, as a header and as the CloudEvents
+      // distributed-tracing extension, so a back-office consuming outcomes joins the trace.
+      const traceContext = traceContextFor(origin.message.headers);
+      const event = toCloudEvent({
+        // Stable per command: a republished outcome carries the same id.
+        id: `outcome.${record.commandId}`,
+        source: SOURCE(spec.name),
+        type: OUTCOME_TYPES[spec.kind],
+        subject: record.targetId,
+        data: outcome,
+      });
+      const trail: Record<string, string> = {};
+      for (const name of TRAIL_HEADERS) {
+        const value = headerValue(origin.message.headers, name);
+        if (value !== undefined) trail[name] = value;
+      }
+      const batches: TopicMessages[] = [
+        {
+          topic: outcomeTopic,
+          messages: [
+            {
+              key: record.targetId,
+              value: JSON.stringify(withTraceExtension(event, traceContext)),
+              headers: {
+                ...cloudEventHeaders(event),
+                ...trail,
+                ...traceContext,
+                'command-id': record.commandId,
+              },
+            },
+          ],
+        },
+      ];
+      for (const next of completion.followUps ?? []) {
+        const command = toCloudEvent({
+          id: next.id,
+          // The cause's source: the follow-up acts for the same PMS source (and with its key).
+          source: acting.ceSource,
+          type: next.type,
+          subject: next.subject,
+          data: next.data as never,
+        });
+        batches.push({
+          topic: topicName(deps.topicPrefix, next.topic),
+          messages: [
+            {
+              key: next.key,
+              value: JSON.stringify(withTraceExtension(command, traceContext)),
+              // Its own event, linked by `caused-by`; the webhook's trail goes on, so its outcome and a
+              // trace by webhook-id or request-id find it too.
+              headers: {
+                ...cloudEventHeaders(command),
+                ...trail,
+                ...traceContext,
+                'caused-by': record.commandId,
+              },
+            },
+          ],
+        });
+      }
+      const reason = DEAD_LETTER_REASONS.find((r) => r === record.state);
+      // A redriven command that is final again is not dead-lettered again (no redrive loop); a
+      // plain redelivery is, because the first dead letter may not have reached Kafka.
+      const redriven = headerValue(origin.message.headers, REDRIVE_HEADER.redrivenFrom) !== undefined;
+      if (reason && !(redelivered && redriven)) {
+        const failedAt = (iso: string | undefined) =>
+          iso ? new Date(iso) : (record.finishedAt ?? new Date());
+        const scope = acting.key === 'own' ? outsideScope(record, acting.source) : null;
+        batches.unshift(
+          deadLetter(origin, reason, {
+            commandId: record.commandId,
+            error: scope && record.lastError ? { ...record.lastError, message: scope } : record.lastError,
+            partnerError: outcome.error ?? null,
+            attempts: record.attempts,
+            firstFailureAt: failedAt(record.lastError?.first_failure_at),
+            lastFailureAt: failedAt(record.lastError?.last_failure_at),
+            partnerRequestIds: record.requestIds,
+          }),
+        );
+        metrics.deadLetters.inc({ topic: spec.topic, reason });
+      }
+      const outcomeMessage = batches.find((b) => b.topic === outcomeTopic)!.messages[0]!;
+      const landed = messagePositions(
+        batches,
+        await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
+      ).get(outcomeMessage);
+      // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
+      // lost note costs only that line of the trace.
+      if (landed)
+        void repository
+          .logRead(record.commandId, {
+            attempt: record.attempts,
+            requestId: event.id,
+            kind: 'outcome',
+            result: 'published',
+            message: `${spec.outcomeTopic}[${landed.partition}]@${landed.offset}`,
+          })
+          .catch((error: unknown) => logger.debug({ err: error }, 'outcome position not kept'));
     });
-    const trail: Record<string, string> = {};
-    for (const name of TRAIL_HEADERS) {
-      const value = headerValue(origin.message.headers, name);
-      if (value !== undefined) trail[name] = value;
-    }
-    const batches: TopicMessages[] = [
-      {
-        topic: outcomeTopic,
-        messages: [
-          {
-            key: record.targetId,
-            value: JSON.stringify(event),
-            headers: { ...cloudEventHeaders(event), ...trail, 'command-id': record.commandId },
-          },
-        ],
-      },
-    ];
-    for (const next of completion.followUps ?? []) {
-      const command = toCloudEvent({
-        id: next.id,
-        // The cause's source: the follow-up acts for the same PMS source (and with its key).
-        source: acting.ceSource,
-        type: next.type,
-        subject: next.subject,
-        data: next.data as never,
-      });
-      batches.push({
-        topic: topicName(deps.topicPrefix, next.topic),
-        messages: [
-          {
-            key: next.key,
-            value: JSON.stringify(command),
-            // Its own event, linked by `caused-by`; the webhook's trail goes on, so its outcome and a
-            // trace by webhook-id or request-id find it too.
-            headers: { ...cloudEventHeaders(command), ...trail, 'caused-by': record.commandId },
-          },
-        ],
-      });
-    }
-    const reason = DEAD_LETTER_REASONS.find((r) => r === record.state);
-    // A redriven command that is final again is not dead-lettered again (no redrive loop); a
-    // plain redelivery is, because the first dead letter may not have reached Kafka.
-    const redriven = headerValue(origin.message.headers, REDRIVE_HEADER.redrivenFrom) !== undefined;
-    if (reason && !(redelivered && redriven)) {
-      const failedAt = (iso: string | undefined) => (iso ? new Date(iso) : (record.finishedAt ?? new Date()));
-      const scope = acting.key === 'own' ? outsideScope(record, acting.source) : null;
-      batches.unshift(
-        deadLetter(origin, reason, {
-          commandId: record.commandId,
-          error: scope && record.lastError ? { ...record.lastError, message: scope } : record.lastError,
-          partnerError: outcome.error ?? null,
-          attempts: record.attempts,
-          firstFailureAt: failedAt(record.lastError?.first_failure_at),
-          lastFailureAt: failedAt(record.lastError?.last_failure_at),
-          partnerRequestIds: record.requestIds,
-        }),
-      );
-      metrics.deadLetters.inc({ topic: spec.topic, reason });
-    }
-    await traceOutcome(record.commandId, record.state, async () =>
-      (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
-    );
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)
       metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
@@ -485,6 +517,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             request_id: null,
           },
         };
+        const traceContext = traceContextFor(origin.message.headers);
         const event = toCloudEvent({
           id: `outcome.${loose.commandId}.invalid.${origin.partition}-${origin.message.offset}`,
           source: SOURCE(spec.name),
@@ -497,8 +530,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           messages: [
             {
               key: targetId,
-              value: JSON.stringify(event),
-              headers: { ...cloudEventHeaders(event), 'command-id': loose.commandId },
+              value: JSON.stringify(withTraceExtension(event, traceContext)),
+              headers: { ...cloudEventHeaders(event), ...traceContext, 'command-id': loose.commandId },
             },
           ],
         });
@@ -556,7 +589,13 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         const waitMs = backoffDelay(COMMAND_RETRY, attempt);
         if (error instanceof GuardBusyError)
           clog.warn({ waitMs }, 'command still worked on by another process: trying again');
-        else clog.error({ err: error, waitMs }, 'command interrupted: trying again');
+        // Transient (a read or the database did not answer in time) and retried: a person is
+        // needed only when it keeps happening.
+        else
+          clog[attempt >= 5 ? 'error' : 'warn'](
+            { err: error, waitMs, attempt },
+            'command interrupted: trying again',
+          );
         await sleep(waitMs, undefined, { signal: stopping.signal });
       }
     }

@@ -1,18 +1,19 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
 import { formatTrace } from '../../trace/trace-table.js';
-import { traceId } from '../../trace/trace.js';
+import { traceId, type IdKind } from '../../trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**
- * `rentbridge trace <id> [--json]`: the life of one event from what PostgreSQL holds. Exit 0 when
+ * `rentbridge trace <id> [--json] [--as <kind>]`: the life of one event from what PostgreSQL holds. Exit 0 when
  * something was found, 1 when nothing was.
  */
-export async function trace(id: string, opts: { json?: boolean }): Promise<void> {
+export async function trace(id: string, opts: { json?: boolean; as?: IdKind }): Promise<void> {
   const runtime = createCompositionRoot(loadConfigOrExit());
   try {
     const result = await traceId(runtime.db, id, {
       topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,
       retentionHours: runtime.config.OUTBOX_RETENTION_HOURS,
+      ...(opts.as && { as: opts.as }),
     });
     process.stdout.write(`${opts.json ? JSON.stringify(result, null, 2) : formatTrace(result)}\n`);
     process.exitCode = result.found ? 0 : 1;
