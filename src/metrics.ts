@@ -34,6 +34,14 @@ export const topicLabel = logicalTopic;
 /** Registered by `exposeMetrics`, never at import. */
 const r: Registry[] = [];
 
+/**
+ * Figures read at scrape time by the process that has them: the process serving the console sets
+ * `roleLastSeen` (src/ops/role-heartbeat.ts); elsewhere the metric is declared with no series.
+ */
+export const scrapeHooks: {
+  roleLastSeen?: (set: (role: string, seconds: number) => void) => Promise<void>;
+} = {};
+
 export const metrics = {
   webhooks: new Counter({
     name: 'rentbridge_webhooks_total',
@@ -164,6 +172,15 @@ export const metrics = {
     labelNames: ['source', 'result'] as const,
     registers: r,
   }),
+  roleLastSeen: new Gauge({
+    name: 'rentbridge_role_last_seen_seconds',
+    help: 'Seconds since a process running the role last reported (every 10 s); 3600 when none did within the hour',
+    labelNames: ['role'],
+    registers: r,
+    async collect() {
+      await scrapeHooks.roleLastSeen?.((role, seconds) => this.set({ role }, seconds));
+    },
+  }),
 };
 
 type AnyMetric = (typeof metrics)[keyof typeof metrics];
@@ -171,6 +188,8 @@ type AnyMetric = (typeof metrics)[keyof typeof metrics];
 /** Which metrics each kind of work updates: what a process running that work exposes. */
 export const METRIC_GROUPS = {
   receiver: [metrics.webhooks],
+  /** The process serving the console (src/ops/role-heartbeat.ts). */
+  roles: [metrics.roleLastSeen],
   customerTokens: [metrics.customerTokens],
   /** Which key acts for each PMS source: every process that acts for sources (src/partner/source-partners.ts). */
   sourceKeys: [metrics.sourcePartnerKey],

@@ -96,6 +96,18 @@ describe('rentbridge start', () => {
       expect(letters[0]?.reason).toBe('rejected');
     });
 
+    it('logs no error-level line and no kafkajs notice on a clean start against the real broker', () => {
+      // By now topics were created (a fresh prefix), leaders elected, and commands and dead letters
+      // went through: every line up to here is what an operator sees on a clean start.
+      const lines = log
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: string; msg: string; component?: string });
+      expect(lines.length).toBeGreaterThan(10);
+      expect(lines.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
+      expect(lines.filter((l) => l.component === 'kafkajs').map((l) => l.msg)).toEqual([]);
+    });
+
     it('stops gracefully on SIGTERM', async () => {
       child.kill('SIGTERM');
       const code = await new Promise<number | null>((r) => child.once('exit', r));

@@ -36,6 +36,7 @@ import { createResync, type Resync, type ResyncOptions } from '../resync/resync.
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
 import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
+import { createRoleHeartbeat } from '../ops/role-heartbeat.js';
 
 /**
  * The one composition root (docs/decisions/017-composition-root.md). A process builds one: it
@@ -333,7 +334,18 @@ export async function runRoles(
         await root.close();
         throw error;
       }
-      const service = await startInOrder(roles(), root.logger, { finally: () => root.close() });
+      // Each role started reports itself (src/ops/role-heartbeat.ts): the console tells a role that
+      // is not running from one that is idle.
+      const names: string[] = [];
+      const reported = [...roles()].map((entry) => async () => {
+        const component = typeof entry === 'function' ? await entry() : entry;
+        if (component) names.push(component.name);
+        return component;
+      });
+      const heartbeat = createRoleHeartbeat({ db: root.db, logger: root.logger, roles: () => names });
+      const service = await startInOrder([...reported, heartbeat], root.logger, {
+        finally: () => root.close(),
+      });
       root.markStarted();
       return service;
     },

@@ -3,6 +3,7 @@ import { createCustomerTokens } from '../access-tokens/customer-token-router.js'
 import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
+import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
 import { createReadiness, type RoleCheck } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createReceiptPruner } from '../receiver/receipt-pruner.js';
@@ -114,11 +115,15 @@ async function startHttp(
     logger,
     opsToken: config.OPS_TOKEN,
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
+    // The console judges and explains by the configured rules, as /readyz and the CLI do.
+    insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
   });
   const readiness = createReadiness(runtime, 3000, {
     writer,
     ...(options.roles && { roles: options.roles }),
   });
+  // The process serving the console says which roles run (rentbridge_role_last_seen_seconds).
+  reportRolesOnScrape(db);
   const app = createHttpApp({
     logger,
     mounts: [

@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
+import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
 
 /**
  * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
@@ -133,7 +134,16 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON instead of a table')
     .option('--source <source>', 'only commands of this source (when several commands share the id)')
     .option('--type <type>', 'only commands of this type (application_decision, rental_payment, ...)')
-    .action(async (id: string, opts: { json?: boolean; source?: string; type?: string }) =>
+    .option(
+      '--as <kind>',
+      `follow the id only as one kind, when it matches several: ${ID_KINDS.join(' | ')}`,
+      (value: string) => {
+        if (!(ID_KINDS as readonly string[]).includes(value))
+          throw new InvalidArgumentError(`must be one of ${ID_KINDS.join(', ')}`);
+        return value as IdKind;
+      },
+    )
+    .action(async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
 

@@ -42,6 +42,7 @@ import {
   FINAL_STATES,
   VERDICTS,
 } from '../guard/index.js';
+import { messagePositions } from '../kafka/message-positions.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
@@ -49,7 +50,7 @@ import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js'
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { OutcomeError } from '../partner/errors.js';
 import type { SourcePartners } from '../partner/source-partners.js';
-import { traceCommand, traceOutcome } from '../telemetry/telemetry.js';
+import { traceCommand, traceContextFor, traceOutcome, withTraceExtension } from '../telemetry/telemetry.js';
 
 /**
  * The runner shared by both command consumers: one Kafka consumer per command topic, messages of
@@ -377,9 +378,15 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   /**
    * An outcome as a CloudEvent: its command's source and type also as extension attributes
    * (`commandsource`, `commandtype`) and headers, so a back-office routes or tells two `42`s apart
-   * without parsing `data`.
+   * without parsing `data`. The trace context goes as a header and as the CloudEvents
+   * distributed-tracing extension, so a back-office consuming outcomes joins the trace.
    */
-  function outcomeMessage(id: string, outcome: CommandOutcome, trail: Record<string, string> = {}) {
+  function outcomeMessage(
+    id: string,
+    outcome: CommandOutcome,
+    trail: Record<string, string>,
+    traceContext: Record<string, string>,
+  ) {
     const event = {
       ...toCloudEvent({
         id,
@@ -393,10 +400,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     };
     return {
       key: outcome.target_id,
-      value: JSON.stringify(event),
+      value: JSON.stringify(withTraceExtension(event, traceContext)),
       headers: {
         ...cloudEventHeaders(event),
         ...trail,
+        ...traceContext,
         'command-id': outcome.command_id,
         'command-source': outcome.command_source,
         'command-type': outcome.command_type,
@@ -421,62 +429,89 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     acting: Acting,
   ) {
     const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
-    const trail = trailOf(origin);
-    const batches: TopicMessages[] = [
-      {
-        topic: outcomeTopic,
-        // Stable per command identity (its request-id base is unique to it and is the command id
-        // when that fits): a republished outcome carries the same id.
-        messages: [outcomeMessage(`outcome.${record.requestIdBase}`, outcome, trail)],
-      },
-    ];
-    for (const next of completion.followUps ?? []) {
-      const command = toCloudEvent({
-        id: next.id,
-        // The cause's source: the follow-up is the same PMS's command (part of its identity) and
-        // acts for that source with its key.
-        source: acting.ceSource,
-        type: next.type,
-        subject: next.subject,
-        data: next.data as never,
-      });
-      batches.push({
-        topic: topicName(deps.topicPrefix, next.topic),
-        messages: [
-          {
-            key: next.key,
-            value: JSON.stringify(command),
-            // Its own event, linked by `caused-by`; the webhook's trail goes on, so its outcome and a
-            // trace by webhook-id or request-id find it too.
-            headers: { ...cloudEventHeaders(command), ...trail, 'caused-by': record.commandId },
-          },
-        ],
-      });
-    }
-    const reason = DEAD_LETTER_REASONS.find((r) => r === record.state);
-    // A redriven command that is final again is not dead-lettered again (no redrive loop); a
-    // plain redelivery is, because the first dead letter may not have reached Kafka.
-    const redriven = headerValue(origin.message.headers, REDRIVE_HEADER.redrivenFrom) !== undefined;
-    if (reason && !(redelivered && redriven)) {
-      const failedAt = (iso: string | undefined) => (iso ? new Date(iso) : (record.finishedAt ?? new Date()));
-      const scope = acting.key === 'own' ? outsideScope(record, acting.source) : null;
-      batches.unshift(
-        deadLetter(origin, reason, {
-          commandId: record.commandId,
-          commandSource: record.source,
-          error: scope && record.lastError ? { ...record.lastError, message: scope } : record.lastError,
-          partnerError: outcome.error ?? null,
-          attempts: record.attempts,
-          firstFailureAt: failedAt(record.lastError?.first_failure_at),
-          lastFailureAt: failedAt(record.lastError?.last_failure_at),
-          partnerRequestIds: record.requestIds,
-        }),
-      );
-      metrics.deadLetters.inc({ topic: spec.topic, reason });
-    }
-    await traceOutcome(record.commandId, record.state, async () =>
-      (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
-    );
+    // Inside the outcome's span, so the trace context the messages carry is that span's.
+    await traceOutcome(record.commandId, record.state, async () => {
+      // Every message published here carries the trace context, as a header and as the CloudEvents
+      // distributed-tracing extension, so a back-office consuming outcomes joins the trace.
+      const traceContext = traceContextFor(origin.message.headers);
+      // Stable per command identity (its request-id base is unique to it and is the command id
+      // when that fits): a republished outcome carries the same id.
+      const outcomeId = `outcome.${record.requestIdBase}`;
+      const trail = trailOf(origin);
+      const batches: TopicMessages[] = [
+        { topic: outcomeTopic, messages: [outcomeMessage(outcomeId, outcome, trail, traceContext)] },
+      ];
+      for (const next of completion.followUps ?? []) {
+        const command = toCloudEvent({
+          id: next.id,
+          // The cause's source: the follow-up is the same PMS's command (part of its identity) and
+          // acts for that source with its key.
+          source: acting.ceSource,
+          type: next.type,
+          subject: next.subject,
+          data: next.data as never,
+        });
+        batches.push({
+          topic: topicName(deps.topicPrefix, next.topic),
+          messages: [
+            {
+              key: next.key,
+              value: JSON.stringify(withTraceExtension(command, traceContext)),
+              // Its own event, linked by `caused-by`; the webhook's trail goes on, so its outcome and a
+              // trace by webhook-id or request-id find it too.
+              headers: {
+                ...cloudEventHeaders(command),
+                ...trail,
+                ...traceContext,
+                'caused-by': record.commandId,
+              },
+            },
+          ],
+        });
+      }
+      const reason = DEAD_LETTER_REASONS.find((r) => r === record.state);
+      // A redriven command that is final again is not dead-lettered again (no redrive loop); a
+      // plain redelivery is, because the first dead letter may not have reached Kafka.
+      const redriven = headerValue(origin.message.headers, REDRIVE_HEADER.redrivenFrom) !== undefined;
+      if (reason && !(redelivered && redriven)) {
+        const failedAt = (iso: string | undefined) =>
+          iso ? new Date(iso) : (record.finishedAt ?? new Date());
+        const scope = acting.key === 'own' ? outsideScope(record, acting.source) : null;
+        batches.unshift(
+          deadLetter(origin, reason, {
+            commandId: record.commandId,
+            commandSource: record.source,
+            error: scope && record.lastError ? { ...record.lastError, message: scope } : record.lastError,
+            partnerError: outcome.error ?? null,
+            attempts: record.attempts,
+            firstFailureAt: failedAt(record.lastError?.first_failure_at),
+            lastFailureAt: failedAt(record.lastError?.last_failure_at),
+            partnerRequestIds: record.requestIds,
+          }),
+        );
+        metrics.deadLetters.inc({ topic: spec.topic, reason });
+      }
+      const sentOutcome = batches.find((b) => b.topic === outcomeTopic)!.messages[0]!;
+      const landed = messagePositions(
+        batches,
+        await (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
+      ).get(sentOutcome);
+      // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
+      // lost note costs only that line of the trace.
+      if (landed)
+        void repository
+          .logRead(
+            { source: record.source, commandType: spec.kind, commandId: record.commandId },
+            {
+              attempt: record.attempts,
+              requestId: outcomeId,
+              kind: 'outcome',
+              result: 'published',
+              message: `${spec.outcomeTopic}[${landed.partition}]@${landed.offset}`,
+            },
+          )
+          .catch((error: unknown) => logger.debug({ err: error }, 'outcome position not kept'));
+    });
     // Counted once per command: a redelivered final command was counted when it became final.
     if (record.state === 'rejected' && !redelivered)
       metrics.commandsRefused.inc({ command: spec.kind, code: errorCodeLabel(outcome.error?.code) });
@@ -534,6 +569,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             `outcome.${existing.requestIdBase}.conflict.${origin.partition}-${origin.message.offset}`,
             outcome,
             trailOf(origin),
+            traceContextFor(origin.message.headers),
           ),
         ],
       },
@@ -596,6 +632,8 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             outcomeMessage(
               `outcome.${preferredRequestIdBase({ source: outcome.command_source, commandType: spec.kind, commandId: loose.commandId })}.invalid.${origin.partition}-${origin.message.offset}`,
               outcome,
+              {},
+              traceContextFor(origin.message.headers),
             ),
           ],
         });
@@ -665,7 +703,13 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         const waitMs = backoffDelay(COMMAND_RETRY, attempt);
         if (error instanceof GuardBusyError)
           clog.warn({ waitMs }, 'command still worked on by another process: trying again');
-        else clog.error({ err: error, waitMs }, 'command interrupted: trying again');
+        // Transient (a read or the database did not answer in time) and retried: a person is
+        // needed only when it keeps happening.
+        else
+          clog[attempt >= 5 ? 'error' : 'warn'](
+            { err: error, waitMs, attempt },
+            'command interrupted: trying again',
+          );
         await sleep(waitMs, undefined, { signal: stopping.signal });
       }
     }

@@ -1,9 +1,10 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { COMMAND_TOPICS, TOPICS, topicName } from '../kafka/topics.js';
 import { exposeMetrics, metrics, startAtZero, topicLabel } from '../metrics.js';
+import { traceIndexing } from '../telemetry/telemetry.js';
 import { DEAD_LETTER_REASONS, fromDeadLetterHeaders } from './dead-letter-headers.js';
 import { insertDeadLetters } from './dead-letter-repository.js';
 
@@ -56,6 +57,44 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
   // The letters of every command topic, by every reason, from 0 (src/metrics.ts).
   startAtZero(metrics.deadLettersIndexed, { topic: COMMAND_TOPICS, reason: DEAD_LETTER_REASONS });
 
+  /** One multi-row INSERT of the letters, then one commit of the offset after the last. */
+  async function indexChunk(topic: string, partition: number, chunk: KafkaMessage[]): Promise<void> {
+    const created = await insertDeadLetters(
+      options.db,
+      chunk.map((message) => {
+        const parsed = fromDeadLetterHeaders(message.headers);
+        return {
+          dlqTopic: topic,
+          partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+          value: message.value?.toString() ?? '',
+          headers: parsed.all,
+          info: parsed,
+        };
+      }),
+    );
+    for (const row of created) {
+      metrics.deadLettersIndexed.inc({
+        // The logical topic, as every topic label (src/metrics.ts).
+        topic: topicLabel(options.topicPrefix, row.originalTopic ?? row.dlqTopic),
+        reason: row.reason ?? 'unknown',
+      });
+    }
+    const last = chunk.at(-1)!;
+    log.info(
+      {
+        topic,
+        partition,
+        fromOffset: chunk[0]!.offset,
+        toOffset: last.offset,
+        created: created.length,
+      },
+      'dead letters indexed',
+    );
+    await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(last.offset) + 1n) }]);
+  }
+
   return {
     health() {
       if (!health) throw new Error('the dead-letter indexer is not started');
@@ -73,45 +112,17 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
       await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
       await consumer.run({
         autoCommit: false,
-        // A batch is one multi-row INSERT, then one commit of the batch's next offset.
+        // Chunk by chunk (indexChunk): one INSERT, then one offset commit each.
         eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
           const { topic, partition } = batch;
           for (let i = 0; i < batch.messages.length && isRunning() && !isStale(); i += CHUNK) {
             const chunk = batch.messages.slice(i, i + CHUNK);
-            const created = await insertDeadLetters(
-              options.db,
-              chunk.map((message) => {
-                const parsed = fromDeadLetterHeaders(message.headers);
-                return {
-                  dlqTopic: topic,
-                  partition,
-                  offset: message.offset,
-                  key: message.key?.toString() ?? null,
-                  value: message.value?.toString() ?? '',
-                  headers: parsed.all,
-                  info: parsed,
-                };
-              }),
-            );
-            for (const row of created) {
-              metrics.deadLettersIndexed.inc({
-                // The logical topic, as every topic label (src/metrics.ts).
-                topic: topicLabel(options.topicPrefix, row.originalTopic ?? row.dlqTopic),
-                reason: row.reason ?? 'unknown',
-              });
-            }
-            const last = chunk.at(-1)!;
-            log.info(
-              {
-                topic,
-                partition,
-                fromOffset: chunk[0]!.offset,
-                toOffset: last.offset,
-                created: created.length,
-              },
-              'dead letters indexed',
-            );
-            await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(last.offset) + 1n) }]);
+            const traced = traceIndexing(topic, chunk);
+            await indexChunk(topic, partition, chunk).catch((error: unknown) => {
+              traced.end(error);
+              throw error;
+            });
+            traced.end();
             await heartbeat();
           }
         },

@@ -153,6 +153,23 @@ export interface FailureInput {
 
 export type CommandRepository = ReturnType<typeof createCommandRepository>;
 
+/**
+ * A step kept beside the writes (`command_attempts`): `snapshot`, `read_back`, `wait`, or where the
+ * command's `outcome` message landed on Kafka.
+ */
+export interface StepInput {
+  attempt: number;
+  /** The Partner request id of the read, or of the write a wait is about; an outcome's event id. */
+  requestId: string;
+  kind: 'snapshot' | 'read_back' | 'wait' | 'outcome';
+  /** The verdict (`applied`, `not_applied`, `unknown`), what was read, `waited` or `published`. */
+  result: string;
+  /** Why: what the verdict rests on, what the wait is for; an outcome's `topic[partition]@offset`. */
+  message?: string | null;
+  startedAt?: Date;
+  finishedAt?: Date;
+}
+
 export function createCommandRepository(db: Db) {
   async function mergeError(id: CommandIdentity, failure: FailureInput | undefined) {
     if (!failure) return undefined;
@@ -239,9 +256,12 @@ export function createCommandRepository(db: Db) {
         payload: Prisma.InputJsonValue;
         requestIdBase: string;
         snapshot: Snapshot;
+        /** The snapshot's read, kept as the command's first step (in the same statement). */
+        snapshotRead?: StepInput;
       },
     ): Promise<CommandRecord | null> {
       const requestId = writeRequestId(input.requestIdBase, 1);
+      const read = input.snapshotRead;
       const rows = await db.$queryRaw<RawRow[]>`
         WITH ins AS (
           INSERT INTO commands (source, command_id, command_type, target_id, state, payload, snapshot, attempts,
@@ -253,6 +273,13 @@ export function createCommandRepository(db: Db) {
                                AND command_type = ${input.commandType} AND command_id = ${input.commandId})
           ON CONFLICT DO NOTHING
           RETURNING *),
+        snap AS (
+          INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind, started_at,
+                                        finished_at, result, message)
+          SELECT source, command_type, command_id, ${read?.attempt ?? 0}, ${read?.requestId ?? ''}, ${read?.kind ?? 'snapshot'},
+                 ${read?.startedAt ?? null}::timestamptz, ${read?.finishedAt ?? null}::timestamptz,
+                 ${read?.result ?? null}, ${read?.message ?? null}
+            FROM ins WHERE ${read !== undefined}::boolean),
         att AS (
           INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind)
           SELECT source, command_type, command_id, 1, ${requestId}, 'write' FROM ins)
@@ -321,18 +348,24 @@ export function createCommandRepository(db: Db) {
       });
     },
 
-    /** A read made for the command (snapshot or read-back), with its verdict. */
-    async logRead(
-      id: CommandIdentity,
-      input: { attempt: number; requestId: string; kind: string; result: string },
-    ) {
+    /**
+     * A step of the guard other than a write: a read (snapshot or read-back) with its verdict and
+     * why, or a wait with its reason. Start and end come from this process's clock, so its
+     * duration is never negative (the column's default is the database's clock).
+     */
+    async logRead(id: CommandIdentity, input: StepInput) {
       await db.commandAttempt.create({
         data: {
           source: id.source,
           commandType: id.commandType,
           commandId: id.commandId,
-          ...input,
-          finishedAt: new Date(),
+          attempt: input.attempt,
+          requestId: input.requestId,
+          kind: input.kind,
+          result: input.result,
+          message: input.message?.slice(0, 2000) ?? null,
+          ...(input.startedAt && { startedAt: input.startedAt }),
+          finishedAt: input.finishedAt ?? new Date(),
         },
       });
     },

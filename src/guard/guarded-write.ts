@@ -7,7 +7,7 @@ import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
 import { classifyFailure, type FailureInfo } from './classify-failure.js';
 import type { CommandLock, CommandLocks } from './command-lock.js';
 import type { CommandIdentity } from '../events/command-identity.js';
-import type { CommandRecord, CommandRepository, FinalState } from './command-repository.js';
+import type { CommandRecord, CommandRepository, FinalState, StepInput } from './command-repository.js';
 import { isFinal, sameContent } from './command-repository.js';
 import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy, ReadContext, Snapshot, Verdict } from './read-back.js';
@@ -226,6 +226,7 @@ async function walk<C>(
 
   const readBack = async (snapshot: Snapshot): Promise<Verdict> => {
     const requestId = readRequestId(base, attempt, reads + 1);
+    const startedAt = new Date();
     const verdict = await read('read-back', () =>
       strategy.verdict(input.command, snapshot, ctx).catch((error: unknown) => {
         // An answer of a shape the client does not recognise is no evidence either way: the
@@ -236,10 +237,30 @@ async function walk<C>(
       }),
     );
     metrics.readBacks.inc({ command: input.commandType, verdict });
-    await repo.logRead(identity, { attempt, requestId, kind: 'read_back', result: verdict });
+    await repo.logRead(identity, {
+      attempt,
+      requestId,
+      kind: 'read_back',
+      result: verdict,
+      message: verdictReason(verdict, missing),
+      startedAt,
+      finishedAt: new Date(),
+    });
     log.info({ verdict, attempt }, 'read back');
     return verdict;
   };
+
+  /** A wait of the guard, kept as a step with its reason (about the last write's request id). */
+  const logWait = (startedAt: Date, why: string) =>
+    repo.logRead(identity, {
+      attempt,
+      requestId: writeRequestId(base, Math.max(attempt, 1)),
+      kind: 'wait',
+      result: 'waited',
+      message: why,
+      startedAt,
+      finishedAt: new Date(),
+    });
 
   // The common case, a command seen for the first time: the snapshot is read, then the row is
   // created directly as in_flight with it (one round trip). Otherwise (the row exists, or the
@@ -259,7 +280,9 @@ async function walk<C>(
   // attached, or the rejection would be unhandled and end the process.
   taking.catch(() => undefined);
   let taken: CommandLock | null = null;
+  let firstRead: StepInput | undefined;
   try {
+    const readStarted = new Date();
     const first = await read('snapshot', () => strategy.snapshot(input.command, ctx)).catch(
       (error: unknown) => {
         if (signal?.aborted) throw error;
@@ -268,6 +291,7 @@ async function walk<C>(
       },
     );
     if (first) {
+      firstRead = snapshotStep(base, 0, reads, first, readStarted);
       await deps.throttle?.wait(signal);
       const requestId = writeRequestId(base, 1);
       created = await repo.createInFlight({
@@ -276,6 +300,7 @@ async function walk<C>(
         payload,
         requestIdBase: base,
         snapshot: first,
+        snapshotRead: firstRead,
       });
       if (created) begun = { snapshot: first, requestId };
       else early = Promise.resolve(first);
@@ -364,12 +389,21 @@ async function walk<C>(
         return finish(action.state, failure);
       }
 
-      case 'snapshot':
+      case 'snapshot': {
         // A snapshot read before the lock was taken at once is as good (nobody else was writing).
+        const readStarted = new Date();
+        const readsBefore = reads;
         baseline = await (early ?? read('snapshot', () => strategy.snapshot(input.command, ctx)));
+        await repo.logRead(
+          identity,
+          early && firstRead
+            ? firstRead
+            : snapshotStep(base, attempt, reads, baseline, readStarted, readsBefore),
+        );
         early = undefined;
         d = decide(d.state, { type: 'snapshot_taken', at: Date.now() }, limits);
         continue;
+      }
 
       case 'read_back': {
         const waitMs = action.notBefore - Date.now();
@@ -379,7 +413,14 @@ async function walk<C>(
               { waitMs, attempt },
               'write unanswered: waiting out the processing bound before concluding',
             );
+          const waitStarted = new Date();
           await sleep(waitMs, undefined, { signal });
+          await logWait(
+            waitStarted,
+            action.whyNow === 'bound'
+              ? `processing bound: "not applied" may be concluded only from a read made PARTNER_MAX_PROCESSING_MS (${options.maxProcessingMs} ms) after the write's call ended`
+              : 'before an early read-back: it can prove "applied" before the processing bound',
+          );
         }
         const at = Date.now();
         missing = null;
@@ -390,11 +431,17 @@ async function walk<C>(
 
       case 'write': {
         if (action.pending) await repo.markPending(identity, asFailure(action.pending));
+        const waitStarted = new Date();
         if (action.throttled) {
           await deps.throttle?.pause(new Date(Date.now() + action.waitMs));
           if (!deps.throttle) await sleep(action.waitMs, undefined, { signal });
+          await logWait(
+            waitStarted,
+            `throttled: 429 Retry-After, ${action.waitMs} ms, for every process sharing the budget`,
+          );
         } else if (action.waitMs > 0) {
           await sleep(action.waitMs * (0.75 + Math.random() * 0.5), undefined, { signal });
+          await logWait(waitStarted, `back-off before write attempt ${action.attempt}`);
         }
         attempt = action.attempt;
         let requestId: string;
@@ -448,4 +495,45 @@ async function walk<C>(
       }
     }
   }
+}
+
+/** Why a read-back reached its verdict, in the words of the guard's rule (DESIGN.md). */
+function verdictReason(verdict: Verdict, missing: string | null): string {
+  if (verdict === 'applied') return 'the target state is reached: the write is visible on the record';
+  if (verdict === 'not_applied')
+    return 'the record is unchanged since the snapshot taken before the first write';
+  return missing
+    ? `cannot tell: ${missing}`
+    : 'cannot tell: the record changed since the snapshot, but not as this write would';
+}
+
+/** The snapshot read as a step: its request ids (`.a<n>.r<k>`), what it found, and when. */
+function snapshotStep(
+  /** The command's request-id base. */
+  base: string,
+  attempt: number,
+  reads: number,
+  snapshot: Snapshot,
+  startedAt: Date,
+  readsBefore = 0,
+): StepInput {
+  const ids = Array.from({ length: Math.max(reads - readsBefore, 1) }, (_, i) =>
+    readRequestId(base, attempt, readsBefore + i + 1),
+  );
+  return {
+    attempt,
+    requestId: ids[0]!,
+    kind: 'snapshot',
+    result: snapshot.found ? 'read' : 'not found',
+    message: [
+      snapshot.found
+        ? `status ${snapshot.status ?? '–'}, updated_at ${snapshot.updated_at ?? '–'}`
+        : 'no such record',
+      ids.length > 1 ? `requests ${ids.join(', ')}` : null,
+    ]
+      .filter(Boolean)
+      .join('; '),
+    startedAt,
+    finishedAt: new Date(),
+  };
 }

@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type LogEntry } from 'kafkajs';
 import type { Logger } from '../logger.js';
+import { kafkaLogMethod } from './kafka-log-level.js';
 
 /** A kafkajs client whose own logs go through pino. */
 export function createKafka(options: { brokers: string[]; clientId: string; logger: Logger }): Kafka {
@@ -13,8 +14,7 @@ export function createKafka(options: { brokers: string[]; clientId: string; logg
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...fields } = entry;
-        const method = level === logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : 'debug';
-        log[method](fields, message);
+        log[kafkaLogMethod(level, message, fields)](fields, message);
       },
   });
 }

@@ -1,5 +1,20 @@
-import type { Kafka, Producer } from 'kafkajs';
-import { recordingPartitioner } from './whole-send.js';
+import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
+import { recordingPartitioner } from './message-positions.js';
+
+/**
+ * How rentbridge's producers are made: idempotent with one request in flight (Kafka drops a
+ * retried duplicate and keeps order), no topic auto-creation (topics exist only as
+ * src/kafka/topics.ts makes them), and the partitioner named rather than defaulted: kafkajs 2's
+ * default, murmur2 on the key as the Java client, so one record's messages land on the same
+ * partition whichever client wrote them; wrapped to remember each message's partition for the
+ * trace (src/kafka/message-positions.ts). Named, kafkajs logs no notice about its change of default.
+ */
+export const PRODUCER_CONFIG: Readonly<ProducerConfig> = Object.freeze({
+  idempotent: true,
+  maxInFlightRequests: 1,
+  allowAutoTopicCreation: false,
+  createPartitioner: recordingPartitioner,
+});
 
 /**
  * The one Kafka producer of a process (idempotent, one request in flight: Kafka drops a retried
@@ -21,13 +36,7 @@ export function createSharedProducer(kafka: Kafka): SharedProducer {
   return {
     get() {
       current ??= (async () => {
-        const p = kafka.producer({
-          idempotent: true,
-          maxInFlightRequests: 1,
-          allowAutoTopicCreation: false,
-          // Records each message's partition, so that a batch can be checked whole (whole-send.ts).
-          createPartitioner: recordingPartitioner,
-        });
+        const p = kafka.producer({ ...PRODUCER_CONFIG });
         try {
           await p.connect();
         } catch (error) {

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { registry as processRegistry } from '../metrics.js';
-import { traceId } from '../trace/trace.js';
+import { ID_KINDS, traceId, type IdKind } from '../trace/trace.js';
 import { SnapshotRing } from './overview/metric-samples.js';
 import { buildOverview } from './overview/overview.js';
 
@@ -15,13 +15,15 @@ export interface InsightRouterOptions {
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS, to say why a trail ends. Default 72. */
   retentionHours?: number;
+  /** RELAY_STALL_SECONDS: the overview's relay rule is /readyz's. Default 120. */
+  relayStallSeconds?: number;
   /** Where the in-process figures come from. Default: this process's /metrics registry. */
   registry?: Registry;
 }
 
 /**
  * The console's read-only views, mounted under the ops API (bearer OPS_TOKEN): `GET /overview`
- * (the flow, its figures and last-hour charts) and `GET /trace/:id` (one event's life).
+ * (the flow, its figures and last-hour charts) and `GET /trace/:id[?as=<kind>]` (one event's life).
  */
 export function createInsightRouter(options: InsightRouterOptions): Router {
   const ring = new SnapshotRing();
@@ -34,6 +36,7 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
         registry: options.registry ?? processRegistry,
         ring,
         topicPrefix: options.topicPrefix,
+        ...(options.relayStallSeconds !== undefined && { relayStallSeconds: options.relayStallSeconds }),
       }),
     );
   });
@@ -45,8 +48,12 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
     if (/[\u0000-\u001f\u007f]/.test(id)) {
       throw new AppError(400, 'validation_error', 'id: must not contain control characters');
     }
+    const as = req.query.as;
+    if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
+      throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);
     res.json(
       await traceId(options.db, id, {
+        ...(as !== undefined && { as: as as IdKind }),
         topicPrefix: options.topicPrefix,
         retentionHours: options.retentionHours ?? 72,
         // When several commands share the id: `?source=acme&type=rental_payment` picks one.

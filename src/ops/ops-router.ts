@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Router } from 'express';
 import type { Kafka, Producer } from 'kafkajs';
-import type { SharedProducer } from '../kafka/shared-producer.js';
+import { PRODUCER_CONFIG, type SharedProducer } from '../kafka/shared-producer.js';
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
 import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
@@ -42,6 +42,8 @@ export interface OpsRouterOptions {
   opsToken: string | undefined;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
+  /** OUTBOX_RETENTION_HOURS and RELAY_STALL_SECONDS, for the console's views (createInsightRouter). */
+  insight?: { retentionHours: number; relayStallSeconds: number };
 }
 
 export type OpsRouter = Router & {
@@ -147,7 +149,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     if (options.sharedProducer) return options.sharedProducer.get();
     if (!options.kafka) throw new AppError(503, 'unavailable', 'no Kafka producer configured for redrive');
     connecting ??= (async () => {
-      ownProducer = options.kafka!.producer({ idempotent: true, maxInFlightRequests: 1 });
+      ownProducer = options.kafka!.producer({ ...PRODUCER_CONFIG });
       await ownProducer.connect();
       return ownProducer;
     })();
@@ -240,7 +242,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     res.json({ items: await listAudit(db, parseQuery(auditFiltersSchema, req)) });
   });
 
-  api.use(createInsightRouter({ db, topicPrefix }));
+  api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -12,7 +12,8 @@ import type { OutboxRow } from './outbox-reader.js';
  */
 export interface OutboxStreamReader {
   fetch(topic: string, afterId: bigint, limit: number): Promise<OutboxRow[]>;
-  markPublished(ids: bigint[]): Promise<void>;
+  /** One statement for the batch; `positions` (by id) say where each row landed on Kafka. */
+  markPublished(ids: bigint[], positions?: Map<bigint, { partition: number; offset: string }>): Promise<void>;
   topicsWaiting(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -77,11 +78,18 @@ export function createOutboxStreamReader(options: {
         attempts: r.attempts,
       }));
     },
-    async markPublished(ids) {
+    async markPublished(ids, positions = new Map()) {
       await pool.query({
         name: 'relay-mark',
-        text: `UPDATE outbox SET published_at = now(), attempts = attempts + 1 WHERE id = ANY($1::bigint[])`,
-        values: [ids.map(String)],
+        text: `UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1,
+                      kafka_partition = p.partition, kafka_offset = p.kafka_offset
+                 FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS p(id, partition, kafka_offset)
+                WHERE o.id = p.id`,
+        values: [
+          ids.map(String),
+          ids.map((id) => positions.get(id)?.partition ?? null),
+          ids.map((id) => positions.get(id)?.offset ?? null),
+        ],
       });
     },
     async topicsWaiting() {

@@ -1,9 +1,9 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
-import { sendWhole } from '../kafka/whole-send.js';
 import { topicName } from '../kafka/topics.js';
+import { sendWhole, type MessagePosition } from '../kafka/message-positions.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
@@ -13,7 +13,7 @@ import { createOutboxListener } from './outbox-listener.js';
 import { backlog, markFailed, markParked, prunePublished, type OutboxRow } from './outbox-reader.js';
 import { createOutboxStreamReader } from './outbox-stream-reader.js';
 import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-status.js';
-import { runTopicStream, type StreamItem } from './topic-stream.js';
+import { runTopicStream, type Acked, type RowPositions, type StreamItem } from './topic-stream.js';
 import { exposeRelayMetrics } from './relay-metrics.js';
 
 /**
@@ -186,7 +186,7 @@ export function createRelay(options: RelayOptions): Relay {
   }
 
   /** Sends one topic's rows in requests of at most maxBatchBytes, one after the other. */
-  async function send(topic: string, items: StreamItem[], acked: (rows: OutboxRow[]) => void): Promise<void> {
+  async function send(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
     let chunk: StreamItem[] = [];
     let chunkBytes = 0;
     for (const item of items) {
@@ -213,26 +213,20 @@ export function createRelay(options: RelayOptions): Relay {
    * refuses alone is parked. Other errors (a time-out too) mark the rows failed, rebuild the
    * producer and throw: the topic backs off and its rows are retried, in order.
    */
-  async function sendRequest(
-    topic: string,
-    items: StreamItem[],
-    acked: (rows: OutboxRow[]) => void,
-  ): Promise<void> {
+  async function sendRequest(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
     let p: Producer | undefined;
+    let landed = new Map<Message, MessagePosition>();
     try {
       await within(
         sendTimeoutMs,
         (async () => {
           p = await producer.get();
+          const messages = items.map((i) => i.message);
           // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
-          await sendWhole(
-            p,
-            topicName(topicPrefix, topic),
-            items.map((i) => i.message),
-          );
+          landed = await sendWhole(p, topicName(topicPrefix, topic), messages);
         })(),
       );
     } catch (error) {
@@ -269,14 +263,23 @@ export function createRelay(options: RelayOptions): Relay {
       },
       'outbox rows published',
     );
-    acked(rows);
+    // Where each row landed (topic, partition, offset), kept with its mark for the trace.
+    acked(
+      rows,
+      new Map(items.flatMap((i) => (landed.has(i.message) ? [[i.row.id, landed.get(i.message)!]] : []))),
+    );
   }
 
   /** Marks acknowledged rows; a failure leaves them to be sent again (at least once). */
-  async function mark(rows: OutboxRow[]): Promise<void> {
-    await reader.markPublished(rows.map((r) => r.id)).catch((error: unknown) => {
-      logger.warn({ err: error, count: rows.length }, 'published rows not marked: they will be sent again');
-    });
+  async function mark(rows: OutboxRow[], positions: RowPositions): Promise<void> {
+    await reader
+      .markPublished(
+        rows.map((r) => r.id),
+        positions,
+      )
+      .catch((error: unknown) => {
+        logger.warn({ err: error, count: rows.length }, 'published rows not marked: they will be sent again');
+      });
   }
 
   /** A row that can never be published: kept with its reason, never blocking the rows behind it. */

@@ -17,6 +17,11 @@ export interface StreamItem {
   bytes: number;
 }
 
+/** Where each acknowledged row landed on Kafka, by outbox id (kept for the trace). */
+export type RowPositions = Map<bigint, { partition: number; offset: string }>;
+/** Called after each ack with the rows it covered. */
+export type Acked = (rows: OutboxRow[], positions: RowPositions) => void;
+
 export interface TopicStreamOptions {
   topic: string;
   reader: OutboxStreamReader;
@@ -27,9 +32,9 @@ export interface TopicStreamOptions {
   /** How often, at the latest, a stream that never catches up reads from the start again. */
   rescanMs: number;
   /** Sends one topic's rows (in requests of at most the byte bound); calls `acked` after each ack. */
-  send: (items: StreamItem[], acked: (rows: OutboxRow[]) => void) => Promise<void>;
-  /** Marks rows published; a failure leaves them to be sent again (at least once). */
-  mark: (rows: OutboxRow[]) => Promise<void>;
+  send: (items: StreamItem[], acked: Acked) => Promise<void>;
+  /** Marks rows published (with where they landed); a failure leaves them to be sent again. */
+  mark: (rows: OutboxRow[], positions: RowPositions) => Promise<void>;
   /** Called with every message's size, to size the reads. */
   sized?: (bytes: number, count: number) => void;
 }
@@ -78,8 +83,8 @@ export async function runTopicStream(options: TopicStreamOptions): Promise<void>
         next = read(after);
         next.catch(() => undefined);
       }
-      await options.send(items, (rows) => {
-        const marked = options.mark(rows);
+      await options.send(items, (rows, positions) => {
+        const marked = options.mark(rows, positions);
         marking.add(marked);
         void marked.finally(() => marking.delete(marked));
       });

@@ -117,13 +117,13 @@ export interface PublishTrace {
   end(error?: unknown): void;
 }
 
-const NO_PUBLISH_TRACE: PublishTrace = { stamp: (m) => m, end: () => undefined };
+const NO_TRACE: PublishTrace = { stamp: (m) => m, end: () => undefined };
 
 /** Relay: one `outbox publish` span per row, child of the row's stored `traceparent`. */
 export function tracePublish(
   rows: Array<{ topic: string; eventId: string; headers: Record<string, string> }>,
 ): PublishTrace {
-  if (!enabled) return NO_PUBLISH_TRACE;
+  if (!enabled) return NO_TRACE;
   const spans = new Map<string, Span>();
   for (const row of rows) {
     const attributes = {
@@ -143,13 +143,60 @@ export function tracePublish(
       if (span && headers) injectTrace(headers, trace.setSpan(context.active(), span));
       return message;
     },
-    end(error) {
-      for (const span of spans.values()) {
-        if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-        span.end();
-      }
-    },
+    end: (error) => endAll(spans.values(), error),
   };
+}
+
+/** Ends every span, each marked failed when there is an error. */
+function endAll(spans: Iterable<Span>, error?: unknown): void {
+  for (const span of spans) {
+    if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    span.end();
+  }
+}
+
+/**
+ * Dead-letter indexer: one `dead letter index` span per letter, in the trace of the command that
+ * failed (the letter keeps its command's `traceparent`). `end` once the letters are stored.
+ */
+export function traceIndexing(
+  topic: string,
+  letters: Array<{ headers?: Carrier; offset: string }>,
+): { end(error?: unknown): void } {
+  if (!enabled) return NO_TRACE;
+  const spans = letters.map((letter) =>
+    tracer().startSpan(
+      'dead letter index',
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'kafka',
+          'messaging.destination.name': topic,
+          'messaging.kafka.offset': letter.offset,
+        },
+      },
+      contextFrom(letter.headers),
+    ),
+  );
+  return { end: (error) => endAll(spans, error) };
+}
+
+/**
+ * The trace context of a message published while handling `incoming` (an outcome, a follow-up
+ * command): the active span's when tracing is on; else the incoming message's own `traceparent`
+ * (and `tracestate`) passed on unchanged, so a back-office consuming outcomes can join the trace
+ * even when this process exports no spans. Empty when neither exists.
+ */
+export function traceContextFor(incoming: Carrier | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (enabled) injectTrace(headers);
+  if (!headers.traceparent && incoming) {
+    for (const name of ['traceparent', 'tracestate']) {
+      const value = getter.get(incoming, name);
+      if (value !== undefined) headers[name] = value;
+    }
+  }
+  return headers;
 }
 
 /** The CloudEvents distributed-tracing extension: `traceparent`/`tracestate` from stored headers. */

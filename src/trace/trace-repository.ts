@@ -32,6 +32,9 @@ export interface OutboxRow {
   publishedAt: Date | null;
   attempts: number;
   lastError: string | null;
+  /** Where the relay's publish landed (null for rows published before positions were kept). */
+  kafkaPartition: number | null;
+  kafkaOffset: string | null;
 }
 export interface CommandRow {
   source: string;
@@ -90,7 +93,13 @@ export interface AuditRow {
   details: Record<string, unknown>;
 }
 
+/** The kinds of id a trace can start from; an id may match more than one (dead letter 1, record 1). */
+export const ID_KINDS = ['webhook', 'event', 'command', 'request', 'record', 'dead-letter'] as const;
+export type IdKind = (typeof ID_KINDS)[number];
+
 export interface TraceRows {
+  /** The kinds of id the looked-up id matched (before any `as`), in ID_KINDS order. */
+  matchedAs: IdKind[];
   receipts: ReceiptRow[];
   outbox: OutboxRow[];
   commands: CommandRow[];
@@ -105,7 +114,8 @@ export interface TraceRows {
 const RECEIPT = `SELECT source, webhook_id AS "webhookId", event_type AS "eventType", received_at AS "receivedAt",
   outbox_id::text AS "outboxId" FROM webhook_receipts`;
 const OUTBOX = `SELECT id::text, event_id::text AS "eventId", source, topic, key, type, subject, headers,
-  created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError" FROM outbox`;
+  created_at AS "createdAt", published_at AS "publishedAt", attempts, last_error AS "lastError",
+  kafka_partition AS "kafkaPartition", kafka_offset::text AS "kafkaOffset" FROM outbox`;
 const COMMAND = `SELECT source, command_id AS "commandId", command_type AS "commandType",
   request_id_base AS "requestIdBase", target_id AS "targetId", state,
   attempts, last_error AS "lastError", created_at AS "createdAt", updated_at AS "updatedAt",
@@ -151,6 +161,8 @@ export async function readTraceRows(
   id: string,
   commandTopics: string[],
   scope: TraceScope = {},
+  /** Follow only rows the id names as this kind (the user's pick when it matched several). */
+  as?: IdKind,
 ): Promise<TraceRows> {
   const q = <T>(sql: string, ...params: unknown[]) =>
     db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
@@ -161,7 +173,7 @@ export async function readTraceRows(
     (scope.commandType === undefined || c.commandType === scope.commandType);
 
   // Round one: rows the id names.
-  const [receipts1, outbox1, commands1, attempts1, letters1, versions] = await Promise.all([
+  const [receipts0, outbox0, commands0, attempts0, letters0, versions0] = await Promise.all([
     q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = $1`, id),
     q<OutboxRow>(
       `${OUTBOX} WHERE event_id = $2::uuid OR subject = $1 OR key = $1 OR headers->>'webhook-id' = $1 ORDER BY id`,
@@ -183,8 +195,49 @@ export async function readTraceRows(
     q<VersionRow>(`${VERSION} WHERE record_id = $1 ORDER BY published_at`, id),
   ]);
 
-  // Round two: follow the links, by identity (two commands may share an id).
+  // Which kind of id each row was found by; only rows of the picked kind are followed.
   const commandTopicSet = new Set(commandTopics);
+  const kindsOf = {
+    receipt: (): IdKind[] => ['webhook'],
+    outbox: (o: OutboxRow): IdKind[] => [
+      ...(o.eventId === id ? (['event'] as const) : []),
+      ...(o.headers['webhook-id'] === id ? (['webhook'] as const) : []),
+      ...(o.subject === id && commandTopicSet.has(o.topic) ? (['command'] as const) : []),
+      ...(o.key === id || (o.subject === id && !commandTopicSet.has(o.topic)) ? (['record'] as const) : []),
+    ],
+    command: (c: CommandRow): IdKind[] => [
+      ...(c.commandId === id || c.requestIdBase === id ? (['command'] as const) : []),
+      ...(c.targetId === id ? (['record'] as const) : []),
+    ],
+    attempt: (): IdKind[] => ['request'],
+    letter: (l: DeadLetterRow): IdKind[] => [
+      ...(l.id === id ? (['dead-letter'] as const) : []),
+      ...(l.commandId === id ? (['command'] as const) : []),
+      ...(l.key === id ? (['record'] as const) : []),
+      ...(l.partnerRequestIds.includes(id) ? (['request'] as const) : []),
+      ...(l.headers['webhook-id'] === id ? (['webhook'] as const) : []),
+      ...(l.headers.ce_id === id ? (['event'] as const) : []),
+    ],
+    version: (): IdKind[] => ['record'],
+  };
+  const matched = new Set<IdKind>([
+    ...receipts0.flatMap(kindsOf.receipt),
+    ...outbox0.flatMap(kindsOf.outbox),
+    ...commands0.flatMap(kindsOf.command),
+    ...attempts0.flatMap(kindsOf.attempt),
+    ...letters0.flatMap(kindsOf.letter),
+    ...versions0.flatMap(kindsOf.version),
+  ]);
+  const keep = <T>(rows: T[], kinds: (r: T) => IdKind[]) =>
+    as ? rows.filter((r) => kinds(r).includes(as)) : rows;
+  const receipts1 = keep(receipts0, kindsOf.receipt);
+  const outbox1 = keep(outbox0, kindsOf.outbox);
+  const commands1 = keep(commands0, kindsOf.command);
+  const attempts1 = keep(attempts0, kindsOf.attempt);
+  const letters1 = keep(letters0, kindsOf.letter);
+  const versions = keep(versions0, kindsOf.version);
+
+  // Round two: follow the links, by identity (two commands may share an id).
   const webhookIds = uniq([
     ...receipts1.map((r) => r.webhookId),
     ...outbox1.map((o) => o.headers['webhook-id']),
@@ -274,6 +327,7 @@ export async function readTraceRows(
     : [];
   const receipts = byKey([...receipts1, ...receipts2, ...receipts3], (r) => `${r.source}|${r.webhookId}`);
   return {
+    matchedAs: ID_KINDS.filter((k) => matched.has(k)),
     receipts,
     outbox,
     commands,

@@ -2,7 +2,16 @@ import type { Db } from '../db/prisma.js';
 import { COMMAND_TOPICS, TOPICS, logicalTopic } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
 import type { CommandKind } from '../events/outcomes.js';
-import { identityKey, readTraceRows, type TraceRows, type TraceScope } from './trace-repository.js';
+import {
+  identityKey,
+  readTraceRows,
+  type AttemptRow,
+  type IdKind,
+  type TraceRows,
+  type TraceScope,
+} from './trace-repository.js';
+
+export { ID_KINDS, type IdKind } from './trace-repository.js';
 
 /**
  * `rentbridge trace <id>` and the console's trace view: the life of one event as a timeline, from
@@ -17,7 +26,10 @@ export type TraceStage =
   | 'published'
   | 'version'
   | 'command'
+  | 'snapshot'
   | 'attempt'
+  | 'read-back'
+  | 'wait'
   | 'outcome'
   | 'dead-letter'
   | 'audit';
@@ -45,6 +57,10 @@ export interface TraceCandidate {
 
 export interface Trace {
   id: string;
+  /** The kinds of id `id` matched; more than one: `as` picks one. */
+  matchedAs: IdKind[];
+  /** The kind the user picked, when one was. */
+  as: IdKind | null;
   found: boolean;
   /**
    * Set when the id is the own id of several commands (of other sources or types) and no scope
@@ -58,6 +74,8 @@ export interface Trace {
 
 export interface TraceOptions extends TraceScope {
   topicPrefix: string;
+  /** Follow the id only as this kind of id. */
+  as?: IdKind;
   /** OUTBOX_RETENTION_HOURS, to say why an outbox row is gone. */
   retentionHours: number;
 }
@@ -85,6 +103,32 @@ function errorSummary(e: unknown): string | null {
   if (!e || typeof e !== 'object') return null;
   const o = e as Record<string, unknown>;
   return [o.code, o.status, o.message].filter((x) => x != null && x !== '').join(' · ') || null;
+}
+
+/** A guard step (`command_attempts` row) as the timeline shows it. */
+function guardStep(a: AttemptRow): { stage: TraceStage; what: string } {
+  const ms = a.finishedAt ? Math.max(0, a.finishedAt.getTime() - a.startedAt.getTime()) : null;
+  switch (a.kind) {
+    case 'snapshot':
+      return {
+        stage: 'snapshot',
+        what: `snapshot read before the write (${a.requestId}): ${a.message ?? a.result ?? 'no answer recorded'}`,
+      };
+    case 'read_back':
+      return {
+        stage: 'read-back',
+        what: `read-back after write #${a.attempt} (${a.requestId}) → ${a.result ?? 'no verdict'}${a.message ? `: ${a.message}` : ''}`,
+      };
+    case 'wait':
+      return {
+        stage: 'wait',
+        what: `waited ${ms == null ? '' : ms >= 2000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}: ${a.message ?? 'no reason recorded'}`,
+      };
+    default: {
+      const answer = [a.result, a.status, a.code].filter((x) => x != null).join(' ') || 'no answer recorded';
+      return { stage: 'attempt', what: `${a.kind} #${a.attempt} (${a.requestId}) → ${answer}` };
+    }
+  }
 }
 
 export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions): Trace {
@@ -122,12 +166,17 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       details: { outboxId: o.id, eventId: o.eventId, type: o.type, key: o.key, subject: o.subject },
     });
     if (o.publishedAt) {
+      const where = o.kafkaPartition != null ? ` partition ${o.kafkaPartition} offset ${o.kafkaOffset}` : '';
       steps.push({
         at: iso(o.publishedAt),
         stage: 'published',
-        what: `published to Kafka ${logical(o.topic)} (key ${o.key})`,
+        what: `published to Kafka ${logical(o.topic)}${where} (key ${o.key})`,
         details: {
           topic: logical(o.topic),
+          // The topic as a Kafka tool names it (with KAFKA_TOPIC_PREFIX), and where the message is.
+          kafkaTopic: `${options.topicPrefix}${o.topic}`,
+          partition: o.kafkaPartition,
+          offset: o.kafkaOffset,
           eventId: o.eventId,
           lagMs: o.publishedAt.getTime() - o.createdAt.getTime(),
           attempts: o.attempts,
@@ -174,12 +223,18 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       },
     });
   }
+  const outcomePositions = new Map<string, string>();
   for (const a of rows.attempts) {
-    const answer = [a.result, a.status, a.code].filter((x) => x != null).join(' ') || 'no answer recorded';
+    if (a.kind === 'outcome') {
+      // Where the outcome landed: shown on the outcome step (the last publish wins: a republish).
+      if (a.message) outcomePositions.set(identityKey(a), a.message);
+      continue;
+    }
+    const step = guardStep(a);
     steps.push({
       at: iso(a.startedAt),
-      stage: 'attempt',
-      what: `${a.kind} #${a.attempt} → ${answer}`,
+      stage: step.stage,
+      what: step.what,
       details: {
         source: a.source,
         commandId: a.commandId,
@@ -187,23 +242,27 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
         kind: a.kind,
         status: a.status,
         code: a.code,
+        result: a.result,
         message: a.message,
-        ms: a.finishedAt ? a.finishedAt.getTime() - a.startedAt.getTime() : null,
+        ms: a.finishedAt ? Math.max(0, a.finishedAt.getTime() - a.startedAt.getTime()) : null,
       },
     });
   }
   for (const c of rows.commands) {
     if (c.finishedAt) {
+      const where = outcomePositions.get(identityKey(c));
       steps.push({
         at: iso(c.finishedAt),
         stage: 'outcome',
-        what: `command ${c.state}; outcome published to ${outcomeTopicOf(c.commandType)}`,
+        what: `command ${c.state}; outcome published to ${where ?? outcomeTopicOf(c.commandType)}`,
         details: {
           source: c.source,
           commandId: c.commandId,
           state: c.state,
           attempts: c.attempts,
           error: errorSummary(c.lastError),
+          // `<topic>[<partition>]@<offset>` (logical topic; Kafka's name has KAFKA_TOPIC_PREFIX in front).
+          kafka: where ?? null,
         },
       });
       ends.push(
@@ -247,11 +306,14 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
     version: 1,
     outbox: 2,
     published: 3,
-    command: 4,
-    attempt: 5,
-    outcome: 6,
-    'dead-letter': 7,
-    audit: 8,
+    snapshot: 4,
+    command: 5,
+    attempt: 6,
+    wait: 7,
+    'read-back': 8,
+    outcome: 9,
+    'dead-letter': 10,
+    audit: 11,
   };
   steps.sort((a, b) => a.at.localeCompare(b.at) || order[a.stage] - order[b.stage]);
   const found = steps.length > 0;
@@ -260,8 +322,23 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
       `no trace of "${id}" in PostgreSQL: not an id rentbridge has seen, or older than what it keeps (outbox rows: OUTBOX_RETENTION_HOURS = ${options.retentionHours} h)`,
     );
   }
-  return { id, found, steps, ends };
+  if (rows.matchedAs.length > 1 && !options.as) {
+    ends.unshift(
+      `"${id}" matched more than one kind of id (${rows.matchedAs.map((k) => ID_KIND_NAMES[k]).join(', ')}): the steps of all are shown; pick one to see only its trail (rentbridge trace ${id} --as <${rows.matchedAs.join('|')}>)`,
+    );
+  }
+  return { id, matchedAs: rows.matchedAs, as: options.as ?? null, found, steps, ends };
 }
+
+/** How each kind of id is named to a person. */
+export const ID_KIND_NAMES: Record<IdKind, string> = {
+  webhook: 'webhook id',
+  event: 'CloudEvent id',
+  command: 'command id',
+  request: 'Partner request id',
+  record: 'record id',
+  'dead-letter': 'dead-letter id',
+};
 
 export async function traceId(db: Db, id: string, options: TraceOptions): Promise<Trace> {
   const trimmed = id.trim();
@@ -270,7 +347,7 @@ export async function traceId(db: Db, id: string, options: TraceOptions): Promis
     ...(options.commandType !== undefined && { commandType: options.commandType }),
   };
   // The outbox keeps logical topic names; the relay adds KAFKA_TOPIC_PREFIX when it publishes.
-  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS], scope);
+  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS], scope, options.as);
   // A command's own id names it alone only when one command has it: else list them.
   const own = new Map(rows.commands.filter((c) => c.commandId === trimmed).map((c) => [identityKey(c), c]));
   if (own.size > 1) {
@@ -284,6 +361,8 @@ export async function traceId(db: Db, id: string, options: TraceOptions): Promis
     }));
     return {
       id: trimmed,
+      matchedAs: rows.matchedAs,
+      as: options.as ?? null,
       found: true,
       candidates,
       steps: [],

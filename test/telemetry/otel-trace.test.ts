@@ -187,6 +187,47 @@ describe('OpenTelemetry across processes', () => {
       expect(new Set([webhook.role, publish.role, command.role])).toEqual(
         new Set(['receiver', 'relay', 'consumer']),
       );
+
+      // The outcome message carries the trace context too, as a Kafka header and as the CloudEvents
+      // distributed-tracing extension: a back-office consuming it continues the same trace.
+      const outcomes = await kafka.readMessages(TOPICS.rentalPaymentOutcomes, 50, 5_000);
+      const message = outcomes.find((m) => m.headers?.['command-id']?.toString() === paymentId);
+      expect(message, 'the outcome message').toBeDefined();
+      const traceparent = message!.headers?.traceparent?.toString();
+      expect(traceparent).toBe(`00-${webhook.traceId}-${outcome!.spanId}-01`);
+      expect(JSON.parse(message!.value!.toString())).toMatchObject({ traceparent });
+    });
+  });
+
+  describe('when a command is dead-lettered', () => {
+    it('indexes the dead letter in the trace of the webhook it came from', async () => {
+      rentbridge(['consumer', 'dead-letters']);
+      const control = createSandboxControl(sandbox.url);
+      const [record] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      // 402: the card is declined, so the command is rejected and dead-lettered.
+      const body = buildRentPayment({ enrollment_id: Number(record!.id), amount_cents: 402 });
+      const res = await send(`http://127.0.0.1:${httpPort}`, '/webhooks/pms/acme', body, { secret });
+      expect(res.status).toBe(202);
+
+      const findWebhook = () =>
+        collector.spans.find(
+          (s) => s.name === 'webhook receive' && attr(s, 'rentbridge.webhook.id') === res.webhookId,
+        );
+      await expect.poll(findWebhook, { timeout: 30_000, interval: 500 }).toBeDefined();
+      const webhook = findWebhook()!;
+      const findIndexed = () =>
+        collector.spans.find((s) => s.name === 'dead letter index' && s.traceId === webhook.traceId);
+      await expect.poll(findIndexed, { timeout: 90_000, interval: 500 }).toBeDefined();
+      const indexed = findIndexed()!;
+
+      // The letter keeps its command's context: indexed as a child of the command's publish.
+      const publish = collector.spans.find(
+        (s) => s.name === 'outbox publish' && s.traceId === webhook.traceId,
+      );
+      expect(indexed.parentSpanId).toBe(publish?.spanId);
+      expect(attr(indexed, 'messaging.destination.name')).toBe(
+        `${kafka.prefix}${TOPICS.dlq(TOPICS.rentalPayments)}`,
+      );
     });
   });
 

@@ -1,16 +1,17 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
 import { formatTrace } from '../../trace/trace-table.js';
-import { traceId } from '../../trace/trace.js';
+import { traceId, type IdKind } from '../../trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**
- * `rentbridge trace <id> [--source S] [--type T] [--json]`: the life of one event from what
- * PostgreSQL holds. Exit 0 when something was found, 1 when nothing was. An id that is the own id
- * of several commands (other sources or types) lists them; --source / --type pick one.
+/**
+ * `rentbridge trace <id> [--source S] [--type T] [--as <kind>] [--json]`: the life of one event
+ * from what PostgreSQL holds. Exit 0 when something was found, 1 when nothing was. An id that is
+ * the own id of several commands (other sources or types) lists them; --source / --type pick one.
  */
 export async function trace(
   id: string,
-  opts: { json?: boolean; source?: string; type?: string },
+  opts: { json?: boolean; source?: string; type?: string; as?: IdKind },
 ): Promise<void> {
   const runtime = createCompositionRoot(loadConfigOrExit());
   try {
@@ -19,6 +20,7 @@ export async function trace(
       retentionHours: runtime.config.OUTBOX_RETENTION_HOURS,
       ...(opts.source !== undefined && { source: opts.source }),
       ...(opts.type !== undefined && { commandType: opts.type }),
+      ...(opts.as && { as: opts.as }),
     });
     process.stdout.write(`${opts.json ? JSON.stringify(result, null, 2) : formatTrace(result)}\n`);
     process.exitCode = result.found ? 0 : 1;

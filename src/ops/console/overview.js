@@ -8,7 +8,13 @@ const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'
 const SIDE = ['poller', 'dead-letters'];
 const SIDE_LINKS = { poller: 'Partner API → poller → outbox', 'dead-letters': 'consumers → dead letters' };
 const COLORS = ['#2459d1', '#1f8a4c', '#c23a3a', '#b7791f', '#7b4bc4', '#14858f', '#8a5a2b', '#d14a8b'];
-const STATUS_TEXT = { moving: 'moving', idle: 'idle', attention: 'needs attention', stalled: 'not moving' };
+const STATUS_TEXT = {
+  moving: 'moving',
+  idle: 'idle',
+  attention: 'needs attention',
+  stalled: 'not moving',
+  stopped: 'not running',
+};
 let overviewTimer = null;
 let charts = [];
 
@@ -37,7 +43,8 @@ function chartNode(chart, minutes) {
   box.append(legend);
   // Drawn once the box is in the page, so uPlot knows its width.
   window.requestAnimationFrame(() => {
-    const width = Math.max(200, plot.clientWidth || 240);
+    // As wide as its card, however narrow: a fixed minimum would push the card past the window.
+    const width = Math.max(100, plot.clientWidth || 240);
     const u = new uPlot(
       {
         width,
@@ -123,7 +130,7 @@ async function loadOverview() {
     $('overview-meta').textContent =
       `refreshed ${data.generatedAt.slice(11, 19)} UTC · every ${REFRESH_MS / 1000} s · ${data.cost.queries} queries, ${data.cost.ms} ms`;
     $('overview-rules').textContent =
-      `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
+      `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Not running: no process running the role has reported for ${data.rules.roleGoneSeconds} s. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
     $('overview-error').textContent = '';
   } catch (error) {
     if (error.status === 401 || error.status === 403) return logout();

@@ -30,19 +30,54 @@ function factsNode(details) {
   return box;
 }
 
-window.showTrace = async (id) => {
+const KIND_NAMES = {
+  webhook: 'webhook id',
+  event: 'CloudEvent id',
+  command: 'command id',
+  request: 'Partner request id',
+  record: 'record id',
+  'dead-letter': 'dead-letter id',
+};
+
+/** When the id matched several kinds of id: say which, and let the user follow only one. */
+function kindsNode(id, trace) {
+  const box = $('trace-kinds');
+  box.hidden = trace.matchedAs.length < 2;
+  if (box.hidden) return box.replaceChildren();
+  const choice = (kind, label) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        class: `chip${(trace.as ?? null) === kind ? ' active' : ''}`,
+        'data-kind': kind ?? 'all',
+        onclick: () => window.showTrace(id, kind),
+      },
+      label,
+    );
+  box.replaceChildren(
+    el('span', { class: 'muted' }, `"${id}" matched as: `),
+    ...trace.matchedAs.map((k) => choice(k, KIND_NAMES[k] ?? k)),
+    choice(null, 'all of them'),
+  );
+  return box;
+}
+
+window.showTrace = async (id, as = null) => {
   window.currentTraceId = id;
   $('trace-id').value = id;
   $('trace-error').textContent = '';
   if (!id) {
     $('trace-title').textContent = 'Trace an id';
     $('trace-table').hidden = true;
+    $('trace-kinds').hidden = true;
     $('trace-ends').replaceChildren(el('li', { class: 'muted' }, 'Type an id in the search box above.'));
     return;
   }
   $('trace-title').textContent = `Trace of ${id}`;
   try {
-    const trace = await api(`trace/${encodeURIComponent(id)}`);
+    const trace = await api(`trace/${encodeURIComponent(id)}${as ? `?as=${encodeURIComponent(as)}` : ''}`);
+    kindsNode(id, trace);
     $('trace-table').hidden = trace.steps.length === 0;
     $('trace-table')
       .querySelector('tbody')

@@ -4,11 +4,12 @@ import { COMMAND_TOPICS, logicalTopic } from '../../kafka/topics.js';
 import { FINAL_STATES } from '../../guard/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { OVERVIEW_QUERY_COUNT, readOverviewRows, type MinuteCount } from './overview-repository.js';
+import { EXPECTED_ROLES, ROLE_GONE_SECONDS, roleLastSeen } from '../role-heartbeat.js';
 import { budgetGauges, sourceKeyGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
 import {
   COMMAND_STUCK_SECONDS,
   POLLER_STALE_SECONDS,
-  RELAY_STALL_SECONDS,
+  DEFAULT_RELAY_STALL_SECONDS,
   ageSeconds,
   pollerStatus,
   relayStatus,
@@ -50,7 +51,13 @@ export interface Overview {
   minutes: number[];
   stages: Stage[];
   cost: { queries: number; ms: number };
-  rules: { relayStallSeconds: number; commandStuckSeconds: number; pollerStaleSeconds: number };
+  rules: {
+    relayStallSeconds: number;
+    commandStuckSeconds: number;
+    pollerStaleSeconds: number;
+    /** A role with no report for this long is "not running". */
+    roleGoneSeconds: number;
+  };
   /**
    * The relay's catch-up, as its progress log says it: rows waiting, rows published per second
    * over the last minute, and the time left at that rate (null when nothing moves).
@@ -63,6 +70,8 @@ export interface OverviewDeps {
   registry: Registry;
   ring: SnapshotRing;
   topicPrefix: string;
+  /** RELAY_STALL_SECONDS: the relay's /readyz and the alert judge by the same bound. Default 120. */
+  relayStallSeconds?: number;
   now?: () => number;
 }
 
@@ -111,6 +120,7 @@ function fmtAge(seconds: number | null): string {
 
 export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const now = deps.now?.() ?? Date.now();
+  const relayStallSeconds = deps.relayStallSeconds ?? DEFAULT_RELAY_STALL_SECONDS;
   const started = performance.now();
   const rows = await readOverviewRows(deps.db, { stuckAfterSeconds: COMMAND_STUCK_SECONDS });
   const ms = Math.round((performance.now() - started) * 10) / 10;
@@ -156,7 +166,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const oldestAge = ageSeconds(rows.outbox.oldestUnpublishedAt, now);
   const published = seriesBy(rows.published, minutes, (r) => logicalTopic(deps.topicPrefix, r.topic));
   const publishedHour = sum(published);
-  const relayState = relayStatus(rows.outbox.backlog, oldestAge, publishedHour);
+  const relayState = relayStatus(rows.outbox.backlog, oldestAge, publishedHour, relayStallSeconds);
   const lag = seriesBy(
     rows.published,
     minutes,
@@ -167,7 +177,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const ratePerSecond = Math.round(rows.outbox.publishedLastMinute / 60);
   const etaSeconds =
     rows.outbox.backlog === 0 ? 0 : ratePerSecond > 0 ? Math.ceil(rows.outbox.backlog / ratePerSecond) : null;
-  const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${RELAY_STALL_SECONDS} s)`;
+  const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${relayStallSeconds} s, RELAY_STALL_SECONDS)`;
   const outbox: Stage = {
     id: 'outbox',
     title: 'Outbox',
@@ -347,6 +357,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   };
 
   // Dead letters.
+
   const arriving = seriesBy(rows.deadLettersArriving, minutes, (r) => r.reason);
   const open = rows.deadLettersOpen.reduce((s, r) => s + r.n, 0);
   const deadLetters: Stage = {
@@ -362,16 +373,51 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     charts: [{ title: 'dead letters arriving per minute, by reason', series: arriving }],
   };
 
+  markRolesNotRunning(await roleLastSeen(deps.db), { relay, consumers, poller, deadLetters });
+
   return {
     generatedAt: new Date(now).toISOString(),
     minutes,
     stages: [receiver, outbox, relay, kafka, consumers, partner, poller, deadLetters],
-    cost: { queries: OVERVIEW_QUERY_COUNT, ms },
+    // One more: the roles' last reports (roleLastSeen).
+    cost: { queries: OVERVIEW_QUERY_COUNT + 1, ms },
     rules: {
-      relayStallSeconds: RELAY_STALL_SECONDS,
+      relayStallSeconds,
       commandStuckSeconds: COMMAND_STUCK_SECONDS,
       pollerStaleSeconds: POLLER_STALE_SECONDS,
+      roleGoneSeconds: ROLE_GONE_SECONDS,
     },
     relayProgress: { backlog: rows.outbox.backlog, ratePerSecond, etaSeconds },
   };
+}
+
+/**
+ * "Not running" rather than "idle": a stage whose role no process has reported for
+ * ROLE_GONE_SECONDS. Judged only when some role reported within the hour: the process serving this
+ * overview reports its own, so none at all means components run outside `runRoles` (tests, a
+ * library use), where there is nothing to judge by.
+ */
+function markRolesNotRunning(
+  seen: Map<string, number | null>,
+  stages: { relay: Stage; consumers: Stage; poller: Stage; deadLetters: Stage },
+): void {
+  if (![...seen.values()].some((age) => age != null)) return;
+  const gone = (role: string) => {
+    const age = seen.get(role);
+    return age == null || age > ROLE_GONE_SECONDS;
+  };
+  const stop = (stage: Stage, what: string) => {
+    stage.status = 'stopped';
+    stage.note = `not running: no ${what} process has reported for over ${ROLE_GONE_SECONDS} s · ${stage.note}`;
+  };
+  if (gone('relay')) stop(stages.relay, 'relay');
+  if (gone('poller')) stop(stages.poller, 'poller');
+  if (gone('dead-letters')) stop(stages.deadLetters, 'dead-letter indexer');
+  const consumers = EXPECTED_ROLES.filter((r) => r.startsWith('consumer:'));
+  const missing = consumers.filter(gone).map((r) => r.slice('consumer:'.length));
+  if (missing.length === consumers.length) stop(stages.consumers, 'command consumer');
+  else if (missing.length > 0) {
+    stages.consumers.status = stages.consumers.status === 'stalled' ? 'stalled' : 'attention';
+    stages.consumers.note = `not running: ${missing.join(', ')} · ${stages.consumers.note}`;
+  }
 }
