@@ -40,6 +40,8 @@ const OWNERS: Record<string, string[]> = {
   RentbridgePartnerThrottled: ['poller', ...COMMAND_CONSUMERS.map((n) => `consumer:${n}`)],
   RentbridgeWriteBudgetExhausted: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
   RentbridgeCommandsUnverified: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
+  // Read from PostgreSQL by the process that serves the console.
+  RentbridgeRoleNotRunning: ['receiver'],
 };
 
 /** Metric families declared on a /metrics page. */
