@@ -73,7 +73,9 @@ export async function ensureTopics(
   if (missing.length === 0) return [];
   const brokers = (await admin.describeCluster()).brokers.length;
   await admin.createTopics({
-    waitForLeaders: true,
+    // kafkajs's own wait gives up on UNKNOWN_TOPIC_OR_PARTITION, which a busy broker answers for a
+    // moment after creating a topic: waited for below instead, retrying any answer until a deadline.
+    waitForLeaders: false,
     topics: missing.map((t) => {
       const wanted = wantedTopic(t, settings, brokers);
       return {
@@ -86,8 +88,24 @@ export async function ensureTopics(
     }),
   });
   const created = missing.map((t) => topicName(options.prefix, t));
+  await waitForLeaders(admin, created);
   if (options.kafkaFor) await waitForTopicMetadata(admin, options.kafkaFor, created);
   return created;
+}
+
+/** Waits until every partition of `topics` has a leader, whatever the broker answers meanwhile. */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const led = await admin
+      .fetchTopicMetadata({ topics })
+      .then((m) => m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .catch(() => false);
+    if (led) return;
+    if (Date.now() > deadline)
+      throw new Error(`topics without leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /**
