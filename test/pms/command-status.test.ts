@@ -1,6 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
+import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toOutcome } from '../../src/commands/command-runner.js';
 import { commandOutcomeSchema } from '../../src/events/outcomes.js';
@@ -13,6 +17,22 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { buildSecret } from '../receiver/webhooks.js';
 
 const logger = createLogger({ level: 'silent' });
+// ajv-formats is CommonJS with a default export.
+const addFormats: FormatsPlugin =
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  (addFormatsModule as unknown as FormatsPlugin);
+const OPENAPI_ID = 'https://rentbridge.local/openapi.yaml';
+
+/** A response schema of docs/openapi.yaml, as an outside client would check it (ajv, JSON Schema 2020-12). */
+async function openApiSchema(name: string) {
+  const doc = parseYaml(
+    await readFile(new URL('../../docs/openapi.yaml', import.meta.url), 'utf8'),
+  ) as Record<string, unknown>;
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  ajv.addSchema({ ...doc, $id: OPENAPI_ID });
+  return ajv.getSchema(`${OPENAPI_ID}#/components/schemas/${name}`)!;
+}
 const secrets = { acme: [buildSecret()], globex: [buildSecret()] };
 
 /**
@@ -208,5 +228,33 @@ describe('command status for PMS sources', () => {
     const bad = await get(base, '/pms/acme/commands?status=lost', secrets.acme[0]!);
     expect(bad.status).toBe(422);
     expect(bad.json).toMatchObject({ error: { code: 'validation_error' } });
+  });
+
+  it('answers what docs/openapi.yaml describes', async () => {
+    const one = await openApiSchema('CommandStatusList');
+    const page = await openApiSchema('CommandPage');
+    const error = await openApiSchema('Error');
+    for (const path of [
+      '/pms/acme/commands/42',
+      '/pms/acme/commands/p-9',
+      `/pms/acme/commands/${encodeURIComponent(oddId)}`,
+    ]) {
+      const res = await get(base, path, secrets.acme[0]!);
+      expect(one(res.json), `${path}: ${JSON.stringify(one.errors)}`).toBe(true);
+    }
+    const list = await get(base, '/pms/acme/commands?limit=2', secrets.acme[0]!);
+    expect(page(list.json), JSON.stringify(page.errors)).toBe(true);
+    const missing = await get(base, '/pms/acme/commands/nope', secrets.acme[0]!);
+    expect(missing.status).toBe(404);
+    expect(error(missing.json), JSON.stringify(error.errors)).toBe(true);
+    const doc = await readFile(new URL('../../docs/openapi.yaml', import.meta.url), 'utf8');
+    for (const path of [
+      '/webhooks/pms/{source}',
+      '/pms/{source}/customer-access-tokens',
+      '/pms/{source}/commands/{command_id}',
+      '/pms/{source}/commands',
+    ]) {
+      expect((parseYaml(doc) as { paths: Record<string, unknown> }).paths).toHaveProperty([path]);
+    }
   });
 });
