@@ -432,6 +432,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       );
       metrics.deadLetters.inc({ topic: spec.topic, reason });
     }
+    // Kept for the PMS status endpoint (GET /pms/:source/commands/:id): the same outcome as on Kafka.
+    await repository.recordOutcome(
+      { source: record.source, commandType: spec.kind, commandId: record.commandId },
+      outcome,
+    );
     await traceOutcome(record.commandId, record.state, async () =>
       (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 }),
     );

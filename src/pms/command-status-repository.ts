@@ -20,10 +20,21 @@ interface Row {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  outcome: unknown;
 }
 
 const COLUMNS = Prisma.sql`source, command_id, command_type, target_id, state, attempts, request_id_base,
-  request_ids, last_error, created_at, updated_at, finished_at`;
+  request_ids, last_error, created_at, updated_at, finished_at, outcome`;
+
+/** A command's row and the outcome last published for it (null before it is final). */
+export interface StatusRow {
+  record: CommandRecord;
+  outcome: Record<string, unknown> | null;
+}
+
+function toStatusRow(row: Row): StatusRow {
+  return { record: toRecord(row), outcome: (row.outcome as Record<string, unknown> | null) ?? null };
+}
 
 function toRecord(row: Row): CommandRecord {
   return {
@@ -54,12 +65,12 @@ export interface ListCursor {
 export function createCommandStatusRepository(db: Db) {
   return {
     /** Every command type's row with this id from this source (types number their ids apart). */
-    async byId(source: string, commandId: string, type?: CommandKind): Promise<CommandRecord[]> {
+    async byId(source: string, commandId: string, type?: CommandKind): Promise<StatusRow[]> {
       const rows = await db.$queryRaw<Row[]>`SELECT ${COLUMNS} FROM commands
         WHERE source = ${source} AND command_id = ${commandId}
         ${type ? Prisma.sql`AND command_type = ${type}` : Prisma.empty}
         ORDER BY command_type`;
-      return rows.map(toRecord);
+      return rows.map(toStatusRow);
     },
 
     /**
@@ -69,7 +80,7 @@ export function createCommandStatusRepository(db: Db) {
     async list(
       source: string,
       filter: { since?: Date; states?: string[]; type?: CommandKind; after?: ListCursor; limit: number },
-    ): Promise<CommandRecord[]> {
+    ): Promise<StatusRow[]> {
       const conditions = [Prisma.sql`source = ${source}`];
       if (filter.since) conditions.push(Prisma.sql`updated_at >= ${filter.since}`);
       if (filter.type) conditions.push(Prisma.sql`command_type = ${filter.type}`);
@@ -83,7 +94,7 @@ export function createCommandStatusRepository(db: Db) {
       const rows = await db.$queryRaw<Row[]>`SELECT ${COLUMNS} FROM commands
         WHERE ${Prisma.join(conditions, ' AND ')}
         ORDER BY updated_at, command_type, command_id LIMIT ${filter.limit}`;
-      return rows.map(toRecord);
+      return rows.map(toStatusRow);
     },
   };
 }

@@ -8,7 +8,11 @@ import type { CommandRecord } from '../guard/command-repository.js';
 import { isFinal } from '../guard/command-repository.js';
 import type { Logger } from '../logger.js';
 import { createVerifier, type Verifier } from '../receiver/signature.js';
-import { createCommandStatusRepository, type ListCursor } from './command-status-repository.js';
+import {
+  createCommandStatusRepository,
+  type ListCursor,
+  type StatusRow,
+} from './command-status-repository.js';
 
 /**
  * `GET /pms/:source/commands/:command_id` and `GET /pms/:source/commands` (mounted at /pms): a
@@ -66,14 +70,16 @@ export function signedRequestLine(method: string, pathAndQuery: string): Buffer 
  * (status, attempts, Partner request ids, the Partner API's error whole) once it is final;
  * before, `pending` / `in_flight` and what it waits for.
  */
-export function commandStatus(record: CommandRecord): Record<string, unknown> {
+export function commandStatus({ record, outcome }: StatusRow): Record<string, unknown> {
   const kind = record.commandType as CommandKind;
   const times = {
     received_at: record.createdAt.toISOString(),
     updated_at: record.updatedAt.toISOString(),
     ...(record.finishedAt && { finished_at: record.finishedAt.toISOString() }),
   };
-  if (isFinal(record.state)) return { ...toOutcome(kind, record), ...times };
+  // The outcome as published, whole; for a command finished before outcomes were kept, rebuilt
+  // from its row as the consumer builds it (without the fields only the onboarding consumers add).
+  if (isFinal(record.state)) return { ...(outcome ?? toOutcome(kind, record)), ...times };
   return {
     command_id: record.commandId,
     command_source: record.source,
@@ -165,7 +171,7 @@ export function createCommandStatusRouter(deps: CommandStatusRouterDeps): Router
     res.status(200).json({
       data: page.map(commandStatus),
       has_more: rows.length > limit,
-      next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+      next_cursor: rows.length > limit && last ? encodeCursor(last.record) : null,
     });
   });
 

@@ -110,6 +110,20 @@ describe('command status for PMS sources', () => {
     const inFlight: CommandIdentity = { source: 'acme', commandType: 'rental_payment', commandId: 'p-9' };
     await make(inFlight, 'app-3');
     await repo.beginWrite(inFlight, { attempt: 1, requestId: 'p-9.a1', snapshot });
+    // A registration finished with the outcome its consumer published kept whole (Partner ids).
+    const registration: CommandIdentity = {
+      source: 'acme',
+      commandType: 'customer_registration',
+      commandId: 'reg-1',
+    };
+    await make(registration, 'ada@example.com');
+    await repo.beginWrite(registration, { attempt: 1, requestId: 'reg-1.a1', snapshot });
+    const finished = await repo.finish(registration, 'applied');
+    await repo.recordOutcome(registration, {
+      ...toOutcome('customer_registration', finished),
+      pms_reference: 'tenant/7 Müller',
+      partner_customer_id: '9001',
+    });
     // globex: its own 42, never visible to acme (nor acme's to globex).
     await make({ source: 'globex', commandType: 'rental_payment', commandId: '42' }, 'app-9');
     await make({ source: 'globex', commandType: 'rental_payment', commandId: 'g-only' }, 'app-9');
@@ -133,6 +147,18 @@ describe('command status for PMS sources', () => {
     expect(commandOutcomeSchema.parse(outcome)).toEqual(published);
     expect([received_at, updated_at, finished_at].every((t) => typeof t === 'string')).toBe(true);
     expect(one!.error).toMatchObject({ code: 'card_declined', processor_decline_code: 'insufficient_funds' });
+  });
+
+  it('answers the published outcome whole, Partner ids included', async () => {
+    const res = await get(base, '/pms/acme/commands/reg-1', secrets.acme[0]!);
+    expect(res.json.data).toEqual([
+      expect.objectContaining({
+        status: 'applied',
+        pms_reference: 'tenant/7 Müller',
+        partner_customer_id: '9001',
+        partner_request_ids: ['reg-1.a1'],
+      }),
+    ]);
   });
 
   it('answers every command type sharing an id, or the one ?type= names', async () => {
@@ -198,6 +224,7 @@ describe('command status for PMS sources', () => {
     const rejected = await get(base, '/pms/acme/commands?status=rejected,applied', secrets.acme[0]!);
     expect((rejected.json.data as Array<{ status: string }>).map((d) => d.status).sort()).toEqual([
       'applied',
+      'applied',
       'rejected',
     ]);
     const seen: string[] = [];
@@ -220,6 +247,7 @@ describe('command status for PMS sources', () => {
         `application_decision/${oddId}`,
         'rental_payment/42',
         'rental_payment/p-9',
+        'customer_registration/reg-1',
       ].sort(),
     );
     const future = new Date(Date.now() + 60_000).toISOString();
