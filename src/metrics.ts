@@ -152,6 +152,12 @@ export const metrics = {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: r,
   }),
+  sourcePartnerKey: new Gauge({
+    name: 'rentbridge_source_partner_key',
+    help: 'Which Partner API key acts for each PMS source: 1 for the key in use (own = PMS_PARTNER_KEYS, deployment = PARTNER_ACCESS_KEY), 0 for the other',
+    labelNames: ['source', 'key'] as const,
+    registers: r,
+  }),
   customerTokens: new Counter({
     name: 'rentbridge_customer_tokens_total',
     help: 'Customer access-token requests of PMS sources, by source and result',
@@ -166,6 +172,8 @@ type AnyMetric = (typeof metrics)[keyof typeof metrics];
 export const METRIC_GROUPS = {
   receiver: [metrics.webhooks],
   customerTokens: [metrics.customerTokens],
+  /** Which key acts for each PMS source: every process that acts for sources (src/partner/source-partners.ts). */
+  sourceKeys: [metrics.sourcePartnerKey],
   relay: [
     metrics.outboxBacklog,
     metrics.outboxParked,

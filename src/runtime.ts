@@ -42,6 +42,8 @@ export function createRuntime(config: Config, logger = createLogger({ level: con
         const created = await ensureTopics(admin, {
           prefix: config.KAFKA_TOPIC_PREFIX,
           settings: topicSettingsFromConfig(config),
+          // Returns once every broker knows the new topics: no UNKNOWN_TOPIC_OR_PARTITION at start.
+          kafkaFor: (broker) => createKafka({ brokers: [broker], clientId: config.KAFKA_CLIENT_ID, logger }),
         });
         if (created.length > 0) logger.info({ component: 'topics', created }, 'topics created');
       } finally {

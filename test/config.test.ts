@@ -36,6 +36,37 @@ describe('configuration', () => {
     });
   });
 
+  describe('when a PMS source has a Partner API key of its own', () => {
+    const secrets = JSON.stringify({ acme: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] });
+
+    it('parses PMS_PARTNER_KEYS per source', () => {
+      const config = loadConfig({
+        PMS_WEBHOOK_SECRETS: secrets,
+        PMS_PARTNER_KEYS: JSON.stringify({ acme: { access_key: 'ak', secret_key: 'sk', scoped: true } }),
+      });
+      expect(config.PMS_PARTNER_KEYS).toEqual({ acme: { access_key: 'ak', secret_key: 'sk', scoped: true } });
+      expect(loadConfig({}).PMS_PARTNER_KEYS).toEqual({});
+    });
+
+    it('refuses a key for a source no PMS signs for, a missing secret, or bad JSON, never echoing the value', () => {
+      const problemsOf = (value: string) => {
+        try {
+          loadConfig({ PMS_WEBHOOK_SECRETS: secrets, PMS_PARTNER_KEYS: value });
+        } catch (e) {
+          return (e as ConfigError).problems.join('\n');
+        }
+        return '';
+      };
+      expect(problemsOf(JSON.stringify({ beta: { access_key: 'ak', secret_key: 'sk_live_1' } }))).toMatch(
+        /PMS_PARTNER_KEYS: source "beta" has no PMS_WEBHOOK_SECRETS entry/,
+      );
+      expect(problemsOf(JSON.stringify({ acme: { access_key: 'ak' } }))).toMatch(/PMS_PARTNER_KEYS/);
+      const bad = problemsOf('{"acme":{"secret_key":"sk_live_2"');
+      expect(bad).toMatch(/PMS_PARTNER_KEYS: must be JSON/);
+      expect(bad).not.toContain('sk_live_2');
+    });
+  });
+
   describe('rentbridge with a bad KAFKA_BROKERS', () => {
     it('exits 2 naming the variable', async () => {
       const result = await runCli(['relay'], { KAFKA_BROKERS: 'not a broker' });
@@ -73,7 +104,11 @@ describe('the root logger', () => {
       {
         headers: { authorization: 'Bearer eyJhbGciOi.secret', 'x-access-token': 'ak_live' },
         body: { access_key: 'ak', secret_key: 'sk_live_123' },
-        config: { PARTNER_SECRET_KEY: 'sk_live_456', OPS_TOKEN: 'ops-token-0123456789' },
+        config: {
+          PARTNER_SECRET_KEY: 'sk_live_456',
+          OPS_TOKEN: 'ops-token-0123456789',
+          PMS_PARTNER_KEYS: { acme: { access_key: 'ak', secret_key: 'sk_source_789' } },
+        },
         token: 'tok_abc',
       },
       'request',
@@ -84,6 +119,7 @@ describe('the root logger', () => {
       'ak_live',
       'sk_live_123',
       'sk_live_456',
+      'sk_source_789',
       'ops-token-0123456789',
       'tok_abc',
     ]) {

@@ -5,9 +5,11 @@ import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { exposeMetrics, metrics } from '../metrics.js';
-import { createPartnerClient } from '../partner/partner-client.js';
+import { createPartnerClient, type PartnerClient } from '../partner/partner-client.js';
 import { createRateBudget } from '../partner/rate-budget.js';
 import type { RateBudget } from '../partner/rate-budget-types.js';
+import { createSourcePartners, sourceKeys, type KeyUse } from '../partner/source-partners.js';
+import { claimReceipt, releaseReceipt } from '../receiver/receipt-repository.js';
 import { createVerifier, type Verifier } from '../receiver/signature.js';
 
 /**
@@ -21,10 +23,28 @@ import { createVerifier, type Verifier } from '../receiver/signature.js';
  * PostgreSQL by every process on the IP (`issue_access_token` budget, not the 650/min one the
  * writes depend on): a 429 from the API pauses every process until Retry-After, and while paused
  * or full the caller gets our own 429 with Retry-After rather than a request the API would refuse.
+ *
+ * A signed request works once (issue 34): its `webhook-id` is claimed for the source in
+ * webhook_receipts (PostgreSQL, so every receiver process sees it) before the Partner API is asked;
+ * the same request again, within the whole tolerance window, is `409 conflict`. A request that did
+ * not get a token (throttled, refused, the API away) gives its claim back, so the caller may send
+ * the same signed request again. The token is asked for with the source's own Partner API key when
+ * it has one (PMS_PARTNER_KEYS): a scoped key answers `404` for customers outside its scope.
  */
 
 /** The budget's name in PostgreSQL: one per egress IP and limit scope (spec 8). */
 export const TOKEN_BUDGET_NAME = 'issue-access-token';
+
+/** The receipts' source of a PMS source's token requests: apart from its webhooks' (`pms:<source>`). */
+export const tokenReceiptSource = (source: string) => `pms-token:${source}`;
+const TOKEN_RECEIPT_TYPE = 'customer.access_token_requested';
+
+/** One signed request's claim on its `webhook-id` (webhook_receipts). */
+export interface RequestClaims {
+  /** True when the id was not used before by the source. */
+  claim(source: string, webhookId: string): Promise<boolean>;
+  release(source: string, webhookId: string): Promise<void>;
+}
 
 export interface IssuedToken {
   data: Record<string, unknown>;
@@ -36,7 +56,14 @@ export interface CustomerTokenRouterDeps {
   secrets: Record<string, readonly string[]>;
   toleranceSeconds: number;
   /** Calls `POST /partner/v1/customers/{id}/issue_access_token` through the token budget. */
-  issue(customerId: string, options: { requestId: string; signal: AbortSignal }): Promise<IssuedToken>;
+  issue(
+    customerId: string,
+    options: { requestId: string; signal: AbortSignal; source: string },
+  ): Promise<IssuedToken>;
+  /** Which Partner API key acts for a source (only to word a refusal). Default: the deployment's. */
+  keyOf?(source: string): KeyUse;
+  /** The dedupe of signed requests by `webhook-id`. */
+  claims: RequestClaims;
   /** The token budget (for Retry-After when it is paused). */
   budget?: Pick<RateBudget, 'snapshot'>;
   logger: Logger;
@@ -99,7 +126,7 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
   async function issueFor(req: Request, res: Response, source: string, verifier: Verifier | undefined) {
     if (!verifier) throw new AppError(401, 'unauthenticated', 'unknown PMS source');
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    verifier(body, req.headers);
+    const { webhookId } = verifier(body, req.headers);
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString('utf8'));
@@ -113,15 +140,51 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
       });
     }
     const customerId = input.data.customer_id;
-    const log = { source, customerId, requestId: req.id };
+    const log = { source, customerId, webhookId, requestId: req.id };
+    let fresh: boolean;
+    try {
+      fresh = await deps.claims.claim(source, webhookId);
+    } catch (error) {
+      res.setHeader('Retry-After', '5');
+      throw new AppError(503, 'service_unavailable', 'the request could not be recorded; retry later', {
+        retriable: true,
+        cause: error,
+      });
+    }
+    if (!fresh) {
+      logger.warn(log, 'customer token request replayed: refused');
+      throw new AppError(
+        409,
+        'replayed_request',
+        'this signed request was already used (its webhook-id); sign a new request with a new webhook-id',
+      );
+    }
+    let issued = false;
+    try {
+      await issueClaimed(res, source, customerId, log);
+      issued = true;
+    } finally {
+      // Nothing was minted for the caller: the same signed request may be sent again.
+      if (!issued) await deps.claims.release(source, webhookId).catch(() => undefined);
+    }
+  }
+
+  async function issueClaimed(
+    res: Response,
+    source: string,
+    customerId: string,
+    log: Record<string, unknown>,
+  ): Promise<void> {
+    const requestId = String(log.requestId);
     // Paused by a 429 (this process or another on the IP): say so at once rather than hold the
     // caller until the wait runs out.
     const paused = (await deps.budget?.snapshot().catch(() => null))?.pausedUntil;
     if (paused && paused.getTime() > Date.now()) throw throttled((paused.getTime() - Date.now()) / 1000, res);
     try {
       const issued = await deps.issue(customerId, {
-        requestId: String(req.id),
+        requestId,
         signal: AbortSignal.timeout(waitMs),
+        source,
       });
       const token = issued.data.token;
       if (typeof token !== 'string' || token === '') {
@@ -143,7 +206,16 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
         const paused = (await deps.budget?.snapshot().catch(() => null))?.pausedUntil;
         throw throttled(paused ? (paused.getTime() - Date.now()) / 1000 : 1, res);
       }
-      if (e.status === 404) throw new AppError(404, 'not_found', 'no such customer');
+      const own = deps.keyOf?.(source) === 'own';
+      if (e.status === 404)
+        throw new AppError(
+          404,
+          'not_found',
+          own ? "no such customer within the scope of this source's Partner API key" : 'no such customer',
+        );
+      // A read-only key (spec 5.8) may not issue tokens: a write.
+      if (e.status === 403 && own)
+        throw new AppError(403, 'forbidden', "this source's Partner API key may not issue customer tokens");
       logger.warn({ ...log, status: e.status ?? null, code: e.code ?? null }, 'customer token not issued');
       throw new AppError(502, 'bad_gateway', 'the Partner API did not issue the token', { cause: error });
     }
@@ -167,6 +239,7 @@ export function createCustomerTokens(options: {
     | 'PARTNER_TIMEOUT_MS'
     | 'PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE'
     | 'PMS_WEBHOOK_SECRETS'
+    | 'PMS_PARTNER_KEYS'
     | 'WEBHOOK_TOLERANCE_SECONDS'
   >;
   logger: Logger;
@@ -180,15 +253,23 @@ export function createCustomerTokens(options: {
     limitPerMinute: config.PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE,
     logger,
   });
-  const client = createPartnerClient({
-    baseUrl: options.partnerUrl,
-    accessKey: config.PARTNER_ACCESS_KEY,
-    secretKey: config.PARTNER_SECRET_KEY,
-    enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
-    timeoutMs: config.PARTNER_TIMEOUT_MS,
-    budget,
-    logger,
-    ...(options.fetch && { fetch: options.fetch }),
+  // Every key's client on the one token budget: the limit is per egress IP (spec 8), not per key.
+  const clientFor = (accessKey: string, secretKey: string) =>
+    createPartnerClient({
+      baseUrl: options.partnerUrl,
+      accessKey,
+      secretKey,
+      enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+      timeoutMs: config.PARTNER_TIMEOUT_MS,
+      budget,
+      logger,
+      ...(options.fetch && { fetch: options.fetch }),
+    });
+  let deployment: PartnerClient | undefined;
+  const partners = createSourcePartners<PartnerClient>({
+    deployment: () => (deployment ??= clientFor(config.PARTNER_ACCESS_KEY, config.PARTNER_SECRET_KEY)),
+    keys: sourceKeys(config),
+    build: (_source, key) => clientFor(key.accessKey, key.secretKey),
   });
   const router = createCustomerTokenRouter({
     secrets: config.PMS_WEBHOOK_SECRETS,
@@ -196,8 +277,18 @@ export function createCustomerTokens(options: {
     budget,
     logger,
     ...(options.waitMs !== undefined && { waitMs: options.waitMs }),
-    issue: async (customerId, call) => {
-      const res = await client.issueCustomerAccessToken(customerId, call);
+    keyOf: (source) => partners.keyOf(source),
+    claims: {
+      claim: (source, webhookId) =>
+        claimReceipt(options.db, {
+          source: tokenReceiptSource(source),
+          webhookId,
+          eventType: TOKEN_RECEIPT_TYPE,
+        }),
+      release: (source, webhookId) => releaseReceipt(options.db, tokenReceiptSource(source), webhookId),
+    },
+    issue: async (customerId, { source, ...call }) => {
+      const res = await partners.forSource(source).partner.issueCustomerAccessToken(customerId, call);
       return { data: res.data, requestId: res.requestId };
     },
   });

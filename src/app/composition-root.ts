@@ -24,6 +24,12 @@ import {
   type RequestCounter,
 } from '../poller/index.js';
 import type { Resource } from '../partner/resources.js';
+import {
+  createSourcePartners,
+  publishSourceKeys,
+  sourceKeys,
+  type SourcePartners,
+} from '../partner/source-partners.js';
 import { relayRoleCheck, type RoleCheck } from '../readiness.js';
 import { createRelay, type Relay } from '../relay/relay.js';
 import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
@@ -61,6 +67,11 @@ export interface CompositionRoot extends Runtime {
    * The base URL is PARTNER_API_URL unless `usePartnerUrl` set another (the demo's sandbox).
    */
   partner(): { partner: PartnerClient; budget: RateBudget };
+  /**
+   * The client acting for each PMS source (PMS_PARTNER_KEYS, else the deployment key's), every one
+   * on the same budget. The poller never uses it: it keeps the deployment key.
+   */
+  sourcePartners(): SourcePartners<PartnerClient>;
   /** Points the Partner client at another base URL (the embedded sandbox); before its first use. */
   usePartnerUrl(url: string): void;
   /** The receiver's HTTP: webhooks, ops, customer tokens, /metrics and health (`receiver`, `start`). */
@@ -69,7 +80,8 @@ export interface CompositionRoot extends Runtime {
   probes(): HttpRole;
   /** Called once every role has started: /readyz stops answering "starting". */
   markStarted(): void;
-  relay(): Component & Pick<Relay, 'drain' | 'isPublisher'>;
+  /** `readiness()` and `status()` are what the relay's /readyz and progress report (issue 33). */
+  relay(): Component & Pick<Relay, 'drain' | 'isPublisher' | 'status' | 'readiness'>;
   poller(): PollerComponent;
   /** `rentbridge resync`: on the poll lane of the shared budget, its requests counted per resource. */
   resync(options?: Pick<ResyncOptions, 'onProgress' | 'isStopping'>): Resync & {
@@ -95,6 +107,8 @@ export function createCompositionRoot(
   let partnerUrl = config.PARTNER_API_URL;
   let producer: SharedProducer | undefined;
   let partner: { partner: PartnerClient; budget: RateBudget } | undefined;
+  let sources: SourcePartners<PartnerClient> | undefined;
+  publishSourceKeys(config);
   // The poller counts the requests of its own passes (PassSummary.stats.requests) through the
   // one client: its passes run in this scope, the other roles' calls are not counted.
   const pollerScope = new AsyncLocalStorage<RequestCounter>();
@@ -130,6 +144,26 @@ export function createCompositionRoot(
     return partner;
   }
 
+  function bySource(): SourcePartners<PartnerClient> {
+    sources ??= createSourcePartners({
+      deployment: () => sharedPartner().partner,
+      keys: sourceKeys(config),
+      // A source's own key: its own client and cached API token, on the deployment's budget (the
+      // limits are per egress IP, spec 8). Not in the poller's scope: only the poller's requests count.
+      build: (_source, key) =>
+        createPartnerClient({
+          baseUrl: partnerUrl!,
+          accessKey: key.accessKey,
+          secretKey: key.secretKey,
+          enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,
+          timeoutMs: config.PARTNER_TIMEOUT_MS,
+          budget: sharedPartner().budget,
+          logger,
+        }),
+    });
+    return sources;
+  }
+
   return {
     config,
     logger,
@@ -144,6 +178,7 @@ export function createCompositionRoot(
       return sharedProducer();
     },
     partner: sharedPartner,
+    sourcePartners: bySource,
     usePartnerUrl(url) {
       if (partner && url !== partnerUrl) throw new Error('the Partner API client is already built');
       partnerUrl = url;
@@ -176,6 +211,8 @@ export function createCompositionRoot(
         retentionHours: config.OUTBOX_RETENTION_HOURS,
         maxBatchBytes: config.RELAY_MAX_BATCH_BYTES,
         stallSeconds: config.RELAY_STALL_SECONDS,
+        sendTimeoutMs: config.RELAY_SEND_TIMEOUT_MS,
+        batchSize: config.RELAY_BATCH_ROWS,
       });
       roleChecks.push(relayRoleCheck(relay, runtime.db, config.RELAY_STALL_SECONDS));
       return {
@@ -184,6 +221,8 @@ export function createCompositionRoot(
         stop: () => relay.stop(),
         drain: () => relay.drain(),
         isPublisher: () => relay.isPublisher(),
+        status: () => relay.status(),
+        readiness: () => relay.readiness(),
       };
     },
 
@@ -230,6 +269,7 @@ export function createCompositionRoot(
         db: runtime.db,
         databaseUrl: config.DATABASE_URL,
         partner: client,
+        partners: bySource(),
         budget,
         logger,
         topicPrefix: config.KAFKA_TOPIC_PREFIX,

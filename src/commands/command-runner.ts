@@ -48,6 +48,7 @@ import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { OutcomeError } from '../partner/errors.js';
+import type { SourcePartners } from '../partner/source-partners.js';
 import { traceCommand, traceOutcome } from '../telemetry/telemetry.js';
 
 /**
@@ -121,7 +122,14 @@ export interface CommandConsumerDeps {
    * consumed concurrently, on top of the Prisma pool).
    */
   databaseUrl: string;
+  /** The deployment key's client: every command when `partners` is not given. */
   partner: GuardPartner;
+  /**
+   * The client acting for each command's source (src/partner/source-partners.ts): a source with a
+   * key of its own in PMS_PARTNER_KEYS writes, snapshots and reads back with it. Default: `partner`
+   * for every source.
+   */
+  partners?: SourcePartners<GuardPartner>;
   logger: Logger;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
@@ -225,6 +233,25 @@ function outcomeError(record: CommandRecord): OutcomeError {
   );
 }
 
+/**
+ * A refusal that, from a source's own key, means the record is outside what the key may reach:
+ * spec 5.9 (a scoped key sees other records as `404 not_found`) and 5.8 (a read-only key gets
+ * `403 forbidden` on writes). The guard already ends them `rejected` without a retry or a
+ * read-back; the dead letter says why in words an operator reads.
+ */
+function outsideScope(record: CommandRecord, source: string): string | null {
+  const e = record.lastError;
+  if (record.state !== 'rejected' || !e) return null;
+  const refused =
+    (e.status === 404 && (e.code === 'not_found' || e.code == null)) ||
+    (e.status === 403 && (e.code === 'forbidden' || e.code == null));
+  if (!refused) return null;
+  return `the record is outside the scope of source "${source}"'s Partner API key (${e.status} ${e.code ?? ''}: ${e.message})`;
+}
+
+/** Whom a command acts for: its identity's source, its CloudEvent source, and which key acts. */
+type Acting = { source: string; ceSource: string; key: 'own' | 'deployment' };
+
 /** Headers an outcome or dead letter takes over from its command: the trail back to the webhook. */
 const TRAIL_HEADERS = ['webhook-id', 'request-id'] as const;
 
@@ -241,10 +268,23 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
   // unlock still on its way never delays the partition's next command.
   const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: 2 * concurrency });
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;
-  const strategy = spec.readBack(
-    deps.partner,
-    ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {},
-  );
+  const readBackFor = (partner: GuardPartner) =>
+    spec.readBack(partner, ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {});
+  // One strategy (and snapshot page cache) per key: a scoped key sees another list, so a page read
+  // with one key never serves a snapshot or read-back made with another.
+  const strategies = new Map<GuardPartner, ReadBackStrategy<C>>();
+  function actingFor(source: string) {
+    const { partner, key } = deps.partners?.forSource(source) ?? {
+      partner: deps.partner,
+      key: 'deployment' as const,
+    };
+    let strategy = strategies.get(partner);
+    if (!strategy) {
+      strategy = readBackFor(partner);
+      strategies.set(partner, strategy);
+    }
+    return { partner, key, strategy };
+  }
   const stopping = new AbortController();
 
   const consumer: Consumer = deps.kafka.consumer({
@@ -378,7 +418,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     record: CommandRecord,
     redelivered: boolean,
     completion: Completion = {},
-    causeSource?: string,
+    acting: Acting,
   ) {
     const outcome = { ...toOutcome(spec.kind, record), ...completion.fields };
     const trail = trailOf(origin);
@@ -393,8 +433,9 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     for (const next of completion.followUps ?? []) {
       const command = toCloudEvent({
         id: next.id,
-        // The cause's source: a follow-up is the same PMS's command, part of its identity.
-        source: causeSource ?? SOURCE(spec.name),
+        // The cause's source: the follow-up is the same PMS's command (part of its identity) and
+        // acts for that source with its key.
+        source: acting.ceSource,
         type: next.type,
         subject: next.subject,
         data: next.data as never,
@@ -418,11 +459,12 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     const redriven = headerValue(origin.message.headers, REDRIVE_HEADER.redrivenFrom) !== undefined;
     if (reason && !(redelivered && redriven)) {
       const failedAt = (iso: string | undefined) => (iso ? new Date(iso) : (record.finishedAt ?? new Date()));
+      const scope = acting.key === 'own' ? outsideScope(record, acting.source) : null;
       batches.unshift(
         deadLetter(origin, reason, {
           commandId: record.commandId,
           commandSource: record.source,
-          error: record.lastError,
+          error: scope && record.lastError ? { ...record.lastError, message: scope } : record.lastError,
           partnerError: outcome.error ?? null,
           attempts: record.attempts,
           firstFailureAt: failedAt(record.lastError?.first_failure_at),
@@ -575,13 +617,17 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
       commandId,
     };
     const targetId = spec.targetId(command);
+    // Every Partner API call of this command (steps, snapshot, write, read-back) with one key: its
+    // source's own, else the deployment's.
+    const { partner, key, strategy } = actingFor(identity.source);
+    const acting: Acting = { source: identity.source, ceSource, key };
     // The CloudEvent id ties this command to its webhook and outbox row; its identity to its
     // Partner API attempts (request ids `<base>.a<n>`), outcome and dead letter.
-    const clog = log.child({ commandId, commandSource: identity.source, eventId });
+    const clog = log.child({ commandId, commandSource: identity.source, eventId, partnerKey: key });
     let steps = 0;
     const tools: StepTools = {
       identity,
-      partner: deps.partner,
+      partner,
       repository,
       logger: clog,
       // Before its row exists the command's base is the one it asks for; steps run before the row.
@@ -592,7 +638,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         const ended = spec.before ? await spec.before(command, tools) : null;
         if (ended) {
           const completion = spec.complete ? await spec.complete(command, ended, tools) : {};
-          await publishResult(origin, ended, false, completion, ceSource);
+          await publishResult(origin, ended, false, completion, acting);
           return;
         }
         const { record, alreadyFinal, conflict, settled } = await guardedWrite(
@@ -615,7 +661,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
           clog.info({ state: record.state }, 'command already final: outcome published again');
         // Both must hold before the offset is committed.
         const completion = spec.complete ? await spec.complete(command, record, tools) : {};
-        await Promise.all([publishResult(origin, record, alreadyFinal, completion, ceSource), settled]);
+        await Promise.all([publishResult(origin, record, alreadyFinal, completion, acting), settled]);
         return;
       } catch (error) {
         // The guard could not decide (a read failed, the database is away): the row keeps its

@@ -39,6 +39,40 @@ const secretsBySource = z
   })
   .pipe(z.record(z.string().regex(/^[a-z0-9_-]+$/i), z.array(z.string().min(1)).min(1)));
 
+/**
+ * A JSON object of source name → that source's own Partner API key pair (issue 34): every Partner
+ * API call made for the source uses it, so a scoped or read-only key (spec 5.8, 5.9) bounds what
+ * the source can reach. `read_only` / `scoped` say what the key is meant to be; `rentbridge probe`
+ * checks them.
+ */
+const partnerKeysBySource = z
+  .string()
+  .transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      // Never echo the value: it holds secret keys.
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be JSON, e.g. {"acme":{"access_key":"...","secret_key":"..."}}',
+      });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.record(
+      z.string().regex(/^[a-z0-9_-]+$/i),
+      z
+        .object({
+          access_key: z.string().min(1),
+          secret_key: z.string().min(1),
+          read_only: z.boolean().optional(),
+          scoped: z.boolean().optional(),
+        })
+        .strict(),
+    ),
+  );
+
 const secretList = z
   .string()
   .transform((v) =>
@@ -144,6 +178,12 @@ export const configSchema = z
     PARTNER_WEBHOOK_SECRETS: secretList.default([]),
     /** Secrets of each property-management system, JSON: {"acme":["whsec_..."]}. */
     PMS_WEBHOOK_SECRETS: secretsBySource.default({}),
+    /**
+     * Per PMS source, its own Partner API key pair, JSON:
+     * {"acme":{"access_key":"...","secret_key":"...","read_only":false,"scoped":true}}. A source
+     * without one uses PARTNER_ACCESS_KEY. Default {}.
+     */
+    PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */
@@ -154,8 +194,15 @@ export const configSchema = z
     WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(256),
     /** Most bytes per Kafka request and per message; below the broker's message.max.bytes. Default 900000. */
     RELAY_MAX_BATCH_BYTES: z.coerce.number().int().min(1024).default(900_000),
-    /** /readyz fails and rentbridge_relay_stalled is 1 when the oldest unpublished row is older. Default 120 s. */
+    /**
+     * /readyz fails and rentbridge_relay_stalled is 1 when the oldest unpublished row is older; the
+     * relay's own readiness says "cannot publish" when rows wait and no send succeeded for as long. Default 120 s.
+     */
     RELAY_STALL_SECONDS: positiveInt.default(120),
+    /** Longest wait for one Kafka request's ack; past it the producer is rebuilt and the rows retried. Default 5000 ms. */
+    RELAY_SEND_TIMEOUT_MS: positiveInt.default(5000),
+    /** Most rows the relay reads at once per topic (reads are sized to about one request below it). Default 5000. */
+    RELAY_BATCH_ROWS: positiveInt.default(5000),
     /** Time to receive a request's headers; a slower sender is cut off. Default 10000 ms. */
     HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
     /** Time to receive a whole request (headers and body). Default 30000 ms. */
@@ -203,6 +250,17 @@ export const configSchema = z
         path: ['PARTNER_SECRET_KEY'],
         message: 'required when PARTNER_API_URL points at a real Partner API',
       });
+    }
+    // A key under a name no PMS signs with would never be used: the source's commands would run on
+    // the deployment key, which is exactly what a source key is there to prevent.
+    for (const source of Object.keys(c.PMS_PARTNER_KEYS)) {
+      if (!c.PMS_WEBHOOK_SECRETS[source]) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['PMS_PARTNER_KEYS'],
+          message: `source "${source}" has no PMS_WEBHOOK_SECRETS entry`,
+        });
+      }
     }
   });
 

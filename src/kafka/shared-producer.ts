@@ -1,4 +1,5 @@
 import type { Kafka, Producer } from 'kafkajs';
+import { recordingPartitioner } from './whole-send.js';
 
 /**
  * The one Kafka producer of a process (idempotent, one request in flight: Kafka drops a retried
@@ -20,7 +21,13 @@ export function createSharedProducer(kafka: Kafka): SharedProducer {
   return {
     get() {
       current ??= (async () => {
-        const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+        const p = kafka.producer({
+          idempotent: true,
+          maxInFlightRequests: 1,
+          allowAutoTopicCreation: false,
+          // Records each message's partition, so that a batch can be checked whole (whole-send.ts).
+          createPartitioner: recordingPartitioner,
+        });
         try {
           await p.connect();
         } catch (error) {

@@ -1,4 +1,4 @@
-import type { Admin } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { defaultTopicSettings, wantedTopic, type TopicSettings } from './topic-settings.js';
 
@@ -52,7 +52,15 @@ export { logicalTopic } from '../topic-prefix.js';
  */
 export async function ensureTopics(
   admin: Admin,
-  options: { prefix: string; topics?: string[] } & (
+  options: {
+    prefix: string;
+    topics?: string[];
+    /**
+     * A client that talks to one broker only: when given, the call returns once every broker of
+     * the cluster knows every new topic and its partitions' leaders (see `waitForTopicMetadata`).
+     */
+    kafkaFor?: (broker: string) => Kafka;
+  } & (
     | { settings: TopicSettings }
     /** The default settings (topic-settings.ts) with this partition count. */
     | { partitions: number }
@@ -77,5 +85,46 @@ export async function ensureTopics(
       };
     }),
   });
-  return missing.map((t) => topicName(options.prefix, t));
+  const created = missing.map((t) => topicName(options.prefix, t));
+  if (options.kafkaFor) await waitForTopicMetadata(admin, options.kafkaFor, created);
+  return created;
+}
+
+/**
+ * Waits until every broker answers metadata for every one of `topics` with a leader for each
+ * partition. `createTopics` returns when the controller has them; the other brokers learn of them
+ * a little later, and a producer or consumer that asks one of those first gets
+ * UNKNOWN_TOPIC_OR_PARTITION (on a fresh three-broker cluster `start` exited so in 2 of 4 runs).
+ */
+export async function waitForTopicMetadata(
+  admin: Admin,
+  kafkaFor: (broker: string) => Kafka,
+  topics: string[],
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const { brokers } = await admin.describeCluster();
+  for (const { host, port } of brokers) {
+    const one = kafkaFor(`${host}:${port}`).admin();
+    await one.connect();
+    try {
+      for (;;) {
+        const settled = await one
+          .fetchTopicMetadata({ topics })
+          .then((m) =>
+            m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+          )
+          .catch(() => false);
+        if (settled) break;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `topics not known to broker ${host}:${port} after ${timeoutMs} ms: ${topics.join(', ')}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await one.disconnect().catch(() => undefined);
+    }
+  }
 }

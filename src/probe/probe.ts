@@ -15,7 +15,9 @@ import {
   type GuardAssumption,
 } from '../partner/assumptions.js';
 import { BANK_ACCOUNTS_PATH, CUSTOMER_ISSUES_PATH, LIST_PATHS } from '../partner/endpoints.js';
+import type { SourceKey } from '../partner/source-partners.js';
 import { createProbeHttp, type ProbeAnswer, type ProbeHttp, type ProbeHttpOptions } from './probe-http.js';
+import { probeSourceKeys } from './source-key-probe.js';
 
 /**
  * `rentbridge probe`: checks, against the platform's own sandbox environment, the assumptions
@@ -33,6 +35,8 @@ export interface ProbeRow {
   assumption: string;
   /** The guard's proof rests on it (a `does_not_hold` here fails the probe). */
   guard: boolean;
+  /** A row about a PMS source's own key (a `does_not_hold` here fails the probe too). */
+  source_key?: boolean;
   /** The GUARD_ASSUMPTIONS id, for guard rows. */
   guard_assumption?: GuardAssumption['id'];
   result: ProbeResult;
@@ -52,6 +56,8 @@ export interface ProbeReport {
   rows: ProbeRow[];
   /** False when an assumption the guard relies on does not hold (consumers then refuse to start). */
   guard_assumptions_hold: boolean;
+  /** False when a PMS source's own key does not authenticate or is not as configured (PMS_PARTNER_KEYS). */
+  source_keys_hold: boolean;
 }
 
 export interface ProbeOptions extends ProbeHttpOptions {
@@ -69,6 +75,8 @@ export interface ProbeOptions extends ProbeHttpOptions {
   };
   /** Gap between reads while waiting for a write to show. Default 250 ms. */
   pollMs?: number;
+  /** PMS_PARTNER_KEYS: each source's own key, checked as the deployment key is. */
+  sources?: Readonly<Record<string, SourceKey>>;
   /** Progress lines (long work shows progress). */
   progress?: (line: string) => void;
 }
@@ -170,6 +178,15 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   if (auth.status !== 200) {
     return finish();
   }
+
+  // ---- each PMS source's own key (issue 34) ---------------------------------------------
+  const base = {
+    baseUrl: options.baseUrl,
+    ...(options.enhancedSecurity !== undefined && { enhancedSecurity: options.enhancedSecurity }),
+    ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+  };
+  for (const row of await probeSourceKeys(base, http, options.sources ?? {}))
+    add({ ...row, source_key: true });
 
   // ---- every list: path and envelope (spec 2.3, 4.5) -------------------------------------
   for (const [resource, path] of Object.entries(LIST_PATHS)) {
@@ -552,6 +569,7 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
       finished_at: new Date().toISOString(),
       rows,
       guard_assumptions_hold: !rows.some((r) => r.guard && r.result === 'does_not_hold'),
+      source_keys_hold: !rows.some((r) => r.source_key && r.result === 'does_not_hold'),
     };
   }
 }
@@ -580,6 +598,9 @@ export function probeTable(report: ProbeReport): string {
             report.rows.filter((r) => r.guard && r.result === 'does_not_hold').map((r) => r.guard_assumption),
           ),
         ].join(', ')} — see README "Going live".`,
+    ...(report.source_keys_hold
+      ? []
+      : ['A PMS source key is not as configured (PMS_PARTNER_KEYS): see the "source" rows above.']),
   ];
   return out.join('\n');
 }

@@ -44,3 +44,22 @@ export async function pruneReceipts(db: Db, retentionHours: number, chunk = 5000
     if (n < chunk) return total;
   }
 }
+
+/**
+ * Claims one signed request's `webhook-id` for its source (a row in webhook_receipts, the same
+ * dedupe the webhooks use, so every receiver process sees it): true when it was new. A customer
+ * token request claims before it asks the Partner API, so two copies sent at once cannot both
+ * mint a token.
+ */
+export async function claimReceipt(db: Db, receipt: ReceiptKey): Promise<boolean> {
+  const n = await db.$executeRaw`
+    INSERT INTO webhook_receipts (source, webhook_id, event_type)
+    VALUES (${receipt.source}, ${receipt.webhookId}, ${receipt.eventType})
+    ON CONFLICT DO NOTHING`;
+  return n === 1;
+}
+
+/** Gives a claim back: the request did not get what it asked for, so the same signature may retry. */
+export async function releaseReceipt(db: Db, source: string, webhookId: string): Promise<void> {
+  await db.$executeRaw`DELETE FROM webhook_receipts WHERE source = ${source} AND webhook_id = ${webhookId}`;
+}

@@ -9,43 +9,6 @@ export interface OutboxRow extends OutboxMessageRow {
   attempts: number;
 }
 
-/** The oldest unpublished rows, in id (commit) order; parked rows are never fetched again. */
-export async function fetchUnpublished(
-  db: Db,
-  limit: number,
-  exceptTopics: string[] = [],
-): Promise<OutboxRow[]> {
-  const rows = await db.outboxMessage.findMany({
-    where: {
-      publishedAt: null,
-      parkedAt: null,
-      ...(exceptTopics.length > 0 ? { topic: { notIn: exceptTopics } } : {}),
-    },
-    orderBy: { id: 'asc' },
-    take: limit,
-  });
-  return rows.map((r) => ({
-    id: r.id,
-    eventId: r.eventId,
-    topic: r.topic,
-    key: r.key,
-    type: r.type,
-    source: r.source,
-    subject: r.subject,
-    data: r.data,
-    headers: (r.headers ?? {}) as Record<string, string>,
-    createdAt: r.createdAt,
-    attempts: r.attempts,
-  }));
-}
-
-export async function markPublished(db: Db, ids: bigint[]): Promise<void> {
-  await db.outboxMessage.updateMany({
-    where: { id: { in: ids } },
-    data: { publishedAt: new Date(), attempts: { increment: 1 } },
-  });
-}
-
 export async function markFailed(db: Db, ids: bigint[], error: string): Promise<void> {
   await db.outboxMessage.updateMany({
     where: { id: { in: ids } },

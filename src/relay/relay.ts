@@ -1,7 +1,8 @@
-import type { Kafka, Message, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import { sendWhole } from '../kafka/whole-send.js';
 import { topicName } from '../kafka/topics.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
@@ -9,21 +10,17 @@ import { metrics } from '../metrics.js';
 import { backoffDelay } from '../backoff.js';
 import { toError } from '../errors.js';
 import { createOutboxListener } from './outbox-listener.js';
+import { backlog, markFailed, markParked, prunePublished, type OutboxRow } from './outbox-reader.js';
+import { createOutboxStreamReader } from './outbox-stream-reader.js';
+import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-status.js';
+import { runTopicStream, type StreamItem } from './topic-stream.js';
 import { exposeRelayMetrics } from './relay-metrics.js';
-import {
-  backlog,
-  fetchUnpublished,
-  markFailed,
-  markParked,
-  markPublished,
-  prunePublished,
-  type OutboxRow,
-} from './outbox-reader.js';
 
 /**
- * The relay: publishes outbox rows to Kafka as CloudEvents, in id order, and marks them
- * published only after Kafka acknowledged them (acks=all). At least once: a crash between the
- * ack and the mark publishes the rows again, with the same CloudEvent ids. One relay publishes
+ * The relay: publishes outbox rows to Kafka as CloudEvents, each topic in id order in a stream of
+ * its own (topics in parallel: a command never waits behind another topic's backlog), and marks
+ * them published only after Kafka acknowledged them (acks=all). At least once: a crash between
+ * the ack and the mark publishes the rows again, with the same CloudEvent ids. One relay publishes
  * at a time (an advisory lock, docs/decisions/001-relay-ordering.md); others stand by.
  */
 export interface RelayOptions {
@@ -36,7 +33,10 @@ export interface RelayOptions {
   topicPrefix: string;
   /** Published rows older than this are deleted (OUTBOX_RETENTION_HOURS). */
   retentionHours: number;
-  /** Rows read per pass. Default 500. */
+  /**
+   * Most rows one read takes (RELAY_BATCH_ROWS). Reads are sized to fill about one request of
+   * maxBatchBytes from the messages' average size, within this bound. Default 5000.
+   */
   batchSize?: number;
   /**
    * Most bytes per Kafka request, and so the largest one message (RELAY_MAX_BATCH_BYTES). Keep it
@@ -44,11 +44,22 @@ export interface RelayOptions {
    * alone is larger, or that the broker refuses as too large, is parked.
    */
   maxBatchBytes?: number;
-  /** Oldest unpublished row older than this: rentbridge_relay_stalled is 1 (RELAY_STALL_SECONDS). Default 120. */
+  /**
+   * RELAY_STALL_SECONDS, default 120: rows wait and no send has succeeded for this long, the relay
+   * "cannot publish" (its `readiness()` fails); the oldest waiting row is older, and
+   * rentbridge_relay_stalled is 1.
+   */
   stallSeconds?: number;
+  /**
+   * Longest wait for one request's ack (RELAY_SEND_TIMEOUT_MS): past it the producer is rebuilt and
+   * the rows retried, so the flow resumes soon after the brokers answer again. Default 5000.
+   */
+  sendTimeoutMs?: number;
+  /** How often the relay logs its progress while rows wait (backlog, rate, time left). Default 10000 ms. */
+  progressEveryMs?: number;
   /** Fallback wake-up when no NOTIFY came (and how often a standby tries the lock). Default 1000 ms. */
   sweepMs?: number;
-  /** Longest back-off after failures. Default 30000 ms. */
+  /** Longest back-off after failures (kept short: the brokers' return is noticed within it). Default 3000 ms. */
   maxBackoffMs?: number;
   /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
   producer?: SharedProducer;
@@ -63,12 +74,19 @@ export interface Relay {
   drain(): Promise<void>;
   /** True while this relay holds the publisher lock (the others stand by). */
   isPublisher(): boolean;
+  /** Backlog, rate, time left, last ack: measured on the relay's own schedule. */
+  status(): RelayStatus;
+  /** true, or why the relay cannot publish (rows wait, no ack for RELAY_STALL_SECONDS). */
+  readiness(): true | string;
 }
 
 export { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage };
+export type { RelayStatus };
 
 const PRUNE_EVERY_MS = 60_000;
 const METRICS_EVERY_MS = 1_000;
+/** A stream that never catches up still reads from the start this often (rows committed out of order). */
+const RESCAN_MS = 1_000;
 /** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
 export function isTooLarge(error: unknown): boolean {
   const seen = new Set<unknown>();
@@ -90,24 +108,36 @@ export function createRelay(options: RelayOptions): Relay {
   const { db, kafka, topicPrefix } = options;
   const logger = options.logger.child({ component: 'relay' });
   exposeRelayMetrics();
-  const batchSize = options.batchSize ?? 500;
+  const maxRows = options.batchSize ?? 5000;
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+  const sweepMs = options.sweepMs ?? 1000;
+  const maxBackoffMs = options.maxBackoffMs ?? 3000;
+  const stallSeconds = options.stallSeconds ?? 120;
+  const sendTimeoutMs = options.sendTimeoutMs ?? 5000;
+  const progressEveryMs = options.progressEveryMs ?? 10_000;
+  /** After failure n: 200 ms doubled, capped at maxBackoffMs. */
+  const failureBackoff = { initialRetryTime: 200, maxRetryTime: maxBackoffMs, maxGrowths: 9 };
   /** Topic → when it may be tried again: a topic that failed waits, the others go on. */
   const topicBackoff = new Map<string, { failures: number; until: number }>();
-  const sweepMs = options.sweepMs ?? 1000;
-  const maxBackoffMs = options.maxBackoffMs ?? 30_000;
-  /** After failure n: 400 ms doubled (ten doublings at most), capped at maxBackoffMs. */
-  const failureBackoff = { initialRetryTime: 400, maxRetryTime: maxBackoffMs, maxGrowths: 9 };
 
   // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
   const producer = options.producer ?? createSharedProducer(kafka);
+  const reader = createOutboxStreamReader({ databaseUrl: options.databaseUrl, logger });
+  const progress = createRelayProgress();
+  /** The topic streams under way, by topic. */
+  const streams = new Map<string, Promise<void>>();
+  /** Average message size (bytes), to size reads to about one request. */
+  let averageBytes = 1000;
   let running = false;
+  let closed = false;
   let loop: Promise<void> | null = null;
   let wake: (() => void) | null = null;
   let notified = false;
-  let failures = 0;
   let lastPrune = 0;
-  let lastMetrics = 0;
+  let lastProgressLog = 0;
+  let catchingUp = false;
+  let measuring = false;
+  let measureTimer: NodeJS.Timeout | null = null;
 
   const poke = () => {
     notified = true;
@@ -119,6 +149,7 @@ export function createRelay(options: RelayOptions): Relay {
     onNotify: poke,
     onLost: () => logger.warn('publisher lock lost with the session'),
   });
+  const going = () => !closed && listener.isLeader();
 
   function sleep(ms: number): Promise<void> {
     if (notified) {
@@ -137,97 +168,84 @@ export function createRelay(options: RelayOptions): Relay {
     });
   }
 
-  /**
-   * Publishes one pass; returns how many rows it read (a full pass means more are waiting).
-   * Topic by topic, each in requests of at most maxBatchBytes, marked published after each ack:
-   * a topic the broker refuses waits (its rows keep their order), the other topics go on, and a
-   * retry never sends again what an earlier request of the pass already delivered. Throws only
-   * when the pass delivered nothing and something failed (the broker is down: back off).
-   */
-  async function publishBatch(): Promise<number> {
-    const now = Date.now();
-    const waiting = [...topicBackoff].filter(([, b]) => b.until > now).map(([t]) => t);
-    const rows = await fetchUnpublished(db, batchSize, waiting);
-    if (rows.length === 0) return 0;
-    const byTopic = new Map<string, Array<{ row: OutboxRow; message: Message; bytes: number }>>();
-    const oversized: Array<{ row: OutboxRow; bytes: number }> = [];
-    for (const row of rows) {
-      const message = toKafkaMessage(row);
-      const bytes = messageBytes(message);
-      if (bytes > maxBatchBytes) {
-        oversized.push({ row, bytes });
+  /** Rejects after `ms`: a send stuck in kafkajs's retries must not hold the flow. */
+  function within<T>(ms: number, p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no ack from Kafka within ${ms} ms (RELAY_SEND_TIMEOUT_MS)`)),
+        ms,
+      );
+    });
+    return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  function rowsPerRead(): number {
+    // A little below the bound, so that a read rarely spills into a second, nearly empty request.
+    return Math.max(1, Math.min(maxRows, Math.floor((maxBatchBytes * 0.95) / averageBytes)));
+  }
+
+  /** Sends one topic's rows in requests of at most maxBatchBytes, one after the other. */
+  async function send(topic: string, items: StreamItem[], acked: (rows: OutboxRow[]) => void): Promise<void> {
+    let chunk: StreamItem[] = [];
+    let chunkBytes = 0;
+    for (const item of items) {
+      if (item.bytes > maxBatchBytes) {
+        await park(
+          [item.row],
+          `CloudEvent of ${item.bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`,
+        );
         continue;
       }
-      const list = byTopic.get(row.topic) ?? [];
-      list.push({ row, message, bytes });
-      byTopic.set(row.topic, list);
-    }
-    for (const { row, bytes } of oversized) {
-      await park(
-        [row],
-        `CloudEvent of ${bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`,
-      );
-    }
-    let published = 0;
-    let firstError: unknown;
-    for (const [topic, items] of byTopic) {
-      try {
-        let chunk: typeof items = [];
-        let chunkBytes = 0;
-        for (const item of items) {
-          if (chunk.length > 0 && chunkBytes + item.bytes > maxBatchBytes) {
-            published += await send(topic, chunk);
-            chunk = [];
-            chunkBytes = 0;
-          }
-          chunk.push(item);
-          chunkBytes += item.bytes;
-        }
-        if (chunk.length > 0) published += await send(topic, chunk);
-        topicBackoff.delete(topic);
-      } catch (error) {
-        firstError ??= error;
-        const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
-        const wait = backoffDelay(failureBackoff, failures);
-        topicBackoff.set(topic, { failures, until: Date.now() + wait });
-        logger.warn(
-          { err: error, topic, failures, backoffMs: wait },
-          'topic not published: its rows wait, others go on',
-        );
+      if (chunk.length > 0 && chunkBytes + item.bytes > maxBatchBytes) {
+        await sendRequest(topic, chunk, acked);
+        chunk = [];
+        chunkBytes = 0;
       }
+      chunk.push(item);
+      chunkBytes += item.bytes;
     }
-    if (published === 0 && oversized.length === 0 && firstError !== undefined) throw firstError;
-    return rows.length;
+    if (chunk.length > 0) await sendRequest(topic, chunk, acked);
   }
 
   /**
-   * Sends rows of one topic in one request and marks them published. A request the broker refuses
-   * as too large is split; one row it refuses alone is parked. Other errors mark the rows failed
-   * and throw (the rows are retried later, in order).
+   * One request and its ack. A request the broker refuses as too large is split; one row it
+   * refuses alone is parked. Other errors (a time-out too) mark the rows failed, rebuild the
+   * producer and throw: the topic backs off and its rows are retried, in order.
    */
-  async function send(
+  async function sendRequest(
     topic: string,
-    items: Array<{ row: OutboxRow; message: Message; bytes: number }>,
-  ): Promise<number> {
+    items: StreamItem[],
+    acked: (rows: OutboxRow[]) => void,
+  ): Promise<void> {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
     let p: Producer | undefined;
     try {
-      p = await producer.get();
-      await p.sendBatch({
-        acks: -1,
-        topicMessages: [{ topic: topicName(topicPrefix, topic), messages: items.map((i) => i.message) }],
-      });
+      await within(
+        sendTimeoutMs,
+        (async () => {
+          p = await producer.get();
+          // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
+          await sendWhole(
+            p,
+            topicName(topicPrefix, topic),
+            items.map((i) => i.message),
+          );
+        })(),
+      );
     } catch (error) {
       traced.end(error);
       if (isTooLarge(error)) {
         if (items.length === 1) {
           await park(rows, `the broker refused the message as too large: ${toError(error).message}`);
-          return 0;
+          return;
         }
         const half = Math.ceil(items.length / 2);
-        return (await send(topic, items.slice(0, half))) + (await send(topic, items.slice(half)));
+        await sendRequest(topic, items.slice(0, half), acked);
+        await sendRequest(topic, items.slice(half), acked);
+        return;
       }
       await markFailed(
         db,
@@ -235,30 +253,30 @@ export function createRelay(options: RelayOptions): Relay {
         toError(error).message,
       ).catch(() => undefined);
       // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
-      if (p) await producer.reset(p);
+      if (p) await within(2000, producer.reset(p)).catch(() => undefined);
       throw error;
     }
     traced.end();
     await options.afterSend?.(rows);
-    await markPublished(
-      db,
-      rows.map((r) => r.id),
-    );
-    for (const row of rows) {
-      metrics.relayPublished.inc({ topic: row.topic });
-      logger.debug({ eventId: row.eventId, topic: row.topic, outboxId: row.id.toString() }, 'published');
-    }
-    logger.info(
+    progress.acked(rows.length);
+    metrics.relayPublished.inc({ topic }, rows.length);
+    logger.debug(
       {
         topic,
         count: rows.length,
-        bytes: items.reduce((n, i) => n + i.bytes, 0),
         firstOutboxId: rows[0]!.id.toString(),
         lastOutboxId: rows.at(-1)!.id.toString(),
       },
       'outbox rows published',
     );
-    return rows.length;
+    acked(rows);
+  }
+
+  /** Marks acknowledged rows; a failure leaves them to be sent again (at least once). */
+  async function mark(rows: OutboxRow[]): Promise<void> {
+    await reader.markPublished(rows.map((r) => r.id)).catch((error: unknown) => {
+      logger.warn({ err: error, count: rows.length }, 'published rows not marked: they will be sent again');
+    });
   }
 
   /** A row that can never be published: kept with its reason, never blocking the rows behind it. */
@@ -277,23 +295,115 @@ export function createRelay(options: RelayOptions): Relay {
     }
   }
 
-  async function housekeeping(): Promise<void> {
-    const now = Date.now();
-    if (now - lastMetrics >= METRICS_EVERY_MS) {
-      lastMetrics = now;
+  function stream(topic: string): Promise<void> {
+    return runTopicStream({
+      topic,
+      reader,
+      going,
+      rowsPerRead,
+      rescanMs: RESCAN_MS,
+      send: (items, acked) => send(topic, items, acked),
+      mark,
+      sized: (bytes, count) => {
+        averageBytes = Math.max(1, averageBytes * 0.8 + (bytes / count) * 0.2);
+      },
+    });
+  }
+
+  function startStream(topic: string): void {
+    const s = stream(topic)
+      .then(
+        () => {
+          topicBackoff.delete(topic);
+        },
+        (error: unknown) => {
+          const failures = (topicBackoff.get(topic)?.failures ?? 0) + 1;
+          const wait = backoffDelay(failureBackoff, failures);
+          topicBackoff.set(topic, { failures, until: Date.now() + wait });
+          logger.warn(
+            { err: error, topic, failures, backoffMs: wait },
+            'topic not published: its rows wait, retrying',
+          );
+        },
+      )
+      .finally(() => {
+        streams.delete(topic);
+        poke();
+      });
+    streams.set(topic, s);
+  }
+
+  /**
+   * The backlog, lag and stall gauges, on their own schedule (every second, whatever the streams
+   * are doing), and the progress log while rows wait.
+   */
+  async function measure(): Promise<void> {
+    if (measuring) return;
+    measuring = true;
+    try {
       const b = await backlog(db);
+      const now = Date.now();
+      const lag = b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0;
+      progress.measured(b.count, lag, now);
       metrics.outboxBacklog.set(b.count);
       metrics.outboxParked.set(b.parked);
-      const lag = b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0;
       metrics.relayLagSeconds.set(lag);
-      metrics.relayStalled.set(lag > (options.stallSeconds ?? 120) ? 1 : 0);
+      // The same rule as /readyz's relay check (src/readiness.ts), so that two writers of the
+      // gauge in one process (`start`) agree; the relay's own readiness is the ack-based one.
+      metrics.relayStalled.set(lag > stallSeconds ? 1 : 0);
+      if (!listener.isLeader()) return;
+      if (b.count > 0 && now - lastProgressLog >= progressEveryMs) {
+        lastProgressLog = now;
+        catchingUp = true;
+        const s = status();
+        logger.info(
+          {
+            backlog: s.backlog,
+            ratePerSecond: s.ratePerSecond,
+            etaSeconds: s.etaSeconds,
+            oldestAgeSeconds: Math.round(lag),
+          },
+          'relay progress: rows waiting',
+        );
+      } else if (b.count === 0 && catchingUp) {
+        catchingUp = false;
+        lastProgressLog = 0;
+        logger.info({ ratePerSecond: status().ratePerSecond }, 'relay caught up');
+      }
+    } catch (error) {
+      logger.warn({ err: error }, 'relay gauges not measured');
+    } finally {
+      measuring = false;
     }
-    if (now - lastPrune >= PRUNE_EVERY_MS) {
-      lastPrune = now;
-      const pruned = await prunePublished(db, options.retentionHours);
-      // Webhook receipts are the receiver's: it prunes them (src/receiver/receipt-pruner.ts).
-      if (pruned > 0) logger.info({ pruned }, 'published outbox rows pruned');
+  }
+
+  async function prune(): Promise<void> {
+    const now = Date.now();
+    if (now - lastPrune < PRUNE_EVERY_MS) return;
+    lastPrune = now;
+    const pruned = await prunePublished(db, options.retentionHours);
+    // Webhook receipts are the receiver's: it prunes them (src/receiver/receipt-pruner.ts).
+    if (pruned > 0) logger.info({ pruned }, 'published outbox rows pruned');
+  }
+
+  /** Starts a stream for every topic with rows waiting and none under way (and not backing off). */
+  async function schedule(): Promise<void> {
+    const topics = await reader.topicsWaiting();
+    const now = Date.now();
+    for (const topic of topics) {
+      if (streams.has(topic)) continue;
+      const backoff = topicBackoff.get(topic);
+      if (backoff && backoff.until > now) continue;
+      startStream(topic);
     }
+  }
+
+  /** Until the next sweep, or the end of the earliest back-off if sooner. */
+  function nextWait(): number {
+    const now = Date.now();
+    let wait = sweepMs;
+    for (const b of topicBackoff.values()) wait = Math.min(wait, Math.max(0, b.until - now));
+    return Math.max(10, wait);
   }
 
   async function run(): Promise<void> {
@@ -308,52 +418,63 @@ export function createRelay(options: RelayOptions): Relay {
         await sleep(sweepMs);
         continue;
       }
-      let wait = sweepMs;
       try {
-        // A full batch: more are waiting, go on at once. Otherwise wait for a NOTIFY or the sweep.
-        if ((await publishBatch()) === batchSize) wait = 0;
-        failures = 0;
+        await schedule();
+        await prune();
       } catch (error) {
-        failures += 1;
-        wait = backoffDelay(failureBackoff, failures);
-        logger.warn({ err: error, failures, backoffMs: wait }, 'relay pass failed: rows wait, retrying');
-        // A NOTIFY must not cut the back-off short while the broker is down.
-        notified = false;
+        logger.warn({ err: error }, 'relay pass failed: rows wait, retrying');
       }
-      // Runs during an outage too: the backlog metrics are what alerts on it.
-      await housekeeping().catch((error: unknown) =>
-        logger.warn({ err: error }, 'relay housekeeping failed'),
-      );
-      if (wait > 0) await sleep(wait);
+      await sleep(nextWait());
     }
+  }
+
+  function status(): RelayStatus {
+    const role =
+      closed || (!running && !listener.isLeader())
+        ? 'stopped'
+        : listener.isLeader()
+          ? 'publisher'
+          : 'standby';
+    return progress.status(role);
   }
 
   return {
     async start() {
       if (running) return;
       running = true;
+      closed = false;
       loop = run();
-      logger.info({ batchSize, maxBatchBytes, sweepMs }, 'relay started');
+      measureTimer = setInterval(() => void measure(), METRICS_EVERY_MS);
+      measureTimer.unref();
+      void measure();
+      logger.info({ maxRows, maxBatchBytes, sweepMs, sendTimeoutMs, stallSeconds }, 'relay started');
     },
     async stop() {
       running = false;
+      closed = true;
+      if (measureTimer) clearInterval(measureTimer);
+      measureTimer = null;
       wake?.();
-      if (loop) {
-        // A pass stuck on an unreachable broker must not hold the shutdown: its rows stay unpublished.
-        const stuck = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-        await Promise.race([loop, stuck]);
-        loop = null;
-      }
+      // A stream stuck on an unreachable broker must not hold the shutdown: its rows stay unpublished.
+      const stuck = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
+      await Promise.race([Promise.allSettled([loop, ...streams.values()]), stuck]);
+      loop = null;
       await listener.close();
+      await reader.close();
       // The process's shared producer is closed by its owner, after every user has stopped.
       if (!options.producer) await producer.close();
       logger.info('relay stopped');
     },
     isPublisher: () => listener.isLeader(),
+    status,
+    readiness: () => relayReadiness(status(), stallSeconds),
     async drain() {
       if (!(await listener.tryLead())) throw new Error('another relay is the publisher');
-      while ((await publishBatch()) > 0) {
-        /* until empty */
+      for (;;) {
+        const topics = await reader.topicsWaiting();
+        if (topics.length === 0) return;
+        // Every topic at once, as the running relay does; the first failure is thrown.
+        await Promise.all(topics.map((topic) => stream(topic)));
       }
     },
   };

@@ -108,7 +108,11 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
     );
   }
   for (const r of rows.receipts.filter((x) => x.outboxId == null)) {
-    ends.push(`webhook ${r.webhookId} published nothing: the change it carried had already been published`);
+    // A customer-token request's receipt (decision 026) is its one-use mark: it publishes nothing.
+    if (r.source.startsWith('pms-token:'))
+      ends.push(`webhook ${r.webhookId} was a customer-token request: answered at once, nothing published`);
+    else
+      ends.push(`webhook ${r.webhookId} published nothing: the change it carried had already been published`);
   }
   for (const o of rows.outbox) {
     steps.push({

@@ -12,7 +12,11 @@ import { buildSecret, send } from '../receiver/webhooks.js';
 
 const logger = createLogger({ level: 'silent' });
 const acme = buildSecret();
+const beta = buildSecret();
 const PATH = '/pms/acme/customer-access-tokens';
+const BETA_PATH = '/pms/beta/customer-access-tokens';
+/** beta's own Partner API key, scoped to its owner (spec 5.9); acme has none (the deployment key). */
+const BETA_KEY = { access_key: 'beta-access-key', secret_key: 'beta-secret-key', owner_ids: ['owner-beta'] };
 
 /** One rentbridge process's token endpoint, counting the issue_access_token calls it sends. */
 async function startProcess(database: TestDatabase, sandbox: Sandbox) {
@@ -33,7 +37,10 @@ async function startProcess(database: TestDatabase, sandbox: Sandbox) {
       PARTNER_ENHANCED_SECURITY: false,
       PARTNER_TIMEOUT_MS: 2000,
       PARTNER_TOKEN_RATE_LIMIT_PER_MINUTE: 2500,
-      PMS_WEBHOOK_SECRETS: { acme: [acme] },
+      PMS_WEBHOOK_SECRETS: { acme: [acme], beta: [beta] },
+      PMS_PARTNER_KEYS: {
+        beta: { access_key: BETA_KEY.access_key, secret_key: BETA_KEY.secret_key, scoped: true },
+      },
       WEBHOOK_TOLERANCE_SECONDS: 300,
     },
   });
@@ -63,15 +70,32 @@ describe('customer access tokens', () => {
   let one: Awaited<ReturnType<typeof startProcess>>;
   let two: Awaited<ReturnType<typeof startProcess>>;
   let customerId: string;
+  /** A customer of beta's owner: inside beta's scoped key. */
+  let betaCustomerId: string;
 
   beforeAll(async () => {
     [sandbox, database] = await Promise.all([startSandbox({ port: 0 }), createTestDatabase()]);
     control = createSandboxControl(sandbox.url);
     [one, two] = await Promise.all([startProcess(database, sandbox), startProcess(database, sandbox)]);
-    const [customer] = await control.addRecords('customers', [
-      { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone: '5551234567' },
+    await control.createKey(BETA_KEY);
+    const [customer, betas] = await control.addRecords('customers', [
+      {
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        email: 'ada@example.com',
+        phone: '5551234567',
+        owner_id: 'owner-acme',
+      },
+      {
+        first_name: 'Bo',
+        last_name: 'Beta',
+        email: 'bo@example.com',
+        phone: '5557654321',
+        owner_id: 'owner-beta',
+      },
     ]);
     customerId = String(customer!.id);
+    betaCustomerId = String(betas!.id);
   });
   afterAll(async () => {
     await one?.close();
@@ -132,6 +156,70 @@ describe('customer access tokens', () => {
       const res = await send(one.url, PATH, { customer: 1 }, { secret: acme });
       expect(res.status).toBe(422);
       expect(JSON.stringify(res.json)).toContain('customer_id');
+    });
+  });
+
+  describe('when the same signed request is sent again', () => {
+    it('is refused with 409 by any receiver process, which asks the Partner API nothing', async () => {
+      // The captured request exactly: same id, same timestamp, same body, so the same signature.
+      const captured = {
+        secret: acme,
+        webhookId: `msg_once_${Date.now()}`,
+        timestamp: Math.floor(Date.now() / 1000),
+      };
+      const first = await send(one.url, PATH, { customer_id: customerId }, captured);
+      expect(first.status).toBe(200);
+      const before = two.sent.issue;
+      for (const process of [two, one]) {
+        const again = await send(process.url, PATH, { customer_id: customerId }, captured);
+        expect(again.status).toBe(409);
+        expect(again.json).toMatchObject({
+          error: { status: 409, code: 'replayed_request', request_id: expect.any(String) },
+        });
+        expect(String((again.json.error as { message: string }).message)).toMatch(/sign a new request/);
+      }
+      expect(two.sent.issue).toBe(before);
+      // A new signature (new webhook-id) for the same customer is a new request.
+      const fresh = await send(two.url, PATH, { customer_id: customerId }, { secret: acme });
+      expect(fresh.status).toBe(200);
+    });
+
+    it('refuses every copy but one when the copies arrive at once on two processes', async () => {
+      const webhookId = `msg_race_${Date.now()}`;
+      const timestamp = Math.floor(Date.now() / 1000);
+      const copies = await Promise.all(
+        [one, two, one, two].map((p) =>
+          send(p.url, PATH, { customer_id: customerId }, { secret: acme, webhookId, timestamp }),
+        ),
+      );
+      expect(copies.map((c) => c.status).sort()).toEqual([200, 409, 409, 409]);
+    });
+  });
+
+  describe('when a signed request did not get a token', () => {
+    it('may be sent again with the same signature', async () => {
+      const webhookId = `msg_missing_${Date.now()}`;
+      const timestamp = Math.floor(Date.now() / 1000);
+      const options = { secret: acme, webhookId, timestamp };
+      expect((await send(one.url, PATH, { customer_id: '999998' }, options)).status).toBe(404);
+      expect((await send(two.url, PATH, { customer_id: '999998' }, options)).status).toBe(404);
+    });
+  });
+
+  describe('when a source has a scoped Partner API key of its own', () => {
+    it("gets a token for a customer in its scope and 404 for another source's customer", async () => {
+      const own = await send(one.url, BETA_PATH, { customer_id: betaCustomerId }, { secret: beta });
+      expect(own.status).toBe(200);
+      expect(own.json).toMatchObject({ customer_id: betaCustomerId, token: expect.any(String) });
+
+      const other = await send(one.url, BETA_PATH, { customer_id: customerId }, { secret: beta });
+      expect(other.status).toBe(404);
+      expect(other.json).toMatchObject({ error: { status: 404, code: 'not_found' } });
+      expect(String((other.json.error as { message: string }).message)).toMatch(/scope/);
+
+      // acme, without a key of its own, still reaches every customer with the deployment key.
+      const acmeOwn = await send(one.url, PATH, { customer_id: betaCustomerId }, { secret: acme });
+      expect(acmeOwn.status).toBe(200);
     });
   });
 

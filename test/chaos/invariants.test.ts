@@ -12,6 +12,8 @@ import type { ReadMessage } from './topic-reader.js';
 function buildCommand(overrides: Partial<SentCommand> = {}): SentCommand {
   return {
     commandId: 'pay_1',
+    source: 'acme',
+    key: 'pay_1',
     kind: 'payment',
     targetId: '7',
     topic: 'commands.rental-payments',
@@ -24,6 +26,7 @@ function buildCommand(overrides: Partial<SentCommand> = {}): SentCommand {
 function buildHook(overrides: Partial<SentWebhook> = {}): SentWebhook {
   return {
     webhookId: 'msg_1',
+    source: 'acme',
     kind: 'payment',
     type: 'rent_payment.received',
     commandId: 'pay_1',
@@ -248,6 +251,91 @@ describe('chaos invariants', () => {
     });
   });
 
+  describe("when a scoped source's command outside its scope was applied, or one inside refused for scope", () => {
+    const SCOPE = "a scoped source's command outside its scope is rejected as such, never applied";
+    // beta's pay_1 on its scoped key (issue 34), known by source + id (issue 35).
+    const betaCommand = () => buildCommand({ source: 'beta', key: 'beta/pay_1', outsideScope: true });
+    const betaEvent = () =>
+      message(
+        'commands.rental-payments',
+        {
+          id: 'ev-1',
+          type: 'rentbridge.command.rental-payment',
+          source: '/webhooks/pms/beta',
+          data: { payment_id: 'pay_1', amount_cents: 100_001 },
+        },
+        { 'webhook-id': 'msg_1' },
+      );
+    const betaOutcome = (status: string) =>
+      message('outcomes.rental-payments', {
+        id: 'out-1',
+        type: 'rentbridge.outcome.rental-payment',
+        data: { command_id: 'pay_1', command_source: 'beta', status, target_id: '7' },
+      });
+    const letter = (message: string) =>
+      ({
+        ...betaEvent(),
+        topic: 'chaos.commands.rental-payments.dlq',
+        headers: {
+          'dlq-reason': 'rejected',
+          'dlq-command-id': 'pay_1',
+          'dlq-command-source': 'beta',
+          'dlq-error-message': message,
+        },
+      }) satisfies ReadMessage;
+    const betaEvidence = (overrides: Partial<Evidence>, outsideScope: boolean) => {
+      const evidence = buildEvidence({
+        commandStates: new Map([['beta/pay_1', 'rejected']]),
+        ...overrides,
+      });
+      evidence.load.webhooks = [buildHook({ source: 'beta', commandKey: 'beta/pay_1' })];
+      evidence.load.commands = new Map([['beta/pay_1', { ...betaCommand(), outsideScope }]]);
+      return evidence;
+    };
+
+    it('fails the scope check', () => {
+      const applied = betaEvidence(
+        {
+          commandStates: new Map([['beta/pay_1', 'applied']]),
+          topics: new Map([
+            ['commands.rental-payments', [betaEvent()]],
+            ['outcomes.rental-payments', [betaOutcome('applied')]],
+          ]),
+        },
+        true,
+      );
+      expect(failed(applied)).toContain(SCOPE);
+
+      const refusedInside = betaEvidence(
+        {
+          ledger: [],
+          topics: new Map([
+            ['commands.rental-payments', [betaEvent()]],
+            ['outcomes.rental-payments', [betaOutcome('rejected')]],
+            ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+          ]),
+        },
+        false,
+      );
+      expect(failed(refusedInside)).toEqual([SCOPE]);
+    });
+
+    it('passes when it ended rejected as outside the scope, with no applied write', () => {
+      const kept = betaEvidence(
+        {
+          ledger: [write({ applied: false, status: 404 })],
+          topics: new Map([
+            ['commands.rental-payments', [betaEvent()]],
+            ['outcomes.rental-payments', [betaOutcome('rejected')]],
+            ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+          ]),
+        },
+        true,
+      );
+      expect(failed(kept)).toEqual([]);
+    });
+  });
+
   describe('when a replay of an acknowledged webhook was not answered as a duplicate', () => {
     it('fails the replay check', () => {
       const evidence = buildEvidence();
@@ -278,6 +366,7 @@ describe('chaos invariants', () => {
         'reg_1',
         buildCommand({
           commandId: 'reg_1',
+          key: 'reg_1',
           kind: 'registration',
           topic: 'commands.customer-registrations',
           email: 'ada@example.com',

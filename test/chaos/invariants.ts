@@ -97,12 +97,13 @@ function check(name: string): Check & { fail(detail: string): void; count(n?: nu
 
 /**
  * The key of the command a ledger write belongs to, by its body first (unique amounts, e-mails,
- * the decision id in the reason), else its request id (`<command id>.a<n>`): a command whose id
- * another source's command shares may carry the plain id or an encoded one, whichever came first.
+ * the command's key in a decision's reason), else its request id (`<command id>.a<n>`): a command
+ * whose id another source's command shares may carry the plain id or an encoded one, whichever
+ * came first; one no other source uses carries its plain id, whatever its source.
  */
 export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCommand>): string | null {
   const fromRequestId = write.request_id?.replace(/\.a\d+(\.r\d+)?$/, '');
-  const key = (c: SentCommand) => c.key ?? c.commandId;
+  const key = (c: SentCommand) => c.key;
   const body = (write.body ?? {}) as {
     reason?: unknown;
     rental_payments?: Array<{ amount_cents?: unknown }>;
@@ -119,7 +120,11 @@ export function attributeWrite(write: LedgerEntry, commands: Map<string, SentCom
   if (typeof amount === 'number') {
     for (const c of commands.values()) if (c.amountCents === amount) return key(c);
   }
-  if (fromRequestId && commands.has(fromRequestId)) return fromRequestId;
+  if (fromRequestId) {
+    if (commands.has(fromRequestId)) return fromRequestId;
+    const same = [...commands.values()].filter((c) => c.commandId === fromRequestId);
+    if (same.length === 1) return key(same[0]!);
+  }
   return null;
 }
 
@@ -381,8 +386,10 @@ export function analyse(evidence: Evidence): Analysis {
   }
   if (evidence.customers) {
     for (const e of on('outcomes.customer-registrations')) {
-      const id = e.data.command_id;
-      if (typeof id !== 'string' || !load.commands.has(id)) continue;
+      const bare = e.data.command_id;
+      if (typeof bare !== 'string') continue;
+      const id = commandKey(String(e.data.command_source ?? PRIMARY_SOURCE), bare);
+      if (!load.commands.has(id)) continue;
       onboarding.count();
       const created = createdBy.get(id);
       const ours = created ? (byEmail.get(created) ?? [])[0] : undefined;
@@ -432,6 +439,34 @@ export function analyse(evidence: Evidence): Analysis {
       parked.fail(`command ${id}: dead letter without dlq-reason`);
   }
   checks.push(parked);
+
+  // 6b. A scoped source acts only within its scope (issue 34): its commands on records of another
+  //     owner end rejected with a dead letter saying so, never applied; none of its other
+  //     commands is refused for scope.
+  const scoped = check("a scoped source's command outside its scope is rejected as such, never applied");
+  const scopeLetters = new Set<string>();
+  for (const topic of COMMAND_TOPICS) {
+    for (const m of topics.get(`${topic}.dlq`) ?? []) {
+      const id = m.headers['dlq-command-id'];
+      if (id && /outside the scope of source/.test(m.headers['dlq-error-message'] ?? ''))
+        scopeLetters.add(commandKey(m.headers['dlq-command-source'] ?? PRIMARY_SOURCE, id));
+    }
+  }
+  for (const id of inSystem) {
+    const command = load.commands.get(id);
+    if (!command) continue;
+    const state = evidence.commandStates.get(id);
+    if (command.outsideScope) {
+      scoped.count();
+      if (state !== 'rejected')
+        scoped.fail(`command ${id} (${command.source}) outside its scope: ${state ?? 'no row'}`);
+      if ((appliedByLedger.get(id) ?? 0) > 0) scoped.fail(`command ${id} outside its scope was applied`);
+      if (!scopeLetters.has(id)) scoped.fail(`command ${id} outside its scope: no dead letter saying so`);
+    } else if (scopeLetters.has(id)) {
+      scoped.fail(`command ${id} (${command.source}) inside its scope was refused as outside it`);
+    }
+  }
+  checks.push(scoped);
 
   // 7. The receiver's dedupe: a replay of an acknowledged webhook is answered as a duplicate.
   const replays = check('a replayed acknowledged webhook is answered duplicate (nothing published)');

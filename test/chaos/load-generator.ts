@@ -8,6 +8,14 @@ import type { SandboxControl } from '../../src/sandbox/control-client.js';
  * them, unknown event types, and record changes in the sandbox (which the sandbox announces to
  * the receiver with its own webhooks). A webhook is retried like a real sender would (same
  * `webhook-id`, freshly signed) on network errors, 429 and 5xx; every answer is recorded.
+ *
+ * Several PMS sources send at once (issue 34): a source with a scoped Partner API key (`owner`)
+ * decides and pays for records of its owner, registers and enrolls customers that land in its
+ * scope, and now and then decides an application of another owner, which must end rejected as
+ * outside its scope and never be applied.
+ *
+ * The second source numbers its payments on its own, so now and then it reuses an id the first
+ * already sent (issue 35): a command is its source + type + id, here `commandKey`.
  */
 
 export type WebhookKind =
@@ -21,10 +29,7 @@ export type WebhookKind =
   | 'unrouted'
   | 'colliding_payment';
 
-/**
- * The run's PMS sources. The second numbers its payments on its own, so its ids collide with the
- * first's (issue 35): a command is keyed by source + type + id, here `commandKey`.
- */
+/** The run's PMS sources: `acme` on the deployment key, `beta` on a scoped key of its own. */
 export const PRIMARY_SOURCE = 'acme';
 export const SECOND_SOURCE = 'beta';
 
@@ -33,14 +38,22 @@ export function commandKey(source: string, commandId: string): string {
   return source === PRIMARY_SOURCE ? commandId : `${source}/${commandId}`;
 }
 
+/** A PMS source of the load: its name, its signing secret, and its key's owner when scoped. */
+export interface LoadSource {
+  name: string;
+  secret: string;
+  /** The `owner_id` its scoped key sees (spec 5.9); none: the deployment key, every record. */
+  owner?: string;
+}
+
 export interface SentWebhook {
   webhookId: string;
+  /** The PMS source that signed and sent it. */
+  source: string;
   kind: WebhookKind;
   type: string;
   /** The command id (payment_id / decision_id) it carries, when it is a command. */
   commandId?: string;
-  /** The PMS source it was sent from (default PRIMARY_SOURCE). */
-  source?: string;
   /** commandKey(source, commandId), when it is a command. */
   commandKey?: string;
   /** A unique string in the body of an unrouted event, to find it on inbound.unrouted. */
@@ -56,11 +69,14 @@ export interface SentWebhook {
 
 export interface SentCommand {
   commandId: string;
-  /** The PMS source (default PRIMARY_SOURCE); its key in `commands` is commandKey(source, id). */
-  source?: string;
-  key?: string;
-  /** A second source's payment that reuses a primary source's payment id. */
+  /** The PMS source that sent it. */
+  source: string;
+  /** commandKey(source, commandId): its key in `LoadState.commands`. */
+  key: string;
+  /** A second source's payment that reuses a primary source's payment id: that command's key. */
   collidesWith?: string;
+  /** Sent by a scoped source for a record outside its scope: must end rejected, never applied. */
+  outsideScope?: boolean;
   kind: 'payment' | 'decision' | 'registration' | 'enrollment';
   /** enrollment_id, application_id, e-mail (registration) or customer id (enrollment) */
   targetId: string;
@@ -109,19 +125,23 @@ const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 8000, 8000];
 
 export function createLoadGenerator(options: {
   receiverUrl: string;
-  source: string;
-  secret: string;
-  /** The second PMS source, which reuses the first one's payment ids. */
-  second?: { source: string; secret: string };
+  sources: LoadSource[];
   rate: number;
   random: Random;
   sandbox: SandboxControl;
-  enrollmentIds: number[];
+  /** Enrollments with their owner: a scoped source pays only for its owner's. */
+  enrollments: Array<{ id: number; owner?: string }>;
   customerIds: number[];
+  /** The owner of records made for sources without a scoped key. */
+  defaultOwner: string;
 }): LoadGenerator {
   const { random } = options;
-  const signers = new Map([[options.source, new Webhook(options.secret)]]);
-  if (options.second) signers.set(options.second.source, new Webhook(options.second.secret));
+  const signers = new Map(options.sources.map((s) => [s.name, new Webhook(s.secret)]));
+  const ownerOf = (source: LoadSource) => source.owner ?? options.defaultOwner;
+  const enrollmentsOf = (source: LoadSource) => {
+    const mine = options.enrollments.filter((e) => !source.owner || e.owner === source.owner);
+    return mine.map((e) => e.id);
+  };
   const state: LoadState = { webhooks: [], commands: new Map(), recordChanges: [], controlErrors: 0 };
   const inFlight = new Set<Promise<void>>();
   const decided: SentCommand[] = [];
@@ -135,14 +155,13 @@ export function createLoadGenerator(options: {
       let status: number | 'network';
       let duplicate = false;
       try {
-        const source = hook.source ?? options.source;
-        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${source}`, {
+        const res = await fetch(`${options.receiverUrl}/webhooks/pms/${hook.source}`, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
             'webhook-id': hook.webhookId,
             'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-            'webhook-signature': signers.get(source)!.sign(hook.webhookId, timestamp, hook.body),
+            'webhook-signature': signers.get(hook.source)!.sign(hook.webhookId, timestamp, hook.body),
           },
           body: hook.body,
           signal: AbortSignal.timeout(10_000),
@@ -176,6 +195,7 @@ export function createLoadGenerator(options: {
   };
 
   const send = (
+    source: string,
     kind: WebhookKind,
     type: string,
     data: Record<string, unknown>,
@@ -183,7 +203,7 @@ export function createLoadGenerator(options: {
   ) => {
     const webhookId = `msg_${randomUUID()}`;
     const body = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
-    const hook: SentWebhook = { webhookId, kind, type, body, answers: [], ...extra };
+    const hook: SentWebhook = { webhookId, source, kind, type, body, answers: [], ...extra };
     state.webhooks.push(hook);
     return post(hook);
   };
@@ -199,34 +219,45 @@ export function createLoadGenerator(options: {
     decision_id: c.commandId,
     application_id: c.targetId,
     decision: c.decision,
-    // The decision id in the reason lets the ledger's write be traced back to its command.
-    reason: `chaos ${c.commandId}`,
+    // The command's key in the reason lets the ledger's write be traced back to its command.
+    reason: `chaos ${c.key}`,
   });
+
+  const pickSource = () => random.pick(options.sources);
 
   const newPayment = () => {
     seq += 1;
+    const source = pickSource();
+    const id = `pay_${randomUUID()}`;
     const command: SentCommand = {
-      commandId: `pay_${randomUUID()}`,
+      commandId: id,
+      source: source.name,
+      key: commandKey(source.name, id),
       kind: 'payment',
-      targetId: String(random.pick(options.enrollmentIds)),
+      targetId: String(random.pick(enrollmentsOf(source))),
       topic: 'commands.rental-payments',
       // Unique per payment, so that a ledger write names its command by its body alone.
       amountCents: 100_000 + seq,
       webhookIds: [],
     };
-    state.commands.set(command.commandId, command);
-    const p = send('payment', 'rent_payment.received', paymentData(command), {
+    state.commands.set(command.key, command);
+    const p = send(source.name, 'payment', 'rent_payment.received', paymentData(command), {
       commandId: command.commandId,
+      commandKey: command.key,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
   };
 
   const newDecision = async () => {
+    const source = pickSource();
+    // A scoped source now and then decides another owner's application: outside its scope.
+    const outsideScope = source.owner !== undefined && random.chance(0.3);
+    const owner = outsideScope ? `${ownerOf(source)}-other` : ownerOf(source);
     let applicationId: string;
     try {
       const [created] = await options.sandbox.addRecords('applications', [
-        { status: 'submitted', chaos: true },
+        { status: 'submitted', chaos: true, owner_id: owner },
       ]);
       if (!created) throw new Error('the sandbox created no application');
       applicationId = String(created.id);
@@ -234,18 +265,23 @@ export function createLoadGenerator(options: {
       state.controlErrors += 1;
       return;
     }
+    const id = `dec_${randomUUID()}`;
     const command: SentCommand = {
-      commandId: `dec_${randomUUID()}`,
+      commandId: id,
+      source: source.name,
+      key: commandKey(source.name, id),
+      ...(outsideScope && { outsideScope }),
       kind: 'decision',
       targetId: applicationId,
       topic: 'commands.application-decisions',
       decision: random.chance(0.7) ? 'approve' : 'decline',
       webhookIds: [],
     };
-    state.commands.set(command.commandId, command);
-    decided.push(command);
-    const p = send('decision', 'application.decided', decisionData(command), {
+    state.commands.set(command.key, command);
+    if (!outsideScope) decided.push(command);
+    const p = send(source.name, 'decision', 'application.decided', decisionData(command), {
       commandId: command.commandId,
+      commandKey: command.key,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     await p;
@@ -255,8 +291,12 @@ export function createLoadGenerator(options: {
   const conflictingDecision = () => {
     const earlier = decided.length > 0 ? random.pick(decided) : undefined;
     if (!earlier || earlier.conflicting) return newDecision();
+    const id = `dec_${randomUUID()}`;
     const command: SentCommand = {
-      commandId: `dec_${randomUUID()}`,
+      commandId: id,
+      // The same source as the first decision: within its scope.
+      source: earlier.source,
+      key: commandKey(earlier.source, id),
       kind: 'decision',
       targetId: earlier.targetId,
       topic: 'commands.application-decisions',
@@ -265,9 +305,10 @@ export function createLoadGenerator(options: {
       webhookIds: [],
     };
     earlier.conflicting = true;
-    state.commands.set(command.commandId, command);
-    const p = send('conflicting_decision', 'application.decided', decisionData(command), {
+    state.commands.set(command.key, command);
+    const p = send(earlier.source, 'conflicting_decision', 'application.decided', decisionData(command), {
       commandId: command.commandId,
+      commandKey: command.key,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
@@ -278,6 +319,7 @@ export function createLoadGenerator(options: {
    * the consumer publishes), some are checked first, and some of those fail the check.
    */
   const newRegistration = () => {
+    const source = pickSource();
     const id = `reg_${randomUUID()}`;
     const email = `${id}@chaos.example`;
     const enroll = random.chance(0.5);
@@ -295,6 +337,8 @@ export function createLoadGenerator(options: {
     };
     const command: SentCommand = {
       commandId: id,
+      source: source.name,
+      key: commandKey(source.name, id),
       kind: 'registration',
       targetId: email,
       topic: 'commands.customer-registrations',
@@ -303,11 +347,14 @@ export function createLoadGenerator(options: {
       data,
       webhookIds: [],
     };
-    state.commands.set(id, command);
+    state.commands.set(command.key, command);
     if (enroll) {
       const chained = `${id}.enrollment`;
-      state.commands.set(chained, {
+      state.commands.set(commandKey(source.name, chained), {
         commandId: chained,
+        // The chained enrollment acts for the registration's source, with its key: its identity's source.
+        source: source.name,
+        key: commandKey(source.name, chained),
         kind: 'enrollment',
         targetId: '',
         topic: 'commands.enrollments',
@@ -315,17 +362,23 @@ export function createLoadGenerator(options: {
         webhookIds: [],
       });
     }
-    const p = send('registration', command.type!, data, { commandId: id });
+    const p = send(source.name, 'registration', command.type!, data, {
+      commandId: id,
+      commandKey: command.key,
+    });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
   };
 
-  const enrolled: string[] = [];
+  const enrolled = new Map<string, string[]>();
   /** An enrollment of a new customer, or now and then a second one of an enrolled customer. */
   const newEnrollment = async () => {
+    const source = pickSource();
+    const mine = enrolled.get(source.name) ?? [];
+    enrolled.set(source.name, mine);
     let customerId: string;
-    if (enrolled.length > 0 && random.chance(0.2)) {
-      customerId = random.pick(enrolled);
+    if (mine.length > 0 && random.chance(0.2)) {
+      customerId = random.pick(mine);
     } else {
       try {
         const [created] = await options.sandbox.addRecords('customers', [
@@ -334,6 +387,7 @@ export function createLoadGenerator(options: {
             last_name: 'Enrollee',
             email: `cust_${randomUUID()}@chaos.example`,
             phone: '5550100001',
+            owner_id: ownerOf(source),
           },
         ]);
         if (!created) throw new Error('the sandbox created no customer');
@@ -342,12 +396,14 @@ export function createLoadGenerator(options: {
         state.controlErrors += 1;
         return;
       }
-      enrolled.push(customerId);
+      mine.push(customerId);
     }
     const id = `enr_${randomUUID()}`;
     const data = { enrollment_request_id: id, customer_id: customerId, pms_reference: `chaos-${customerId}` };
     const command: SentCommand = {
       commandId: id,
+      source: source.name,
+      key: commandKey(source.name, id),
       kind: 'enrollment',
       targetId: customerId,
       topic: 'commands.enrollments',
@@ -355,8 +411,11 @@ export function createLoadGenerator(options: {
       data,
       webhookIds: [],
     };
-    state.commands.set(id, command);
-    const p = send('enrollment', command.type!, data, { commandId: id });
+    state.commands.set(command.key, command);
+    const p = send(source.name, 'enrollment', command.type!, data, {
+      commandId: id,
+      commandKey: command.key,
+    });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     await p;
   };
@@ -369,9 +428,9 @@ export function createLoadGenerator(options: {
     const data = command.data ?? (command.kind === 'payment' ? paymentData(command) : decisionData(command));
     const type =
       command.type ?? (command.kind === 'payment' ? 'rent_payment.received' : 'application.decided');
-    const p = send('resent_command', type, data, {
+    const p = send(command.source, 'resent_command', type, data, {
       commandId: command.commandId,
-      ...(command.source && { source: command.source, commandKey: command.key }),
+      commandKey: command.key,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
     return p;
@@ -395,31 +454,32 @@ export function createLoadGenerator(options: {
 
   /**
    * The second source reports a payment of its own under an id the first source already used:
-   * another enrollment, another amount. Two commands, each applied once (issue 35).
+   * another enrollment (in its own scope), another amount. Two commands, each applied once (issue 35).
    */
   const collidingPayment = () => {
-    const second = options.second;
-    const taken = [...state.commands.values()].filter((c) => c.kind === 'payment' && !c.source);
+    const second = options.sources.find((s) => s.name !== PRIMARY_SOURCE);
+    const taken = [...state.commands.values()].filter(
+      (c) => c.kind === 'payment' && c.source === PRIMARY_SOURCE,
+    );
     if (!second || taken.length === 0) return newPayment();
     const earlier = random.pick(taken);
-    const key = commandKey(second.source, earlier.commandId);
+    const key = commandKey(second.name, earlier.commandId);
     if (state.commands.has(key)) return newPayment();
     seq += 1;
     const command: SentCommand = {
       commandId: earlier.commandId,
-      source: second.source,
+      source: second.name,
       key,
-      collidesWith: earlier.commandId,
+      collidesWith: earlier.key,
       kind: 'payment',
-      targetId: String(random.pick(options.enrollmentIds)),
+      targetId: String(random.pick(enrollmentsOf(second))),
       topic: 'commands.rental-payments',
       amountCents: 100_000 + seq,
       webhookIds: [],
     };
     state.commands.set(key, command);
-    const p = send('colliding_payment', 'rent_payment.received', paymentData(command), {
+    const p = send(second.name, 'colliding_payment', 'rent_payment.received', paymentData(command), {
       commandId: command.commandId,
-      source: second.source,
       commandKey: key,
     });
     command.webhookIds.push(state.webhooks.at(-1)!.webhookId);
@@ -428,7 +488,7 @@ export function createLoadGenerator(options: {
 
   const unrouted = () => {
     const marker = `chaos-marker-${randomUUID()}`;
-    return send('unrouted', 'tenant.moved_out', { tenant_ref: marker }, { marker });
+    return send(pickSource().name, 'unrouted', 'tenant.moved_out', { tenant_ref: marker }, { marker });
   };
 
   const recordChange = async () => {

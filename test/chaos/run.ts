@@ -31,7 +31,7 @@ import { computeFigures, figuresMarkdown, type ChaosFigures } from './figures.js
 import { analyse, FINAL_STATES } from './invariants.js';
 import { createKafkaBroker, type KafkaBroker } from './kafka-broker.js';
 import { runHostilePhase } from './hostile-traffic.js';
-import { commandKey, createLoadGenerator, SECOND_SOURCE } from './load-generator.js';
+import { commandKey, createLoadGenerator, PRIMARY_SOURCE, SECOND_SOURCE } from './load-generator.js';
 import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.js';
 import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
 import { readTopics } from './topic-reader.js';
@@ -147,7 +147,12 @@ async function main(): Promise<number> {
 
     const databaseUrl = `${pgCluster.url}?schema=${SCHEMA}`;
     const pmsSecret = `whsec_${randomBytes(24).toString('base64')}`;
-    const secondPmsSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    // A second PMS source with a Partner API key of its own, scoped to one owner (issue 34), which
+    // numbers its payments apart from acme's, so their ids collide (issue 35).
+    const betaSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    const betaKey = { access_key: 'chaos-beta-key', secret_key: `beta-${randomBytes(12).toString('hex')}` };
+    const BETA_OWNER = 'owner-beta';
+    const ACME_OWNER = 'owner-acme';
     const partnerSecret = `whsec_${randomBytes(24).toString('base64')}`;
     const sandboxUrl = `http://127.0.0.1:${options.sandboxPort}`;
     const receiverUrl = `http://127.0.0.1:${options.httpPortBase}`;
@@ -161,8 +166,8 @@ async function main(): Promise<number> {
       PARTNER_TIMEOUT_MS: String(CHAOS_CLIENT_TIMEOUT_MS),
       PARTNER_MAX_PROCESSING_MS: String(CHAOS_MAX_PROCESSING_MS),
       PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
-      // Two PMS sources that number their payments apart: their ids collide (issue 35).
-      PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [pmsSecret], [SECOND_SOURCE]: [secondPmsSecret] }),
+      PMS_WEBHOOK_SECRETS: JSON.stringify({ [PRIMARY_SOURCE]: [pmsSecret], [SECOND_SOURCE]: [betaSecret] }),
+      PMS_PARTNER_KEYS: JSON.stringify({ [SECOND_SOURCE]: { ...betaKey, scoped: true } }),
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
       OPS_TOKEN: 'chaos-ops-token-0123456789',
       LOG_LEVEL: 'info',
@@ -204,9 +209,14 @@ async function main(): Promise<number> {
       ...(options.hidePayments && { enrollment_payments_visible: false, report_moves_updated_at: false }),
     });
     if (options.hidePayments) log('sandbox hides payments from enrollment records (CHAOS_HIDE_PAYMENTS=1)');
+    await sandbox.createKey({ ...betaKey, owner_ids: [BETA_OWNER] });
     const enrollments = await sandbox.addRecords(
       'enrollments',
-      Array.from({ length: 24 }, (_, i) => ({ status: 'active', customer_id: 1000 + i })),
+      Array.from({ length: 24 }, (_, i) => ({
+        status: 'active',
+        customer_id: 1000 + i,
+        owner_id: i % 2 === 0 ? ACME_OWNER : BETA_OWNER,
+      })),
     );
     const customers = await sandbox.addRecords(
       'customers',
@@ -261,13 +271,15 @@ async function main(): Promise<number> {
     let loadStopped = false;
     const load = createLoadGenerator({
       receiverUrl,
-      source: 'acme',
-      secret: pmsSecret,
-      second: { source: SECOND_SOURCE, secret: secondPmsSecret },
+      sources: [
+        { name: PRIMARY_SOURCE, secret: pmsSecret },
+        { name: SECOND_SOURCE, secret: betaSecret, owner: BETA_OWNER },
+      ],
+      defaultOwner: ACME_OWNER,
       rate: options.rate,
       random,
       sandbox,
-      enrollmentIds: enrollments.map((e) => e.id),
+      enrollments: enrollments.map((e) => ({ id: e.id, owner: String(e.owner_id) })),
       customerIds: customers.map((c) => c.id),
     });
     const poll = async (fn: () => Promise<number | null>, timeoutMs: number, giveUp: () => boolean) => {

@@ -69,6 +69,57 @@ describe('rentbridge probe', () => {
     });
   });
 
+  describe('when PMS sources have Partner API keys of their own', () => {
+    it('checks that each authenticates and is read-only or scoped as configured', async () => {
+      await records();
+      await control.addRecords('applications', [{ status: 'submitted', owner_id: 'owner-beta' }]);
+      await control.createKey({ access_key: 'beta-ak', secret_key: 'beta-sk', owner_ids: ['owner-beta'] });
+      await control.createKey({ access_key: 'gamma-ak', secret_key: 'gamma-sk', read_only: true });
+      const ledgerBefore = (await control.ledger()).writes.filter((w) => w.applied).length;
+      const run = (sources: Parameters<typeof runProbe>[0]['sources']) =>
+        runProbe({
+          baseUrl: sandbox.url,
+          accessKey: 'sandbox-access-key',
+          secretKey: 'sandbox-secret-key',
+          environment: 'sandbox',
+          maxProcessingMs: BOUND_MS,
+          sources,
+        });
+      const good = await run({
+        beta: { accessKey: 'beta-ak', secretKey: 'beta-sk', scoped: true, readOnly: false },
+        gamma: { accessKey: 'gamma-ak', secretKey: 'gamma-sk', readOnly: true, scoped: false },
+      });
+      const sourceRows = (r: ProbeReport) =>
+        r.rows.filter((row) => row.step.startsWith('source ')).map((row) => `${row.step}: ${row.result}`);
+      expect(sourceRows(good)).toEqual([
+        'source beta: key authenticates: holds',
+        'source beta: key may write: holds',
+        'source beta: key scoped: holds',
+        'source gamma: key authenticates: holds',
+        'source gamma: key read-only: holds',
+        'source gamma: key sees every record: holds',
+      ]);
+      expect(good.source_keys_hold).toBe(true);
+
+      // Configured otherwise than the keys are, or a wrong secret: the probe says so and fails.
+      const bad = await run({
+        beta: { accessKey: 'beta-ak', secretKey: 'beta-sk', scoped: false, readOnly: true },
+        delta: { accessKey: 'beta-ak', secretKey: 'not-the-secret' },
+      });
+      expect(sourceRows(bad)).toEqual([
+        'source beta: key authenticates: holds',
+        'source beta: key read-only: does_not_hold',
+        'source beta: key sees every record: does_not_hold',
+        'source delta: key authenticates: does_not_hold',
+      ]);
+      expect(bad.source_keys_hold).toBe(false);
+      expect(probeTable(bad)).toMatch(/PMS source key is not as configured/);
+      expect(JSON.stringify(bad)).not.toContain('not-the-secret');
+      // Nothing was changed by the checks.
+      expect((await control.ledger()).writes.filter((w) => w.applied).length).toBe(ledgerBefore);
+    });
+  });
+
   describe.each(['ascending', 'descending'] as const)(
     'when created_at is to the second and ties go by %s id',
     (tieBreak) => {

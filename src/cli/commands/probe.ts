@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { sourceKeys } from '../../partner/source-partners.js';
 import { runProbe, probeTable } from '../../probe/probe.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 
@@ -13,8 +14,9 @@ export interface ProbeCliOptions {
 
 /**
  * `rentbridge probe`: checks the Partner API at PARTNER_API_URL against rentbridge's
- * assumptions (README "Going live"). Prints a table, writes it as JSON (`--out`), exits 1 when
- * an assumption the guard relies on does not hold, 2 on bad usage.
+ * assumptions (README "Going live"), and each PMS source's own key (PMS_PARTNER_KEYS). Prints a
+ * table, writes it as JSON (`--out`), exits 1 when an assumption the guard relies on does not hold
+ * or a source key is not as configured, 2 on bad usage.
  */
 export async function probe(opts: ProbeCliOptions): Promise<void> {
   const config = loadConfigOrExit();
@@ -46,6 +48,7 @@ export async function probe(opts: ProbeCliOptions): Promise<void> {
     timeoutMs: config.PARTNER_TIMEOUT_MS,
     environment: config.PARTNER_ENVIRONMENT ?? null,
     maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS,
+    sources: sourceKeys(config),
     ...(opts.write && {
       write: {
         ...(opts.application && { applicationId: opts.application }),
@@ -58,5 +61,5 @@ export async function probe(opts: ProbeCliOptions): Promise<void> {
   });
   writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`${probeTable(report)}\n\nwritten to ${opts.out}\n`);
-  if (!report.guard_assumptions_hold) process.exitCode = 1;
+  if (!report.guard_assumptions_hold || !report.source_keys_hold) process.exitCode = 1;
 }

@@ -17,6 +17,7 @@ export const METRIC = {
   partnerLatency: 'rentbridge_partner_request_duration_seconds',
   budgetUsed: 'rentbridge_rate_budget_used',
   budgetLeft: 'rentbridge_rate_budget_left',
+  sourcePartnerKey: 'rentbridge_source_partner_key',
 } as const;
 
 export interface Snapshot {
@@ -66,6 +67,14 @@ export async function budgetGauges(
   for (const v of await valuesOf(registry, METRIC.budgetUsed)) get(label(v, 'lane')).used = v.value;
   for (const v of await valuesOf(registry, METRIC.budgetLeft)) get(label(v, 'lane')).left = v.value;
   return [...lanes.values()];
+}
+
+/** Which Partner API key acts for each PMS source (the process's PMS_PARTNER_KEYS), by source. */
+export async function sourceKeyGauges(registry: Registry): Promise<Array<{ source: string; key: string }>> {
+  return (await valuesOf(registry, METRIC.sourcePartnerKey))
+    .filter((v) => v.value === 1)
+    .map((v) => ({ source: label(v, 'source'), key: label(v, 'key') }))
+    .sort((a, b) => a.source.localeCompare(b.source));
 }
 
 /** Keeps the last snapshot of each minute for the last hour. */

@@ -15,7 +15,13 @@ export interface MinuteCount {
 
 export interface OverviewRows {
   webhooks: Array<MinuteCount & { source: string }>;
-  outbox: { backlog: number; oldestUnpublishedAt: Date | null; newestPublishedAt: Date | null };
+  outbox: {
+    backlog: number;
+    oldestUnpublishedAt: Date | null;
+    newestPublishedAt: Date | null;
+    /** Rows published in the last 60 s: the relay's rate while it catches up. */
+    publishedLastMinute: number;
+  };
   published: Array<MinuteCount & { topic: string; maxLagSeconds: number }>;
   /** Commands pending or in flight now. */
   commandsByState: Array<{ state: string; n: number }>;
@@ -59,10 +65,11 @@ export async function readOverviewRows(
     db.$queryRaw<{ source: string; t: number; n: bigint }[]>`
       SELECT source, extract(epoch FROM date_trunc('minute', received_at))::int AS t, count(*) AS n
         FROM webhook_receipts WHERE received_at > now() - interval '1 hour' GROUP BY 1, 2`,
-    db.$queryRaw<{ backlog: bigint; oldest: Date | null; newest: Date | null }[]>`
+    db.$queryRaw<{ backlog: bigint; oldest: Date | null; newest: Date | null; recent: bigint }[]>`
       SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS backlog,
              (SELECT min(created_at) FROM outbox WHERE published_at IS NULL) AS oldest,
-             (SELECT max(published_at) FROM outbox WHERE published_at IS NOT NULL) AS newest`,
+             (SELECT max(published_at) FROM outbox WHERE published_at IS NOT NULL) AS newest,
+             (SELECT count(*) FROM outbox WHERE published_at > now() - interval '60 seconds') AS recent`,
     db.$queryRaw<{ topic: string; t: number; n: bigint; lag: number | null }[]>`
       SELECT topic, extract(epoch FROM date_trunc('minute', published_at))::int AS t, count(*) AS n,
              extract(epoch FROM max(published_at - created_at))::float8 AS lag
@@ -110,6 +117,7 @@ export async function readOverviewRows(
       backlog: num(o?.backlog),
       oldestUnpublishedAt: o?.oldest ?? null,
       newestPublishedAt: o?.newest ?? null,
+      publishedLastMinute: num(o?.recent),
     },
     published: published.map((r) => ({
       topic: r.topic,

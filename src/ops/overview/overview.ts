@@ -4,7 +4,7 @@ import { COMMAND_TOPICS, logicalTopic } from '../../kafka/topics.js';
 import { FINAL_STATES } from '../../guard/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { OVERVIEW_QUERY_COUNT, readOverviewRows, type MinuteCount } from './overview-repository.js';
-import { budgetGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
+import { budgetGauges, sourceKeyGauges, takeSnapshot, type SnapshotRing } from './metric-samples.js';
 import {
   COMMAND_STUCK_SECONDS,
   POLLER_STALE_SECONDS,
@@ -51,6 +51,11 @@ export interface Overview {
   stages: Stage[];
   cost: { queries: number; ms: number };
   rules: { relayStallSeconds: number; commandStuckSeconds: number; pollerStaleSeconds: number };
+  /**
+   * The relay's catch-up, as its progress log says it: rows waiting, rows published per second
+   * over the last minute, and the time left at that rate (null when nothing moves).
+   */
+  relayProgress: { backlog: number; ratePerSecond: number; etaSeconds: number | null };
 }
 
 export interface OverviewDeps {
@@ -159,15 +164,24 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
     (r) => r.maxLagSeconds,
     Math.max,
   );
+  const ratePerSecond = Math.round(rows.outbox.publishedLastMinute / 60);
+  const etaSeconds =
+    rows.outbox.backlog === 0 ? 0 : ratePerSecond > 0 ? Math.ceil(rows.outbox.backlog / ratePerSecond) : null;
   const stalledNote = `oldest unpublished row waits ${fmtAge(oldestAge)} (> ${RELAY_STALL_SECONDS} s)`;
   const outbox: Stage = {
     id: 'outbox',
     title: 'Outbox',
     status: relayState,
-    note: relayState === 'stalled' ? stalledNote : `${rows.outbox.backlog} rows waiting`,
+    note:
+      relayState === 'stalled'
+        ? stalledNote
+        : rows.outbox.backlog > 0 && etaSeconds !== null
+          ? `${rows.outbox.backlog} rows waiting, about ${fmtAge(etaSeconds)} left at ${ratePerSecond}/s`
+          : `${rows.outbox.backlog} rows waiting`,
     figures: [
       { label: 'backlog (unpublished rows)', value: rows.outbox.backlog },
       { label: 'oldest waiting', value: fmtAge(oldestAge) },
+      { label: 'time left at the current rate', value: fmtAge(etaSeconds) },
     ],
     charts: [],
   };
@@ -181,6 +195,7 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
         : `last publish ${fmtAge(ageSeconds(rows.outbox.newestPublishedAt, now))} ago`,
     figures: [
       { label: 'published, last hour', value: publishedHour },
+      { label: 'publish rate (rows/s, last minute)', value: ratePerSecond },
       { label: 'last publish', value: `${fmtAge(ageSeconds(rows.outbox.newestPublishedAt, now))} ago` },
     ],
     charts: [{ title: 'relay lag (s, created → published, max per minute)', unit: 's', series: lag }],
@@ -263,6 +278,8 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   );
   const throttledTotal = latest.throttled ?? 0;
   const gauges = await budgetGauges(deps.registry);
+  // Which key acts for each PMS source (never the key): its own bounds what it can reach.
+  const sourceKeys = await sourceKeyGauges(deps.registry);
   const lanes = new Map<string, number>();
   for (const b of rows.budget) lanes.set(b.lane, (lanes.get(b.lane) ?? 0) + b.n);
   const paused = rows.budgetPausedUntil && rows.budgetPausedUntil.getTime() > now;
@@ -286,6 +303,10 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
         };
       }),
       { label: '429s since start (this process)', value: throttledTotal },
+      ...sourceKeys.map(({ source, key }) => ({
+        label: `key of source ${source}`,
+        value: key === 'own' ? 'its own (PMS_PARTNER_KEYS)' : 'the deployment key',
+      })),
     ],
     charts: [
       { title: 'guarded attempts per minute (kind result)', series: attempts },
@@ -351,5 +372,6 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
       commandStuckSeconds: COMMAND_STUCK_SECONDS,
       pollerStaleSeconds: POLLER_STALE_SECONDS,
     },
+    relayProgress: { backlog: rows.outbox.backlog, ratePerSecond, etaSeconds },
   };
 }

@@ -1,0 +1,360 @@
+/**
+ * `npm run bench -- relay` (issue 33): the relay draining a backlog of BENCH_RELAY_ROWS (100,000;
+ * `--relay-rows=1000000` or BENCH_RELAY_ROWS=1000000 for issue 29's million) unpublished state
+ * changes, above BENCH_RELAY_PUBLISHED (50,000) already-published rows still within retention,
+ * against a plain kafkajs idempotent producer (acks=all) sending the very same messages (same keys,
+ * values, headers, partition count) in requests of the same byte bound, one after the other, in the
+ * same run. Figures:
+ * - msgs/s of both (the relay's from its first ack to its last: start-up excluded) and their ratio;
+ * - CPU per message of this process (JS and Prisma's engine; PostgreSQL's own CPU is not counted);
+ * - while the relay drains: signed rent payments sent to the real receiver one every 250 ms, the
+ *   time from each 2xx to its command's arrival on commands.rental-payments (p50, p99, max);
+ * - the receiver's acknowledgements per second while the relay drains a second backlog, against
+ *   the same load with no backlog (load generator bench/ingest-load.ts in its own process).
+ * Figures, not a test.
+ */
+import { execFile } from 'node:child_process';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Kafka, logLevel, type Message } from 'kafkajs';
+import pg from 'pg';
+import { pino } from 'pino';
+import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
+import { migrate } from '../src/db/migrate.js';
+import { createDb } from '../src/db/prisma.js';
+import { createHttpApp } from '../src/http/http-app.js';
+import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
+import { createLogger } from '../src/logger.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../src/outbox/outbox-message.js';
+import { createIngestWriter } from '../src/receiver/ingest-writer.js';
+import { createWebhookRouter } from '../src/receiver/webhook-router.js';
+import { createRelay } from '../src/relay/relay.js';
+import type { BenchResult } from './types.js';
+
+const run$ = promisify(execFile);
+const LOAD = fileURLToPath(new URL('./ingest-load.ts', import.meta.url));
+const TSX = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url));
+const BACKLOG_TOPIC = 'partner.applications';
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+function rowsAsked(): number {
+  const flag = process.argv.find((a) => a.startsWith('--relay-rows='));
+  return Number(flag?.split('=')[1] ?? process.env.BENCH_RELAY_ROWS ?? 100_000);
+}
+
+/** Unpublished state changes shaped like the poller's (a record of ~400 bytes, a correlation header). */
+async function seed(sql: pg.Pool, rows: number, published: number): Promise<void> {
+  for (let from = 1; from <= published + rows; from += 50_000) {
+    const to = Math.min(published + rows, from + 49_999);
+    await sql.query(
+      `INSERT INTO outbox (event_id, topic, key, type, source, subject, data, headers, created_at, published_at)
+       SELECT gen_random_uuid(), $3, 'app-' || (i % 5000), 'partner.application.updated', '/poller/applications',
+              'app-' || (i % 5000),
+              jsonb_build_object('id', 'app-' || (i % 5000), 'status', 'submitted', 'updated_at', now()::text,
+                'applicant', jsonb_build_object('first_name', 'Ada', 'last_name', 'Lovelace', 'email', 'ada' || i || '@example.com'),
+                'property_id', 'prop-' || (i % 97), 'unit', 'Unit ' || (i % 300), 'monthly_rent_cents', 125000 + i % 1000,
+                'notes', repeat('x', 120)),
+              jsonb_build_object('partner-request-id', 'req_' || i),
+              now(), CASE WHEN i <= $4 THEN now() ELSE NULL END
+         FROM generate_series($1::int, $2::int) AS i`,
+      [from, to, BACKLOG_TOPIC, published],
+    );
+  }
+  await sql.query('VACUUM ANALYZE outbox');
+}
+
+export async function run(): Promise<BenchResult> {
+  const rows = rowsAsked();
+  const published = Number(process.env.BENCH_RELAY_PUBLISHED ?? 50_000);
+  const partitions = Number(process.env.BENCH_RELAY_PARTITIONS ?? 3);
+  const logger = createLogger(
+    { level: process.env.LOG_LEVEL ?? 'info' },
+    pino.destination({ dest: '/dev/null', sync: true }),
+  );
+  const baseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const schema = `bench_relay_${randomBytes(4).toString('hex')}`;
+  const databaseUrl = withSchema(baseUrl, schema);
+  const plainPrefix = `benchplain${randomBytes(3).toString('hex')}.`;
+  const prefix = `benchrelay${randomBytes(3).toString('hex')}.`;
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const figures: Record<string, number | string> = {};
+  const notes: string[] = [];
+  const topics = [BACKLOG_TOPIC, TOPICS.rentalPayments];
+
+  await migrate(databaseUrl);
+  const { connectionString } = parseDatabaseUrl(databaseUrl);
+  const sql = new pg.Pool({ connectionString, max: 2, options: `-c search_path=${quoteIdent(schema)}` });
+  const db = createDb(databaseUrl, { max: 10 });
+  const kafka = new Kafka({ clientId: 'bench-relay', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, { prefix: plainPrefix, partitions, topics });
+  await ensureTopics(admin, { prefix, partitions, topics });
+  const writer = createIngestWriter({ db, databaseUrl, logger, concurrency: 2 });
+  const app = createHttpApp({
+    logger,
+    mounts: [
+      {
+        path: '/webhooks',
+        router: createWebhookRouter({
+          logger,
+          writer,
+          config: {
+            PARTNER_WEBHOOK_SECRETS: [],
+            PMS_WEBHOOK_SECRETS: { acme: [secret] },
+            WEBHOOK_MAX_BODY_BYTES: 256 * 1024,
+            WEBHOOK_TOLERANCE_SECONDS: 300,
+          },
+        }),
+      },
+    ],
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/pms/acme`;
+
+  // Commands' arrival on Kafka, by payment id.
+  const arrived = new Map<string, number>();
+  const consumer = kafka.consumer({ groupId: `bench-relay-${randomUUID()}`, maxWaitTimeInMs: 20 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topicName(prefix, TOPICS.rentalPayments), fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const id = /pay-bench-[0-9a-f-]+/.exec(message.value?.toString() ?? '')?.[0];
+      if (id && !arrived.has(id)) arrived.set(id, Date.now());
+    },
+  });
+
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  async function sendCommand(): Promise<{ id: string; ackedAt: number } | null> {
+    const id = `pay-bench-${randomUUID()}`;
+    const webhookId = `msg_${randomUUID()}`;
+    const body = JSON.stringify({
+      type: 'rent_payment.received',
+      data: { payment_id: id, enrollment_id: 'enr-1', amount_cents: 125_000, paid_on: '2026-11-01' },
+    });
+    const at = Math.floor(Date.now() / 1000);
+    const signature = `v1,${createHmac('sha256', key).update(`${webhookId}.${at}.${body}`).digest('base64')}`;
+    const res = await fetch(webhookUrl, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': webhookId,
+        'webhook-timestamp': String(at),
+        'webhook-signature': signature,
+      },
+    });
+    return res.ok ? { id, ackedAt: Date.now() } : null;
+  }
+
+  async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (!(await cond())) {
+      if (Date.now() > until) throw new Error('timed out');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const unpublished = async () =>
+    Number(
+      (await sql.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE published_at IS NULL')).rows[0]!
+        .n,
+    );
+
+  /** Starts a relay; resolves with its timing once the backlog is gone. */
+  async function drain(during?: () => Promise<void>): Promise<{
+    rate: number;
+    cpuUsPerMsg: number;
+    sent: number;
+    seconds: number;
+  }> {
+    let first = 0;
+    let last = 0;
+    let firstCount = 0;
+    let count = 0;
+    const relay = createRelay({
+      db,
+      kafka,
+      logger,
+      databaseUrl,
+      topicPrefix: prefix,
+      retentionHours: 72,
+      afterSend: async (sent) => {
+        const now = Date.now();
+        if (first === 0) {
+          first = now;
+          firstCount = sent.length;
+        }
+        last = now;
+        count += sent.length;
+      },
+    });
+    const cpu = process.cpuUsage();
+    await relay.start();
+    let duringRun: Promise<void> | undefined;
+    try {
+      await waitFor(() => first > 0, 60_000);
+      duringRun = during?.();
+      await waitFor(async () => (await unpublished()) === 0, 1_800_000);
+      await duringRun;
+    } finally {
+      await relay.stop();
+    }
+    const used = process.cpuUsage(cpu);
+    const seconds = (last - first) / 1000;
+    return {
+      rate: Math.round((count - firstCount) / Math.max(seconds, 0.001)),
+      cpuUsPerMsg: Math.round((used.user + used.system) / Math.max(1, count)),
+      sent: count,
+      seconds,
+    };
+  }
+
+  try {
+    await sendCommand(); // warm-up: the receiver's path and the consumer's assignment
+    await seed(sql, rows, published);
+
+    // The plain producer: the same messages, built beforehand, in requests of the same byte bound.
+    const { rows: backlogRows } = await sql.query<{
+      event_id: string;
+      key: string;
+      type: string;
+      source: string;
+      subject: string | null;
+      data: unknown;
+      headers: Record<string, string>;
+      created_at: Date;
+    }>('SELECT * FROM outbox WHERE published_at IS NULL ORDER BY id');
+    const batches: Message[][] = [[]];
+    let bytes = 0;
+    for (const r of backlogRows) {
+      const message = toKafkaMessage({
+        eventId: r.event_id,
+        key: r.key,
+        type: r.type,
+        source: r.source,
+        subject: r.subject,
+        data: r.data,
+        headers: r.headers,
+        createdAt: r.created_at,
+      });
+      const size = messageBytes(message);
+      if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
+        batches.push([]);
+        bytes = 0;
+      }
+      batches.at(-1)!.push(message);
+      bytes += size;
+    }
+    backlogRows.length = 0;
+    const plain = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await plain.connect();
+    await plain.send({ topic: topicName(plainPrefix, BACKLOG_TOPIC), acks: -1, messages: [batches[0]![0]!] });
+    /** One pass of the plain producer over every message: msgs/s and CPU µs per message. */
+    const plainPass = async () => {
+      const cpu = process.cpuUsage();
+      const start = Date.now();
+      for (const messages of batches) {
+        await plain.sendBatch({
+          acks: -1,
+          topicMessages: [{ topic: topicName(plainPrefix, BACKLOG_TOPIC), messages }],
+        });
+      }
+      const used = process.cpuUsage(cpu);
+      return {
+        rate: Math.round(rows / ((Date.now() - start) / 1000)),
+        cpu: Math.round((used.user + used.system) / rows),
+      };
+    };
+    const plainBefore = await plainPass();
+    figures.backlog_rows = rows;
+    figures.published_rows_kept = published;
+
+    // The relay, with a command sent to the receiver every 250 ms while it drains.
+    const commands: Array<{ id: string; ackedAt: number }> = [];
+    let draining = true;
+    const relayRun = await drain(async () => {
+      while (draining) {
+        const c = await sendCommand();
+        if (c) commands.push(c);
+        if ((await unpublished()) < rows / 20) break; // only while the catch-up is well under way
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    });
+    draining = false;
+    await waitFor(() => commands.every((c) => arrived.has(c.id)), 30_000).catch(() => undefined);
+    const waits = commands.filter((c) => arrived.has(c.id)).map((c) => arrived.get(c.id)! - c.ackedAt);
+    // The plain producer again right after: the machine's load drifts by the minute, and the two
+    // passes bracket the relay's drain.
+    const plainAfter = await plainPass();
+    await plain.disconnect();
+    batches.length = 0;
+    const plainRate = Math.round((plainBefore.rate + plainAfter.rate) / 2);
+    const plainCpu = Math.round((plainBefore.cpu + plainAfter.cpu) / 2);
+    figures.plain_producer_msgs_per_s_before = plainBefore.rate;
+    figures.plain_producer_msgs_per_s_after = plainAfter.rate;
+    figures.plain_producer_msgs_per_s = plainRate;
+    figures.plain_producer_cpu_us_per_msg = plainCpu;
+    figures.relay_msgs_per_s = relayRun.rate;
+    figures.relay_vs_plain_ratio = Number((relayRun.rate / plainRate).toFixed(2));
+    figures.relay_cpu_us_per_msg = relayRun.cpuUsPerMsg;
+    // CPU per message is far steadier than msgs/s on a shared machine: on a starved one the ratio
+    // of rates follows the ratio of CPU.
+    figures.plain_vs_relay_cpu_ratio = Number((plainCpu / relayRun.cpuUsPerMsg).toFixed(2));
+    figures.relay_drain_seconds = Number(relayRun.seconds.toFixed(1));
+    figures.commands_during_drain = commands.length;
+    figures.commands_lost = commands.length - waits.length;
+    figures.command_wait_p50_ms = percentile(waits, 50);
+    figures.command_wait_p99_ms = percentile(waits, 99);
+    figures.command_wait_max_ms = Math.max(0, ...waits);
+
+    // The receiver's acks/s under load, without and then with a drain going on.
+    const loadFor = async () => {
+      const { stdout } = await run$(TSX, [LOAD], {
+        env: { ...process.env, URL: webhookUrl, CONNECTIONS: '32', SECONDS: '4', SECRET: secret },
+      });
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as { acksPerSecond: number; p99: number };
+    };
+    const idle = await loadFor();
+    await seed(sql, Math.min(rows, 100_000), 0);
+    let busy = { acksPerSecond: 0, p99: 0 };
+    await drain(async () => {
+      busy = await loadFor();
+    });
+    figures.receiver_acks_per_s_no_drain = idle.acksPerSecond;
+    figures.receiver_acks_per_s_while_draining = busy.acksPerSecond;
+    figures.receiver_p99_ms_while_draining = busy.p99;
+    notes.push(
+      `backlog: ${rows} rows of ${BACKLOG_TOPIC} (${partitions} partitions, 5,000 keys, ~600-byte CloudEvents) above ${published} published rows kept for retention`,
+      'plain producer: kafkajs, idempotent, maxInFlightRequests 1, acks=all, one sendBatch of at most RELAY_MAX_BATCH_BYTES after the other, messages built beforehand; one pass just before the relay drains and one just after, their mean compared',
+      'relay rate: rows acknowledged from its first ack to its last (start-up excluded); CPU: this process (JS + Prisma engine), PostgreSQL not counted',
+      "command wait: from the receiver's 2xx to the command's arrival at a consumer of commands.rental-payments, while the backlog drains",
+      'receiver acks/s: 32 connections for 4 s (bench/ingest-load.ts), relay and receiver in this one process as in `rentbridge start`',
+    );
+    return { name: 'relay', figures, notes };
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await consumer.disconnect();
+    await writer.close();
+    await db.$disconnect();
+    await sql.end();
+    const drop = new pg.Client({ connectionString: parseDatabaseUrl(baseUrl).connectionString });
+    await drop.connect();
+    await drop.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+    await drop.end();
+    await admin
+      .deleteTopics({ topics: [plainPrefix, prefix].flatMap((p) => topics.map((t) => topicName(p, t))) })
+      .catch(() => undefined);
+    await admin.disconnect();
+  }
+}
