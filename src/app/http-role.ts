@@ -3,6 +3,7 @@ import { createCustomerTokens } from '../access-tokens/customer-token-router.js'
 import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
+import { createCommandStatusRouter } from '../pms/command-status-router.js';
 import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
 import { createReadiness, type RoleCheck } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
@@ -130,6 +131,16 @@ async function startHttp(
       { path: '/webhooks', router: createWebhookRouter({ config, writer, logger }) },
       { path: '/ops', router: ops },
       ...(tokens ? [{ path: '/pms', router: tokens.router }] : []),
+      // Command status for PMS sources (GET /pms/:source/commands[/:command_id]): signed like webhooks.
+      {
+        path: '/pms',
+        router: createCommandStatusRouter({
+          db,
+          secrets: config.PMS_WEBHOOK_SECRETS,
+          toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+          logger,
+        }),
+      },
     ],
     ready: () => readiness.checks(),
     readyDetails: () => readiness.details(),

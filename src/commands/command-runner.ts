@@ -491,6 +491,11 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
         );
         metrics.deadLetters.inc({ topic: spec.topic, reason });
       }
+      // Kept for the PMS status endpoint (GET /pms/:source/commands/:id): the same outcome as on Kafka.
+      await repository.recordOutcome(
+        { source: record.source, commandType: spec.kind, commandId: record.commandId },
+        outcome,
+      );
       const sentOutcome = batches.find((b) => b.topic === outcomeTopic)!.messages[0]!;
       const landed = messagePositions(
         batches,

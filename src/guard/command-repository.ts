@@ -1,6 +1,7 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import { UNKNOWN_SOURCE, type CommandIdentity } from '../events/command-identity.js';
+import type { CommandOutcome } from '../events/outcomes.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { hashedRequestIdBase, preferredRequestIdBase, writeRequestId } from './command-request-ids.js';
 import type { Snapshot } from './read-back.js';
@@ -388,6 +389,16 @@ export function createCommandRepository(db: Db) {
         },
       });
       return toRecord(row);
+    },
+
+    /**
+     * The outcome about to be published for the command, kept whole so the PMS status endpoint
+     * answers what Kafka says (Partner ids included). Written before the send: a failed send is
+     * retried with the same outcome.
+     */
+    async recordOutcome(id: CommandIdentity, outcome: CommandOutcome): Promise<void> {
+      await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb
+        WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
     },
 
     async attempts(id: CommandIdentity): Promise<AttemptRecord[]> {

@@ -88,6 +88,12 @@ describe('onboarding consumers (customer-registrations, enrollments)', () => {
         partner_customer_id: String(customer!.id),
       });
       expect((await createWrites(command.email)).filter((w) => w.applied)).toHaveLength(1);
+      // The guard row keeps the outcome whole, Partner ids included: the PMS status endpoint answers it.
+      const { rows } = await h.database.sql.query<{ outcome: unknown }>(
+        `SELECT outcome FROM commands WHERE command_type = 'customer_registration' AND command_id = $1`,
+        [outcome!.command_id],
+      );
+      expect(rows.map((r) => r.outcome)).toEqual([outcome]);
     });
   });
 
