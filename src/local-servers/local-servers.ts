@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import type { Logger } from '../logger.js';
 import { UsageError } from '../errors.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -50,7 +50,11 @@ function controllerPort(env: NodeJS.ProcessEnv, kafkaPort: number): number {
 export async function startLocalServers(options: LocalServersOptions): Promise<LocalServers> {
   const { root, env, logger: parent } = options;
   const logger = parent.child({ component: 'local-servers' });
-  const show = (path: string) => relative(process.cwd(), path) || '.';
+  // Inside the project: relative, as the README names `.postgres/`; elsewhere the absolute path.
+  const show = (path: string) => {
+    const inside = relative(process.cwd(), path);
+    return inside.startsWith('..') || isAbsolute(inside) ? path : inside || '.';
+  };
   const pgAddress = `127.0.0.1:${options.pgPort}`;
   const kafkaAddress = `127.0.0.1:${options.kafkaPort}`;
   const pgWanted = !env.DATABASE_URL;
