@@ -68,7 +68,7 @@ export interface AttemptRecord {
 }
 
 /** A row as `$queryRaw` returns it (column names as in the table). */
-interface RawRow {
+export interface RawRow {
   source: string;
   command_id: string;
   command_type: string;
@@ -85,7 +85,8 @@ interface RawRow {
   finished_at: Date | string | null;
 }
 
-function fromRaw(row: RawRow): CommandRecord {
+/** A raw `commands` row as the guard's record (also read by the PMS status endpoints). */
+export function fromRaw(row: RawRow): CommandRecord {
   return {
     source: row.source,
     commandId: row.command_id,

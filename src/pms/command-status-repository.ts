@@ -1,30 +1,19 @@
 import { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import type { CommandKind } from '../events/outcomes.js';
-import type { CommandRecord, GuardError, GuardState } from '../guard/command-repository.js';
+import { fromRaw, type CommandRecord, type RawRow } from '../guard/command-repository.js';
 
 /**
  * Read-only queries of the guard's `commands` rows for the PMS-facing status endpoints. Every
  * query is bounded by the source: a source never reads another source's commands.
  */
-interface Row {
-  source: string;
-  command_id: string;
-  command_type: string;
-  target_id: string;
-  state: string;
-  attempts: number;
-  request_id_base: string;
-  request_ids: string[] | null;
-  last_error: unknown;
-  created_at: Date;
-  updated_at: Date;
-  finished_at: Date | null;
+/** A `commands` row with the outcome last published for it. */
+interface Row extends RawRow {
   outcome: unknown;
 }
 
-const COLUMNS = Prisma.sql`source, command_id, command_type, target_id, state, attempts, request_id_base,
-  request_ids, last_error, created_at, updated_at, finished_at, outcome`;
+const COLUMNS = Prisma.sql`source, command_id, command_type, target_id, state, payload, snapshot, attempts,
+  request_id_base, request_ids, last_error, created_at, updated_at, finished_at, outcome`;
 
 /** A command's row and the outcome last published for it (null before it is final). */
 export interface StatusRow {
@@ -33,26 +22,7 @@ export interface StatusRow {
 }
 
 function toStatusRow(row: Row): StatusRow {
-  return { record: toRecord(row), outcome: (row.outcome as Record<string, unknown> | null) ?? null };
-}
-
-function toRecord(row: Row): CommandRecord {
-  return {
-    source: row.source,
-    commandId: row.command_id,
-    commandType: row.command_type,
-    targetId: row.target_id,
-    state: row.state as GuardState,
-    payload: null,
-    snapshot: null,
-    attempts: Number(row.attempts),
-    requestIdBase: row.request_id_base,
-    requestIds: row.request_ids ?? [],
-    lastError: (row.last_error as GuardError | null) ?? null,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-    finishedAt: row.finished_at == null ? null : new Date(row.finished_at),
-  };
+  return { record: fromRaw(row), outcome: (row.outcome as Record<string, unknown> | null) ?? null };
 }
 
 /** Where a page of the list ends: the last row's (updated_at, command_type, command_id). */

@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
 import { postgresPaths } from '../../src/local-servers/local-servers.js';
+import { answers } from '../../src/local-servers/ports.js';
 import { projectRoot } from '../../src/local-servers/project-root.js';
 
 /**
@@ -25,20 +25,6 @@ declare module 'vitest' {
 
 const run = promisify(execFile);
 const stops: Array<() => Promise<unknown>> = [];
-
-function answers(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port, timeout: 1000 }, () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.on('error', () => resolve(false));
-    socket.on('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
 
 async function fromContainers(): Promise<{ databaseUrl?: string; kafkaBrokers?: string } | null> {
   try {
