@@ -93,13 +93,22 @@ export async function ensureTopics(
   return created;
 }
 
-/** Waits until every partition of `topics` has a leader, whatever the broker answers meanwhile. */
+/**
+ * Waits until every partition of `topics` has a leader that serves it, whatever the broker answers
+ * meanwhile. Metadata naming a leader is not enough: for a moment after that the leader still
+ * answers NOT_LEADER_OR_FOLLOWER to ListOffsets (a test's first offsets read failed so in CI), so
+ * the wait ends only when every topic's offsets can be read.
+ */
 async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const led = await admin
       .fetchTopicMetadata({ topics })
       .then((m) => m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .then(async (named) => {
+        if (named) await Promise.all(topics.map((t) => admin.fetchTopicOffsets(t)));
+        return named;
+      })
       .catch(() => false);
     if (led) return;
     if (Date.now() > deadline)
