@@ -6,6 +6,7 @@ import { createEnrollmentsConsumer } from '../commands/enrollments.js';
 import { createRentalPaymentsConsumer } from '../commands/rental-payments.js';
 import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
+import { createCallbacks } from '../callbacks/callbacks.js';
 import { UsageError } from '../errors.js';
 import type { GuardOptions } from '../guard/index.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
@@ -95,6 +96,8 @@ export interface CompositionRoot extends Runtime {
     readonly groupId: string;
   };
   deadLetterIndexer(): Component;
+  /** Outcome callbacks to PMS sources (PMS_CALLBACKS), or null when no source has one. */
+  callbacks(): (Component & { readonly groupId: string }) | null;
 }
 
 const NO_PARTNER_URL =
@@ -305,6 +308,17 @@ export function createCompositionRoot(
         details: (admin) => indexer.health().details(admin),
       });
       return { name: 'dead-letters', start: () => indexer.start(), stop: () => indexer.stop() };
+    },
+
+    callbacks() {
+      if (Object.keys(config.PMS_CALLBACKS).length === 0) return null;
+      const callbacks = createCallbacks({ db: runtime.db, kafka: runtime.kafka, logger, config });
+      roleChecks.push({
+        name: 'callbacks',
+        check: () => callbacks.health().check(),
+        details: (admin) => callbacks.health().details(admin),
+      });
+      return callbacks;
     },
 
     /** After every component has stopped: the producer, the budget, then the database. */

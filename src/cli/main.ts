@@ -2,6 +2,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
+import { registerCallbacks } from './callbacks-program.js';
 
 /**
  * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
@@ -146,6 +147,9 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
+
+  // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
+  registerCallbacks(program);
 
   const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
   dlq

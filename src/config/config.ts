@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callbackSettings } from '../callbacks/callback-config.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
@@ -184,6 +185,8 @@ export const configSchema = z
      * without one uses PARTNER_ACCESS_KEY. Default {}.
      */
     PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
+    /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/callbacks/callback-config.ts. */
+    ...callbackSettings,
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */

@@ -136,6 +136,8 @@ async function runAll(
           together('consumers', [
             ...COMMAND_CONSUMER_NAMES.map((name) => root.commandConsumer(name)),
             root.deadLetterIndexer(),
+            // Outcome callbacks to the PMS sources of PMS_CALLBACKS (none configured: not built).
+            ...[root.callbacks()].filter((c) => c !== null),
           ]),
         () => root.poller(),
         () => announce(root, { demo, sandbox, port: httpRole!.port, running }),

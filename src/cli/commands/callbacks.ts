@@ -1,0 +1,139 @@
+import { createCompositionRoot, runRoles } from '../../app/composition-root.js';
+import { redeliverCallbacks, formatDeliveries } from '../../callbacks/callback-ops.js';
+import {
+  attemptsOf,
+  enableEndpoint,
+  endpointStates,
+  listDeliveries,
+  queueBySource,
+  type DeliveryState,
+} from '../../callbacks/callback-repository.js';
+import { loadConfigOrExit, UsageError } from '../process.js';
+import { requireMigrated } from '../require-migrated.js';
+
+/**
+ * `rentbridge callbacks run|status|list|show|redeliver|enable` (README: "Outcome callbacks"): the
+ * callback role as its own process, and what ops do with deliveries.
+ */
+
+const STATES = ['pending', 'delivered', 'dead', 'all'] as const;
+
+/** `rentbridge callbacks run`: the intake and the delivery loops; /metrics and health on HTTP_PORT. */
+export async function run(): Promise<void> {
+  const root = createCompositionRoot(loadConfigOrExit());
+  await requireMigrated(root.config.DATABASE_URL, root.logger);
+  const role = root.callbacks();
+  if (!role) {
+    await root.close();
+    throw new UsageError('PMS_CALLBACKS names no source: there is nothing to deliver');
+  }
+  await runRoles(root, () => [root.probes(), role], { before: () => root.ensureTopics() });
+}
+
+async function withDb<T>(work: (root: ReturnType<typeof createCompositionRoot>) => Promise<T>): Promise<T> {
+  const root = createCompositionRoot(loadConfigOrExit());
+  try {
+    return await work(root);
+  } finally {
+    await root.close();
+  }
+}
+
+export async function status(opts: { json?: boolean }): Promise<void> {
+  await withDb(async (root) => {
+    const [queues, endpoints] = await Promise.all([queueBySource(root.db), endpointStates(root.db)]);
+    const sources = [...new Set([...Object.keys(root.config.PMS_CALLBACKS), ...queues.map((q) => q.source)])];
+    const rows = sources.map((source) => {
+      const q = queues.find((x) => x.source === source);
+      const e = endpoints.find((x) => x.source === source);
+      const url = root.config.PMS_CALLBACKS[source]?.url ?? null;
+      return {
+        source,
+        configured: url !== null,
+        endpoint: e?.disabledUrl && e.disabledUrl === url ? 'disabled (410 Gone)' : (e?.breaker ?? 'closed'),
+        pending: q?.pending ?? 0,
+        oldest_pending_seconds: Math.round(q?.oldestPendingSeconds ?? 0),
+        dead: q?.dead ?? 0,
+        delivered: q?.delivered ?? 0,
+      };
+    });
+    if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    for (const r of rows) {
+      process.stdout.write(
+        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered ${r.delivered}\n`,
+      );
+    }
+  });
+}
+
+export async function list(opts: {
+  state: string;
+  source?: string;
+  commandId?: string;
+  limit: string;
+  json?: boolean;
+}): Promise<void> {
+  if (!(STATES as readonly string[]).includes(opts.state)) {
+    throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
+  }
+  const limit = Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError('--limit must be 1 to 10000');
+  await withDb(async (root) => {
+    const deliveries = await listDeliveries(root.db, {
+      ...(opts.state !== 'all' && { state: opts.state as DeliveryState }),
+      ...(opts.source !== undefined && { source: opts.source }),
+      ...(opts.commandId !== undefined && { commandId: opts.commandId }),
+      limit,
+    });
+    const out = opts.json
+      ? JSON.stringify(deliveries.map(({ payload: _payload, ...d }) => d), null, 2)
+      : formatDeliveries(deliveries);
+    process.stdout.write(`${out}\n`);
+  });
+}
+
+export async function show(id: string): Promise<void> {
+  if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new UsageError(`"${id}" is not a delivery id`);
+  await withDb(async (root) => {
+    const [delivery] = await listDeliveries(root.db, { ids: [id] });
+    if (!delivery) {
+      process.stderr.write(`rentbridge: no callback delivery ${id}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    const attempts = await attemptsOf(root.db, id);
+    process.stdout.write(`${JSON.stringify({ ...delivery, payload: JSON.parse(delivery.payload) as unknown, attempts }, null, 2)}\n`);
+  });
+}
+
+export async function redeliverCommand(
+  ids: string[],
+  opts: { all?: boolean; source?: string; actor?: string; reason?: string },
+): Promise<void> {
+  if (ids.length === 0 && !opts.all) throw new UsageError('name delivery ids, or --all (with --source to narrow it)');
+  if (ids.length > 0 && opts.all) throw new UsageError('either delivery ids or --all, not both');
+  for (const id of ids) if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new UsageError(`"${id}" is not a delivery id`);
+  await withDb(async (root) => {
+    const done = await redeliverCallbacks(root.db, {
+      ...(ids.length > 0 && { ids }),
+      ...(opts.all && { all: true }),
+      ...(opts.source !== undefined && { source: opts.source }),
+      actor: opts.actor ?? process.env.USER ?? process.env.LOGNAME ?? 'unknown',
+      ...(opts.reason !== undefined && { reason: opts.reason }),
+    });
+    process.stdout.write(`redelivering ${done.length} callback(s)${done.length ? `: ${done.join(', ')}` : ''}\n`);
+    // Asked for ids that are not dead letters: say so (exit 1), they were left as they are.
+    if (ids.length > 0 && done.length < ids.length) {
+      const left = ids.filter((i) => !done.includes(i));
+      process.stderr.write(`rentbridge: not dead letters (left as they are): ${left.join(', ')}\n`);
+      process.exitCode = 1;
+    }
+  });
+}
+
+export async function enable(source: string): Promise<void> {
+  await withDb(async (root) => {
+    const was = await enableEndpoint(root.db, source);
+    process.stdout.write(was ? `the callback endpoint of ${source} is enabled again\n` : `${source}: not disabled\n`);
+  });
+}
