@@ -36,8 +36,7 @@ import { createRelay, type Relay } from '../relay/relay.js';
 import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
-import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
-import { createRoleHeartbeat } from '../ops/role-heartbeat.js';
+import type { Component } from './lifecycle.js';
 
 /**
  * The one composition root (docs/decisions/017-composition-root.md). A process builds one: it
@@ -330,39 +329,5 @@ export function createCompositionRoot(
   };
 }
 
-/**
- * Runs the roles a CLI command asks for until SIGTERM / SIGINT: `before` (topics, say), then
- * each role started in order; on a signal they stop in the reverse order and the root closes.
- */
-export async function runRoles(
-  root: CompositionRoot,
-  roles: () => Iterable<Component | (() => Promise<Component | null> | Component | null)>,
-  options: { before?: () => Promise<void>; graceMs?: number } = {},
-): Promise<void> {
-  await runUntilSignal(
-    root.logger,
-    async () => {
-      try {
-        await options.before?.();
-      } catch (error) {
-        await root.close();
-        throw error;
-      }
-      // Each role started reports itself (src/ops/role-heartbeat.ts): the console tells a role that
-      // is not running from one that is idle.
-      const names: string[] = [];
-      const reported = [...roles()].map((entry) => async () => {
-        const component = typeof entry === 'function' ? await entry() : entry;
-        if (component) names.push(component.name);
-        return component;
-      });
-      const heartbeat = createRoleHeartbeat({ db: root.db, logger: root.logger, roles: () => names });
-      const service = await startInOrder([...reported, heartbeat], root.logger, {
-        finally: () => root.close(),
-      });
-      root.markStarted();
-      return service;
-    },
-    options.graceMs === undefined ? {} : { graceMs: options.graceMs },
-  );
-}
+// Moved to its own file (size limits); re-exported so every caller keeps its import.
+export { runRoles } from './run-roles.js';

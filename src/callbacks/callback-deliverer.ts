@@ -1,6 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
-import type { CallbackEndpointConfig } from './callback-config.js';
+import type { CallbackEndpointConfig } from '../config/callback-config.js';
 import { BREAKER_VALUES, callbackMetrics } from './callback-metrics.js';
 import {
   claimDue,
@@ -75,11 +75,18 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
       callbackMetrics.breaker.set({ source }, BREAKER_VALUES[state]);
       if (state === shown) return;
       shown = state;
-      if (state !== 'closed') slog.warn({ breaker: state, failures: breaker.consecutiveFailures() }, 'callback endpoint not healthy');
+      if (state !== 'closed')
+        slog.warn(
+          { breaker: state, failures: breaker.consecutiveFailures() },
+          'callback endpoint not healthy',
+        );
       else slog.info({ breaker: state }, 'callback endpoint healthy');
-      saveBreaker(options.db, source, state === 'disabled' ? 'closed' : state, breaker.consecutiveFailures()).catch(
-        (err: unknown) => slog.debug({ err }, 'breaker state not saved'),
-      );
+      saveBreaker(
+        options.db,
+        source,
+        state === 'disabled' ? 'closed' : state,
+        breaker.consecutiveFailures(),
+      ).catch((err: unknown) => slog.debug({ err }, 'breaker state not saved'));
     }
 
     /** Whether a 410 disabled this URL (PostgreSQL says, for every process); another URL enables it again. */
@@ -103,7 +110,11 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     }
 
     function next(delivery: Delivery, outcome: AttemptOutcome) {
-      const fields = { deliveryId: delivery.id, webhookId: delivery.webhookId, commandId: delivery.commandId };
+      const fields = {
+        deliveryId: delivery.id,
+        webhookId: delivery.webhookId,
+        commandId: delivery.commandId,
+      };
       if (outcome.result === 'delivered') {
         breaker.record(true);
         callbackMetrics.latency.observe({ source }, (Date.now() - delivery.createdAt.getTime()) / 1000);
@@ -126,10 +137,16 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
       const at = nextAttemptAt(options.schedule, delivery.retryFrom, failures);
       if (!at) {
         callbackMetrics.deadLettered.inc({ source });
-        slog.warn({ ...fields, attempts: delivery.attempts + 1, error: outcome.error }, 'callback dead-lettered: retries ran out');
+        slog.warn(
+          { ...fields, attempts: delivery.attempts + 1, error: outcome.error },
+          'callback dead-lettered: retries ran out',
+        );
         return { state: 'dead' as const, nextAttemptAt: null, failures };
       }
-      slog.info({ ...fields, result: outcome.result, error: outcome.error, retryAt: at.toISOString() }, 'callback failed, will retry');
+      slog.info(
+        { ...fields, result: outcome.result, error: outcome.error, retryAt: at.toISOString() },
+        'callback failed, will retry',
+      );
       return { state: 'pending' as const, nextAttemptAt: at, failures };
     }
 
@@ -148,7 +165,9 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
           const claimed = await claimDue(options.db, source, allowance, leaseMs);
           for (const delivery of claimed) {
             const p: Promise<void> = attempt(delivery)
-              .catch((err: unknown) => slog.error({ err, deliveryId: delivery.id }, 'callback attempt not recorded'))
+              .catch((err: unknown) =>
+                slog.error({ err, deliveryId: delivery.id }, 'callback attempt not recorded'),
+              )
               .finally(() => {
                 inFlight.delete(p);
                 show(disabled ? 'disabled' : breaker.state());
@@ -226,7 +245,8 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
       for (const s of sources) loops.get(s)?.wake();
     },
     check() {
-      for (const [source, loop] of loops) if (!loop.isRunning()) return `the callback loop of ${source} is stopped`;
+      for (const [source, loop] of loops)
+        if (!loop.isRunning()) return `the callback loop of ${source} is stopped`;
       return true;
     },
     breakers() {

@@ -131,7 +131,10 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
           const rows = batch.messages.flatMap((m) => deliveryOf(m, sources, options.maxAgeMs) ?? []);
           const created = await insertDeliveries(options.db, rows);
           if (created.length > 0) {
-            log.debug({ topic: batch.topic, partition: batch.partition, created: created.length }, 'callbacks queued');
+            log.debug(
+              { topic: batch.topic, partition: batch.partition, created: created.length },
+              'callbacks queued',
+            );
             options.onNew(new Set(created.map((d) => d.source)));
           }
           const last = batch.messages.at(-1);

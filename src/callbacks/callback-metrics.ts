@@ -27,7 +27,7 @@ export const callbackMetrics = {
   }),
   queueAge: new Gauge({
     name: 'rentbridge_callback_queue_age_seconds',
-    help: "Age of the oldest callback delivery still pending, by source (0 when none waits)",
+    help: 'Age of the oldest callback delivery still pending, by source (0 when none waits)',
     labelNames: ['source'] as const,
     registers: [],
   }),

@@ -20,7 +20,8 @@ export interface RedeliverRequest {
 
 /** Redelivers dead callbacks: pending again, due now, with a fresh retry span; audited. */
 export async function redeliverCallbacks(db: Db, request: RedeliverRequest): Promise<string[]> {
-  if (!request.all && !request.ids?.length) throw new Error('name the deliveries to redeliver, or ask for all');
+  if (!request.all && !request.ids?.length)
+    throw new Error('name the deliveries to redeliver, or ask for all');
   for (const id of request.ids ?? []) {
     if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new Error(`"${id}" is not a delivery id`);
   }

@@ -270,7 +270,14 @@ export interface AttemptRow {
 
 export async function attemptsOf(db: Db, deliveryId: string): Promise<AttemptRow[]> {
   const rows = await db.$queryRaw<
-    Array<{ at: Date; url: string; result: string; http_status: number | null; duration_ms: number; error: string | null }>
+    Array<{
+      at: Date;
+      url: string;
+      result: string;
+      http_status: number | null;
+      duration_ms: number;
+      error: string | null;
+    }>
   >`SELECT at, url, result, http_status, duration_ms, error FROM callback_attempts
      WHERE delivery_id = ${BigInt(deliveryId)} ORDER BY at, id`;
   return rows.map((r) => ({

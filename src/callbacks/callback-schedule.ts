@@ -11,7 +11,11 @@ export interface RetrySchedule {
 }
 
 /** The wait after failure `failures` (1-based), ms. */
-export function retryDelay(schedule: RetrySchedule, failures: number, random: () => number = Math.random): number {
+export function retryDelay(
+  schedule: RetrySchedule,
+  failures: number,
+  random: () => number = Math.random,
+): number {
   // 2^40 is far past any cap: the exponent stops growing there (no Infinity).
   const grown = schedule.initialMs * 2 ** Math.min(Math.max(0, failures - 1), 40);
   return Math.floor(random() * Math.min(schedule.maxDelayMs, grown));

@@ -78,7 +78,12 @@ export async function sendCallback(request: {
     const durationMs = elapsed();
     const name = (error as Error).name;
     if (name === 'TimeoutError' || name === 'AbortError') {
-      return { result: 'timeout', httpStatus: null, durationMs, error: `no answer within ${request.timeoutMs} ms` };
+      return {
+        result: 'timeout',
+        httpStatus: null,
+        durationMs,
+        error: `no answer within ${request.timeoutMs} ms`,
+      };
     }
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     return {

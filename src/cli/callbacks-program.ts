@@ -23,8 +23,9 @@ export function registerCallbacks(program: Command): void {
     .option('--command-id <id>', "only this command's deliveries")
     .option('--limit <n>', 'at most this many', '100')
     .option('--json', 'print JSON')
-    .action(async (opts: { state: string; source?: string; commandId?: string; limit: string; json?: boolean }) =>
-      (await load()).list(opts),
+    .action(
+      async (opts: { state: string; source?: string; commandId?: string; limit: string; json?: boolean }) =>
+        (await load()).list(opts),
     );
   callbacks
     .command('show')
@@ -34,13 +35,16 @@ export function registerCallbacks(program: Command): void {
   callbacks
     .command('redeliver')
     .argument('[ids...]')
-    .description('deliver dead callbacks again (same webhook-id, fresh retry span): ids, or --all [--source S]')
+    .description(
+      'deliver dead callbacks again (same webhook-id, fresh retry span): ids, or --all [--source S]',
+    )
     .option('--all', 'every dead delivery (of --source when given)')
     .option('--source <source>', 'only this PMS source')
     .option('--actor <name>', 'who redelivers (audit log); default $USER')
     .option('--reason <text>', 'why (audit log)')
-    .action(async (ids: string[], opts: { all?: boolean; source?: string; actor?: string; reason?: string }) =>
-      (await load()).redeliverCommand(ids, opts),
+    .action(
+      async (ids: string[], opts: { all?: boolean; source?: string; actor?: string; reason?: string }) =>
+        (await load()).redeliverCommand(ids, opts),
     );
   callbacks
     .command('enable')

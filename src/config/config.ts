@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { callbackSettings } from '../callbacks/callback-config.js';
+import { callbackSettings } from './callback-config.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
@@ -185,7 +185,7 @@ export const configSchema = z
      * without one uses PARTNER_ACCESS_KEY. Default {}.
      */
     PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
-    /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/callbacks/callback-config.ts. */
+    /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),

@@ -77,7 +77,8 @@ export async function list(opts: {
     throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
   }
   const limit = Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError('--limit must be 1 to 10000');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+    throw new UsageError('--limit must be 1 to 10000');
   await withDb(async (root) => {
     const deliveries = await listDeliveries(root.db, {
       ...(opts.state !== 'all' && { state: opts.state as DeliveryState }),
@@ -86,7 +87,11 @@ export async function list(opts: {
       limit,
     });
     const out = opts.json
-      ? JSON.stringify(deliveries.map(({ payload: _payload, ...d }) => d), null, 2)
+      ? JSON.stringify(
+          deliveries.map(({ payload: _payload, ...d }) => d),
+          null,
+          2,
+        )
       : formatDeliveries(deliveries);
     process.stdout.write(`${out}\n`);
   });
@@ -102,7 +107,9 @@ export async function show(id: string): Promise<void> {
       return;
     }
     const attempts = await attemptsOf(root.db, id);
-    process.stdout.write(`${JSON.stringify({ ...delivery, payload: JSON.parse(delivery.payload) as unknown, attempts }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...delivery, payload: JSON.parse(delivery.payload) as unknown, attempts }, null, 2)}\n`,
+    );
   });
 }
 
@@ -110,9 +117,11 @@ export async function redeliverCommand(
   ids: string[],
   opts: { all?: boolean; source?: string; actor?: string; reason?: string },
 ): Promise<void> {
-  if (ids.length === 0 && !opts.all) throw new UsageError('name delivery ids, or --all (with --source to narrow it)');
+  if (ids.length === 0 && !opts.all)
+    throw new UsageError('name delivery ids, or --all (with --source to narrow it)');
   if (ids.length > 0 && opts.all) throw new UsageError('either delivery ids or --all, not both');
-  for (const id of ids) if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new UsageError(`"${id}" is not a delivery id`);
+  for (const id of ids)
+    if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new UsageError(`"${id}" is not a delivery id`);
   await withDb(async (root) => {
     const done = await redeliverCallbacks(root.db, {
       ...(ids.length > 0 && { ids }),
@@ -121,7 +130,9 @@ export async function redeliverCommand(
       actor: opts.actor ?? process.env.USER ?? process.env.LOGNAME ?? 'unknown',
       ...(opts.reason !== undefined && { reason: opts.reason }),
     });
-    process.stdout.write(`redelivering ${done.length} callback(s)${done.length ? `: ${done.join(', ')}` : ''}\n`);
+    process.stdout.write(
+      `redelivering ${done.length} callback(s)${done.length ? `: ${done.join(', ')}` : ''}\n`,
+    );
     // Asked for ids that are not dead letters: say so (exit 1), they were left as they are.
     if (ids.length > 0 && done.length < ids.length) {
       const left = ids.filter((i) => !done.includes(i));
@@ -134,6 +145,8 @@ export async function redeliverCommand(
 export async function enable(source: string): Promise<void> {
   await withDb(async (root) => {
     const was = await enableEndpoint(root.db, source);
-    process.stdout.write(was ? `the callback endpoint of ${source} is enabled again\n` : `${source}: not disabled\n`);
+    process.stdout.write(
+      was ? `the callback endpoint of ${source} is enabled again\n` : `${source}: not disabled\n`,
+    );
   });
 }

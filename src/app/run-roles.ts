@@ -1,0 +1,49 @@
+import { createRoleHeartbeat } from '../ops/role-heartbeat.js';
+import type { Db } from '../db/prisma.js';
+import type { Logger } from '../logger.js';
+import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
+
+/** What running roles needs of the composition root (src/app/composition-root.ts). */
+export interface RolesRoot {
+  readonly logger: Logger;
+  readonly db: Db;
+  markStarted(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs the roles a CLI command asks for until SIGTERM / SIGINT: `before` (topics, say), then
+ * each role started in order; on a signal they stop in the reverse order and the root closes.
+ */
+export async function runRoles(
+  root: RolesRoot,
+  roles: () => Iterable<Component | (() => Promise<Component | null> | Component | null)>,
+  options: { before?: () => Promise<void>; graceMs?: number } = {},
+): Promise<void> {
+  await runUntilSignal(
+    root.logger,
+    async () => {
+      try {
+        await options.before?.();
+      } catch (error) {
+        await root.close();
+        throw error;
+      }
+      // Each role started reports itself (src/ops/role-heartbeat.ts): the console tells a role that
+      // is not running from one that is idle.
+      const names: string[] = [];
+      const reported = [...roles()].map((entry) => async () => {
+        const component = typeof entry === 'function' ? await entry() : entry;
+        if (component) names.push(component.name);
+        return component;
+      });
+      const heartbeat = createRoleHeartbeat({ db: root.db, logger: root.logger, roles: () => names });
+      const service = await startInOrder([...reported, heartbeat], root.logger, {
+        finally: () => root.close(),
+      });
+      root.markStarted();
+      return service;
+    },
+    options.graceMs === undefined ? {} : { graceMs: options.graceMs },
+  );
+}
