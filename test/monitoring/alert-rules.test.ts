@@ -68,6 +68,7 @@ describe("the split deployment's scrape configuration", () => {
       'rentbridge-relay',
       'rentbridge-poller',
       'rentbridge-consumer',
+      'rentbridge-callbacks',
     ]);
     for (const consumer of [
       'application-decisions',

@@ -29,6 +29,7 @@ const ROLES: Record<string, string[]> = {
   poller: ['poller'],
   ...Object.fromEntries(COMMAND_CONSUMERS.map((name) => [`consumer:${name}`, ['consumer', name]])),
   'consumer:dead-letters': ['consumer', 'dead-letters'],
+  callbacks: ['callbacks', 'run'],
 };
 
 /** The roles whose /metrics each alert rule needs (monitoring/prometheus/prometheus-split.yml jobs). */
@@ -42,6 +43,8 @@ const OWNERS: Record<string, string[]> = {
   RentbridgeCommandsUnverified: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
   // Read from PostgreSQL by the process that serves the console.
   RentbridgeRoleNotRunning: ['receiver'],
+  RentbridgeCallbackEndpointFailing: ['callbacks'],
+  RentbridgeCallbacksDeadLettered: ['callbacks'],
 };
 
 /** Metric families declared on a /metrics page. */
@@ -98,6 +101,12 @@ describe('a split deployment (every role its own process)', () => {
           KAFKA_SESSION_TIMEOUT_MS: '10000',
           PARTNER_API_URL: sandbox.url,
           PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [`whsec_${randomBytes(24).toString('base64')}`] }),
+          PMS_CALLBACKS: JSON.stringify({
+            acme: {
+              url: 'http://127.0.0.1:9/outcomes',
+              secrets: [`whsec_${randomBytes(24).toString('base64')}`],
+            },
+          }),
           HTTP_PORT: String(port),
           OPS_TOKEN: 'split-deployment-ops-token',
           LOG_LEVEL: 'warn',
@@ -196,6 +205,17 @@ describe('a split deployment (every role its own process)', () => {
     expect(has('consumer:rental-payments', 'rentbridge_outbox_backlog')).toBe(false);
     expect(has('consumer:dead-letters', 'rentbridge_dead_letters_indexed_total')).toBe(true);
     expect(has('consumer:dead-letters', 'rentbridge_commands_total')).toBe(false);
+    expect(has('callbacks', 'rentbridge_callback_attempts_total')).toBe(true);
+    expect(has('callbacks', 'rentbridge_commands_total')).toBe(false);
+    expect(has('receiver', 'rentbridge_callback_attempts_total')).toBe(false);
+    expect(
+      sample(
+        metricsOf.get('callbacks')!,
+        'rentbridge_callback_attempts_total',
+        'source="acme"',
+        'result="delivered"',
+      ),
+    ).toBe(0);
   });
 
   it('each role starts the label sets it knows at 0, so the first event raises an alert', () => {
