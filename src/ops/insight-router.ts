@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import express, { type Router } from 'express';
 import type { Registry } from 'prom-client';
+import { withCallbackSteps } from '../callbacks/callback-trace.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { registry as processRegistry } from '../metrics.js';
@@ -51,16 +52,16 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
     const as = req.query.as;
     if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
       throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);
-    res.json(
-      await traceId(options.db, id, {
-        ...(as !== undefined && { as: as as IdKind }),
-        topicPrefix: options.topicPrefix,
-        retentionHours: options.retentionHours ?? 72,
-        // When several commands share the id: `?source=acme&type=rental_payment` picks one.
-        ...(typeof req.query.source === 'string' && { source: req.query.source }),
-        ...(typeof req.query.type === 'string' && req.query.type !== '' && { commandType: req.query.type }),
-      }),
-    );
+    const traced = await traceId(options.db, id, {
+      ...(as !== undefined && { as: as as IdKind }),
+      topicPrefix: options.topicPrefix,
+      retentionHours: options.retentionHours ?? 72,
+      // When several commands share the id: `?source=acme&type=rental_payment` picks one.
+      ...(typeof req.query.source === 'string' && { source: req.query.source }),
+      ...(typeof req.query.type === 'string' && req.query.type !== '' && { commandType: req.query.type }),
+    });
+    // With the outcome callbacks of the commands it shows (src/callbacks/).
+    res.json(await withCallbackSteps(options.db, traced));
   });
 
   return router;

@@ -1,7 +1,10 @@
-import type { Trace } from './trace.js';
+import type { Trace, TraceStep } from './trace.js';
 
 /** `rentbridge trace` as text: one line per step (time, stage, what, ids), then where the trail ends. */
-export function formatTrace(trace: Trace): string {
+export function formatTrace(
+  // Stages beyond the trace's own may be added (the outcome callbacks' `callback`).
+  trace: Omit<Trace, 'steps'> & { steps: ReadonlyArray<Omit<TraceStep, 'stage'> & { stage: string }> },
+): string {
   const lines: string[] = [`trace ${trace.id}`];
   if (trace.steps.length) {
     const rows = trace.steps.map((s) => [

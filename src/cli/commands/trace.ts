@@ -1,4 +1,5 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
+import { withCallbackSteps } from '../../callbacks/callback-trace.js';
 import { formatTrace } from '../../trace/trace-table.js';
 import { traceId, type IdKind } from '../../trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
@@ -15,13 +16,15 @@ export async function trace(
 ): Promise<void> {
   const runtime = createCompositionRoot(loadConfigOrExit());
   try {
-    const result = await traceId(runtime.db, id, {
+    const traced = await traceId(runtime.db, id, {
       topicPrefix: runtime.config.KAFKA_TOPIC_PREFIX,
       retentionHours: runtime.config.OUTBOX_RETENTION_HOURS,
       ...(opts.source !== undefined && { source: opts.source }),
       ...(opts.type !== undefined && { commandType: opts.type }),
       ...(opts.as && { as: opts.as }),
     });
+    // The outcome callbacks of the commands it shows (src/callbacks/).
+    const result = await withCallbackSteps(runtime.db, traced);
     process.stdout.write(`${opts.json ? JSON.stringify(result, null, 2) : formatTrace(result)}\n`);
     process.exitCode = result.found ? 0 : 1;
   } finally {

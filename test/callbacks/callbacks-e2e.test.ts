@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withCallbackSteps } from '../../src/callbacks/callback-trace.js';
+import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
+import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { loadConfig } from '../../src/config/config.js';
+import { toCloudEvent } from '../../src/events/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { TOPICS } from '../../src/kafka/topics.js';
+import { traceId } from '../../src/trace/trace.js';
+import { FAST_GUARD, createHarness, headersOf, logger, type Harness } from '../consumers/support/harness.js';
+import { buildSecret } from '../receiver/webhooks.js';
+import { startReceiver, until } from './callback-receiver.js';
+
+/**
+ * A PMS's command through the command consumer to its outcome, and that outcome to the PMS's
+ * callback endpoint: the body is the outcome as on Kafka, and the trace shows the delivery.
+ */
+describe('an outcome callback, from the command to the PMS', () => {
+  let h: Harness;
+  let callbacks: Callbacks;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const secrets = { acme: [buildSecret()] };
+
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
+    receiver = await startReceiver({ acme: () => ({ status: 200 }) }, secrets);
+    const config = loadConfig({
+      DATABASE_URL: h.database.url,
+      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
+      PMS_CALLBACKS: JSON.stringify({ acme: { url: receiver.url('acme'), secrets: secrets.acme } }),
+      CALLBACK_POLL_MS: '100',
+    });
+    callbacks = createCallbacks({ db: h.database.db, kafka: h.kafka.kafka, logger, config });
+    await callbacks.start();
+  });
+
+  afterAll(async () => {
+    await callbacks?.stop();
+    await receiver?.close();
+    await h?.close();
+  });
+
+  it('POSTs the outcome of a PMS id with "/", "#", spaces and non-ASCII letters, and the trace shows it', async () => {
+    const [enrollment] = await h.control.addRecords('enrollments', [
+      { status: 'active', rental_payments: [] },
+    ]);
+    const paymentId = `pms:7f3/zahlung #${randomUUID().slice(0, 8)} für Wohnung ${'ä'.repeat(200)}`.slice(
+      0,
+      255,
+    );
+    const command = {
+      payment_id: paymentId,
+      enrollment_id: Number(enrollment!.id),
+      amount_cents: 125_000,
+      paid_on: '2026-11-01',
+      period: '2026-11',
+    };
+    await h.publish(
+      TOPICS.rentalPayments,
+      String(command.enrollment_id),
+      JSON.stringify(
+        toCloudEvent({
+          id: randomUUID(),
+          source: '/webhooks/pms/acme',
+          type: COMMAND_TYPES.rentalPayment,
+          data: command,
+        }),
+      ),
+    );
+    const [onKafka] = await h.received.waitFor(
+      (r) =>
+        r.topic === TOPICS.rentalPaymentOutcomes && headersOf(r.message.headers)['command-id'] === paymentId,
+    );
+    const callback = await until('the callback', () => receiver.received.find((r) => r.source === 'acme'));
+    expect(callback.body).toBe(onKafka!.message.value!.toString());
+    const event = JSON.parse(callback.body) as { id: string; data: { command_id: string; status: string } };
+    expect(event.data).toMatchObject({ command_id: paymentId, status: 'applied' });
+    expect(callback.headers['webhook-id']).toBe(`${event.id}.applied`);
+    expect(callback.verifiedWith).toEqual([0]);
+
+    await until('delivered', async () => {
+      const { rows } = await h.database.sql.query(
+        "SELECT 1 FROM callback_deliveries WHERE state = 'delivered'",
+      );
+      return rows.length === 1;
+    });
+    const trace = await withCallbackSteps(
+      h.database.db,
+      await traceId(h.database.db, paymentId, { topicPrefix: h.kafka.prefix, retentionHours: 72 }),
+    );
+    const steps = trace.steps.filter((s) => s.stage === 'callback').map((s) => s.what);
+    expect(steps).toEqual([
+      'outcome applied queued for the callback to acme',
+      expect.stringMatching(/^callback #1 to acme → delivered 200 in \d+ ms$/),
+    ]);
+  });
+});
