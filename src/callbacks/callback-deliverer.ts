@@ -5,6 +5,7 @@ import { BREAKER_VALUES, callbackMetrics } from './callback-metrics.js';
 import {
   claimDue,
   disableEndpoint,
+  enableEndpoint,
   endpointStates,
   queueBySource,
   recordAttempt,
@@ -92,6 +93,8 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     /** Whether a 410 disabled this URL (PostgreSQL says, for every process); another URL enables it again. */
     async function readDisabled(): Promise<void> {
       const row = (await endpointStates(options.db)).find((e) => e.source === source);
+      // Disabled at another URL: the endpoint was configured again, so it is enabled again.
+      if (row?.disabledUrl && row.disabledUrl !== endpoint.url) await enableEndpoint(options.db, source);
       const was = disabled;
       disabled = row?.disabledUrl === endpoint.url;
       if (was && !disabled) breaker.reset();

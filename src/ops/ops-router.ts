@@ -5,6 +5,7 @@ import express, { type Request, type Router } from 'express';
 import type { Kafka, Producer } from 'kafkajs';
 import { PRODUCER_CONFIG, type SharedProducer } from '../kafka/shared-producer.js';
 import { z } from 'zod';
+import { createCallbackOpsRouter } from '../callbacks/callback-ops-router.js';
 import type { Db } from '../db/prisma.js';
 import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
 import {
@@ -243,6 +244,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
+  // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
+  api.use(createCallbackOpsRouter({ db }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
 import { redeliverCallbacks } from '../../src/callbacks/callback-ops.js';
+import { createCallbackOpsRouter } from '../../src/callbacks/callback-ops-router.js';
+import { createHttpApp } from '../../src/http/http-app.js';
 import { enableEndpoint } from '../../src/callbacks/callback-repository.js';
 import { loadConfig } from '../../src/config/config.js';
 import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
@@ -367,6 +371,49 @@ describe('outcome callbacks', () => {
         expect(audit).toHaveLength(2);
       } finally {
         await back.close();
+      }
+    });
+  });
+
+  describe('the ops API', () => {
+    it("lists each source's endpoint and queue, and refuses a redelivery it cannot read", async () => {
+      const app = createHttpApp({
+        logger,
+        mounts: [{ path: '/ops/api', router: createCallbackOpsRouter({ db: database.db }) }],
+      });
+      const server = await new Promise<Server>((resolve) => {
+        const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      });
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/api`;
+      try {
+        const listed = (await (await fetch(`${base}/callbacks`)).json()) as {
+          sources: Array<{ source: string; endpoint: string; delivered: number }>;
+        };
+        expect(listed.sources.map((s) => s.source)).toEqual([
+          'flaky',
+          'gone',
+          'ok',
+          'refused',
+          'slow',
+          'sluggish',
+        ]);
+        expect(listed.sources.find((s) => s.source === 'flaky')).toMatchObject({
+          endpoint: 'closed',
+          delivered: 1,
+        });
+        const post = (body: unknown) =>
+          fetch(`${base}/callbacks/redeliver`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
+        const bad = await post({ ids: ['1'], all: true });
+        expect(bad.status).toBe(400);
+        expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('validation_error');
+        expect(await (await post({ ids: ['999999'] })).json()).toEqual({ redelivered: [] });
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
       }
     });
   });

@@ -1,0 +1,128 @@
+/* global window, document, $, el, api */
+// Outcome callbacks on the overview: each PMS source's endpoint (closed, probing, paused,
+// disabled by a 410) and queue, and the dead deliveries with their redelivery, one or all
+// (GET /ops/api/callbacks, POST /ops/api/callbacks/redeliver). Refreshed with the overview.
+'use strict';
+
+const CALLBACK_REFRESH_MS = 10000;
+const ENDPOINT_TEXT = {
+  closed: 'healthy',
+  half_open: 'probing (breaker half-open)',
+  open: 'paused (breaker open)',
+  disabled: 'disabled (410 Gone)',
+};
+let callbacksTimer = null;
+
+function callbacksCard() {
+  let card = $('callbacks');
+  if (card) return card;
+  card = el('div', { class: 'card', id: 'callbacks', 'data-testid': 'callbacks' });
+  $('overview').append(card);
+  return card;
+}
+
+async function redeliver(body) {
+  const out = $('callbacks-result');
+  try {
+    const { redelivered } = await api('callbacks/redeliver', { method: 'POST', body });
+    out.textContent = `redelivering ${redelivered.length} callback(s)`;
+  } catch (error) {
+    out.textContent = error.message;
+  }
+  await loadCallbacks();
+}
+
+function sourcesTable(sources) {
+  const head = el(
+    'tr',
+    {},
+    ...['source', 'endpoint', 'pending', 'oldest pending', 'dead', 'delivered', ''].map((h) =>
+      el('th', {}, h),
+    ),
+  );
+  const rows = sources.map((s) =>
+    el(
+      'tr',
+      { 'data-source': s.source, class: s.endpoint === 'closed' ? '' : 'attention' },
+      el('td', { class: 'mono' }, s.source),
+      el('td', {}, ENDPOINT_TEXT[s.endpoint] ?? s.endpoint),
+      el('td', {}, String(s.pending)),
+      el('td', {}, s.pending ? `${s.oldest_pending_seconds} s` : '-'),
+      el('td', {}, String(s.dead)),
+      el('td', {}, String(s.delivered)),
+      el(
+        'td',
+        {},
+        s.dead
+          ? el(
+              'button',
+              { type: 'button', onclick: () => redeliver({ all: true, source: s.source }) },
+              `Redeliver all ${s.dead} dead`,
+            )
+          : '',
+      ),
+    ),
+  );
+  return el('table', { class: 'kv' }, el('thead', {}, head), el('tbody', {}, ...rows));
+}
+
+function deadTable(dead) {
+  if (!dead.length) return el('p', { class: 'muted small' }, 'No dead callbacks.');
+  const rows = dead.map((d) =>
+    el(
+      'tr',
+      { 'data-delivery': d.id },
+      el('td', { class: 'mono' }, d.id),
+      el('td', { class: 'mono' }, d.source),
+      el('td', { class: 'mono' }, `${d.commandType} ${JSON.stringify(d.commandId)}`),
+      el('td', {}, d.outcomeStatus),
+      el('td', {}, String(d.attempts)),
+      el('td', { class: 'small' }, d.lastError ?? ''),
+      el('td', {}, el('button', { type: 'button', onclick: () => redeliver({ ids: [d.id] }) }, 'Redeliver')),
+    ),
+  );
+  return el('table', {}, el('tbody', {}, ...rows));
+}
+
+async function loadCallbacks() {
+  const card = callbacksCard();
+  try {
+    const { sources, dead } = await api('callbacks?limit=50');
+    if (!sources.length) {
+      card.replaceChildren(
+        el('h2', {}, 'Outcome callbacks'),
+        el('p', { class: 'muted small' }, 'No PMS source has callbacks (PMS_CALLBACKS).'),
+      );
+      return;
+    }
+    card.replaceChildren(
+      el('h2', {}, 'Outcome callbacks'),
+      sourcesTable(sources),
+      el('h3', {}, 'Dead callbacks (retries ran out)'),
+      deadTable(dead),
+      el('p', { class: 'muted small', id: 'callbacks-result', role: 'status' }),
+    );
+  } catch (error) {
+    card.replaceChildren(el('h2', {}, 'Outcome callbacks'), el('p', { class: 'error' }, error.message));
+  }
+}
+
+// Shown and refreshed while the overview is: its start and stop (overview.js, loaded before this
+// file) are wrapped.
+(() => {
+  const start = window.startOverview;
+  const stop = window.stopOverview;
+  window.startOverview = async (...args) => {
+    const started = start?.(...args);
+    window.clearInterval(callbacksTimer);
+    void loadCallbacks();
+    callbacksTimer = window.setInterval(() => {
+      if (!document.hidden) void loadCallbacks();
+    }, CALLBACK_REFRESH_MS);
+    return started;
+  };
+  window.stopOverview = (...args) => {
+    window.clearInterval(callbacksTimer);
+    return stop?.(...args);
+  };
+})();
