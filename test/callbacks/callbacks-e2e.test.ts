@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withCallbackSteps } from '../../src/callbacks/callback-trace.js';
 import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
@@ -11,6 +15,23 @@ import { traceId } from '../../src/trace/trace.js';
 import { FAST_GUARD, createHarness, headersOf, logger, type Harness } from '../consumers/support/harness.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { startReceiver, until } from './callback-receiver.js';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats: FormatsPlugin =
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  (addFormatsModule as unknown as FormatsPlugin);
+
+/** docs/openapi.yaml's callback schema, as a PMS would check it (ajv, JSON Schema 2020-12). */
+async function outcomeCallbackSchema() {
+  const id = 'https://rentbridge.local/openapi.yaml';
+  const doc = parseYaml(
+    await readFile(new URL('../../docs/openapi.yaml', import.meta.url), 'utf8'),
+  ) as object;
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  ajv.addSchema({ ...doc, $id: id });
+  return ajv.getSchema(`${id}#/components/schemas/OutcomeCallback`)!;
+}
 
 /**
  * A PMS's command through the command consumer to its outcome, and that outcome to the PMS's
@@ -79,6 +100,8 @@ describe('an outcome callback, from the command to the PMS', () => {
     expect(event.data).toMatchObject({ command_id: paymentId, status: 'applied' });
     expect(callback.headers['webhook-id']).toBe(`${event.id}.applied`);
     expect(callback.verifiedWith).toEqual([0]);
+    const validate = await outcomeCallbackSchema();
+    expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
 
     await until('delivered', async () => {
       const { rows } = await h.database.sql.query(

@@ -9,6 +9,7 @@ import type { HttpRole } from '../../app/http-role.js';
 import type { Component } from '../../app/lifecycle.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
+import { startDemoPmsCallbacks } from '../../demo/demo-pms-callbacks.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
@@ -29,12 +30,14 @@ const DEMO_PMS_SOURCE = 'demo-pms';
  */
 export const DEMO_PMS_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy13ZWJob29rLWtleSE=';
 export const DEMO_PARTNER_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBhcnRuZXItd2ViaG9va3M=';
+/** The demo PMS's callback signing secret (src/demo/demo-pms-callbacks.ts): fixed, not a secret. */
+export const DEMO_PMS_CALLBACK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy1jYWxsYmFja3Mh';
 
 /**
  * Without PARTNER_API_URL, `start` is a demo: the embedded sandbox with demo data stands in for the
  * Partner API, and the webhook secrets and ops token it needs are filled in.
  */
-function demoConfig(config: Config): Config {
+function demoConfig(config: Config, callbackUrl?: string): Config {
   return Object.freeze({
     ...config,
     PARTNER_WEBHOOK_SECRETS: config.PARTNER_WEBHOOK_SECRETS.length
@@ -42,6 +45,11 @@ function demoConfig(config: Config): Config {
       : [DEMO_PARTNER_WEBHOOK_SECRET],
     PMS_WEBHOOK_SECRETS: { [DEMO_PMS_SOURCE]: [DEMO_PMS_WEBHOOK_SECRET], ...config.PMS_WEBHOOK_SECRETS },
     OPS_TOKEN: config.OPS_TOKEN ?? DEMO_OPS_TOKEN,
+    // The demo PMS hears the outcome of each of its commands (its log shows them).
+    PMS_CALLBACKS: {
+      ...(callbackUrl && { [DEMO_PMS_SOURCE]: { url: callbackUrl, secrets: [DEMO_PMS_CALLBACK_SECRET] } }),
+      ...config.PMS_CALLBACKS,
+    },
   });
 }
 
@@ -85,7 +93,14 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
       ...(local.databaseUrl && { DATABASE_URL: local.databaseUrl }),
       ...(local.kafkaBrokers && { KAFKA_BROKERS: local.kafkaBrokers }),
     });
-    await runAll(demo ? demoConfig(withServers) : withServers, demo, logger, running);
+    const demoPms = demo
+      ? await startDemoPmsCallbacks({ secret: DEMO_PMS_CALLBACK_SECRET, logger })
+      : undefined;
+    try {
+      await runAll(demo ? demoConfig(withServers, demoPms?.url) : withServers, demo, logger, running);
+    } finally {
+      await demoPms?.close();
+    }
   } finally {
     running();
     await local.stop();
