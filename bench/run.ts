@@ -26,6 +26,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './overview.js',
     what: 'console overview: cost of one refresh at 100k outbox rows (issue 19)',
   },
+  callbacks: {
+    module: './callbacks.js',
+    what: 'outcome callbacks: delivered, duplicates, latency alone and beside a dead and a slow endpoint (issue 27)',
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',
