@@ -1,7 +1,9 @@
-/* global window, document, uPlot, $, el, api, logout */
+/* global window, document */
 // The overview: the flow as stages, their figures and last-hour charts (uPlot, served from
 // node_modules by the receiver). Data from GET /ops/api/overview, refreshed every 10 s while shown.
-'use strict';
+import uPlot from './vendor/uplot/uPlot.esm.js';
+import { $, el } from './dom.js';
+import { api, isRefused, signOut } from './session.js';
 
 const REFRESH_MS = 10000;
 const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'];
@@ -133,20 +135,21 @@ async function loadOverview() {
       `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Not running: no process running the role has reported for ${data.rules.roleGoneSeconds} s. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
     $('overview-error').textContent = '';
   } catch (error) {
-    if (error.status === 401 || error.status === 403) return logout();
+    if (isRefused(error)) return signOut();
     $('overview-error').textContent = `Cannot load the overview: ${error.message}`;
   }
 }
 
-window.startOverview = async () => {
-  window.stopOverview();
+/** Shows the overview now and every REFRESH_MS while the page is visible. */
+export async function startOverview() {
+  stopOverview();
   await loadOverview();
   overviewTimer = window.setInterval(() => {
     if (!document.hidden) void loadOverview();
   }, REFRESH_MS);
-};
+}
 
-window.stopOverview = () => {
+export function stopOverview() {
   if (overviewTimer) window.clearInterval(overviewTimer);
   overviewTimer = null;
-};
+}
