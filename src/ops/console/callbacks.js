@@ -1,8 +1,9 @@
-/* global window, document, $, el, api */
+/* global window, document */
 // Outcome callbacks on the overview: each PMS source's endpoint (closed, probing, paused,
 // disabled by a 410) and queue, and the dead deliveries with their redelivery, one or all
 // (GET /ops/api/callbacks, POST /ops/api/callbacks/redeliver). Refreshed with the overview.
-'use strict';
+import { $, el } from './dom.js';
+import { api, isRefused, signOut } from './session.js';
 
 const CALLBACK_REFRESH_MS = 10000;
 const ENDPOINT_TEXT = {
@@ -103,26 +104,21 @@ async function loadCallbacks() {
       el('p', { class: 'muted small', id: 'callbacks-result', role: 'status' }),
     );
   } catch (error) {
+    if (isRefused(error)) return signOut();
     card.replaceChildren(el('h2', {}, 'Outcome callbacks'), el('p', { class: 'error' }, error.message));
   }
 }
 
-// Shown and refreshed while the overview is: its start and stop (overview.js, loaded before this
-// file) are wrapped.
-(() => {
-  const start = window.startOverview;
-  const stop = window.stopOverview;
-  window.startOverview = async (...args) => {
-    const started = start?.(...args);
-    window.clearInterval(callbacksTimer);
-    void loadCallbacks();
-    callbacksTimer = window.setInterval(() => {
-      if (!document.hidden) void loadCallbacks();
-    }, CALLBACK_REFRESH_MS);
-    return started;
-  };
-  window.stopOverview = (...args) => {
-    window.clearInterval(callbacksTimer);
-    return stop?.(...args);
-  };
-})();
+/** Shown and refreshed with the overview (overview.js starts and stops it). */
+export function startCallbacks() {
+  stopCallbacks();
+  void loadCallbacks();
+  callbacksTimer = window.setInterval(() => {
+    if (!document.hidden) void loadCallbacks();
+  }, CALLBACK_REFRESH_MS);
+}
+
+export function stopCallbacks() {
+  if (callbacksTimer) window.clearInterval(callbacksTimer);
+  callbacksTimer = null;
+}
