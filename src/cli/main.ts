@@ -69,21 +69,7 @@ export function buildProgram(): Command {
     )
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
 
-  program
-    .command('probe')
-    .description(
-      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
-    )
-    .option(
-      '--write',
-      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
-    )
-    .option('--application <id>', 'with --write: an application the probe may decide')
-    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
-    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
-    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
-    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
-    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
+  registerProbe(program);
 
   program
     .command('sandbox')
@@ -126,6 +112,37 @@ export function buildProgram(): Command {
       (await import('./commands/resync.js')).resyncCommand(opts),
     );
 
+  registerTrace(program);
+
+  // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
+  registerCallbacks(program);
+
+  registerDlq(program);
+
+  return program;
+}
+
+/** `rentbridge probe [--write ...]` (src/cli/commands/probe.ts). */
+function registerProbe(program: Command): void {
+  program
+    .command('probe')
+    .description(
+      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
+    )
+    .option(
+      '--write',
+      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
+    )
+    .option('--application <id>', 'with --write: an application the probe may decide')
+    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
+    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
+    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
+    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
+    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
+}
+
+/** `rentbridge trace <id>`: the life of one event (src/cli/commands/trace.ts). */
+function registerTrace(program: Command): void {
   program
     .command('trace')
     .description(
@@ -147,10 +164,10 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
+}
 
-  // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
-  registerCallbacks(program);
-
+/** `rentbridge dlq list|show|redrive|discard`: options parsed by src/cli/commands/dlq.ts. */
+function registerDlq(program: Command): void {
   const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
   dlq
     .command('list')
@@ -180,8 +197,6 @@ export function buildProgram(): Command {
     .allowExcessArguments()
     .helpOption(false)
     .action(async () => (await import('./commands/dlq.js')).dlq('discard', process.argv.slice(4)));
-
-  return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
