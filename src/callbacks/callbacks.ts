@@ -84,7 +84,14 @@ export function createCallbacks(deps: CallbacksDeps): Callbacks {
     async start() {
       // The loops first: deliveries left pending by a previous run go out while the intake joins.
       await deliverer.start();
-      await intake.start();
+      try {
+        await intake.start();
+      } catch (error) {
+        // Not started: nothing of it may keep running (the loops hold timers and connections).
+        await intake.stop().catch(() => undefined);
+        await deliverer.stop();
+        throw error;
+      }
     },
     async stop() {
       await intake.stop();
