@@ -32,13 +32,7 @@ export function applicationDecisionReadBack(
 
     async verdict(command, snapshot, ctx) {
       const from = utcDay(snapshot.taken_at);
-      const now = await findRecord(
-        partner,
-        APPLICATIONS,
-        command.application_id,
-        { [FROM_DATE]: from },
-        ctx,
-      );
+      const now = await findRecord(partner, APPLICATIONS, command.application_id, { [FROM_DATE]: from }, ctx);
       if (now) {
         if (now[STATUS] === DECISION_TARGET_STATUS[command.decision]) return 'applied';
         // Guard assumption DECISION_VISIBLE_ON_APPLICATION: no status or updated_at, no evidence.

@@ -28,7 +28,11 @@ export async function onThrottled(
   metrics.throttled.inc();
   const until = pauseEnd(answer);
   deps.log.warn(
-    { partnerRequestId: answer.requestId, pausedUntil: until.toISOString(), shared: deps.budget !== undefined },
+    {
+      partnerRequestId: answer.requestId,
+      pausedUntil: until.toISOString(),
+      shared: deps.budget !== undefined,
+    },
     'partner api throttled',
   );
   if (deps.budget) await deps.budget.pauseUntil(until);

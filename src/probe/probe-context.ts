@@ -5,7 +5,13 @@ import { LIST_PATHS } from '../partner/endpoints.js';
 import { createPartnerClient } from '../partner/partner-client.js';
 import { createProbeHttp, type ProbeAnswer, type ProbeHttp } from './probe-http.js';
 import type { AddRow, ProbeOptions, ProbeRow } from './probe-types.js';
-import { decisionWrite, paymentWrite, type DecisionSeen, type PaymentSeen, type WriteDeps } from './writes.js';
+import {
+  decisionWrite,
+  paymentWrite,
+  type DecisionSeen,
+  type PaymentSeen,
+  type WriteDeps,
+} from './writes.js';
 
 /**
  * What every step of the probe works with: the raw client (the read-only steps check the

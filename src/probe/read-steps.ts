@@ -19,7 +19,9 @@ function tokenLifetime(token: unknown): string {
   if (typeof token !== 'string') return '';
   try {
     const payload = obj(JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')));
-    return typeof payload.exp === 'number' ? `JWT exp in ${payload.exp - Math.floor(Date.now() / 1000)} s` : '';
+    return typeof payload.exp === 'number'
+      ? `JWT exp in ${payload.exp - Math.floor(Date.now() / 1000)} s`
+      : '';
   } catch {
     return 'token is not a JWT';
   }
@@ -151,8 +153,16 @@ async function shapeSteps(ctx: ProbeContext): Promise<void> {
  */
 async function writePathSteps(ctx: ProbeContext): Promise<void> {
   const harmless: Array<[string, string, unknown]> = [
-    ['decision approve path', APPLICATION_DECISION_PATHS.approve.replace('{id}', 'probe-no-such-application'), {}],
-    ['decision decline path', APPLICATION_DECISION_PATHS.decline.replace('{id}', 'probe-no-such-application'), {}],
+    [
+      'decision approve path',
+      APPLICATION_DECISION_PATHS.approve.replace('{id}', 'probe-no-such-application'),
+      {},
+    ],
+    [
+      'decision decline path',
+      APPLICATION_DECISION_PATHS.decline.replace('{id}', 'probe-no-such-application'),
+      {},
+    ],
     [
       'report rental payments path',
       REPORT_RENTAL_PAYMENTS_PATH.replace('{id}', 'probe-no-such-enrollment'),

@@ -84,7 +84,9 @@ function judgePair(walk: Walk, items: Rec[], a: Rec, b: Rec): boolean {
     return false;
   }
   const times = items.map((r) => at(r[CREATED_AT]));
-  const sorted = times.every((t, i) => i === 0 || (t !== null && times[i - 1]! !== null && times[i - 1]! >= t));
+  const sorted = times.every(
+    (t, i) => i === 0 || (t !== null && times[i - 1]! !== null && times[i - 1]! >= t),
+  );
   const laterNotOlder = tb >= ta;
   const laterFirst = tb > ta ? ib < ia : true;
   if (!(sorted && laterNotOlder && laterFirst)) {
