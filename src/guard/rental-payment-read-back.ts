@@ -25,7 +25,7 @@ export function paymentsOn(record: Record<string, unknown> | null | undefined): 
   return Array.isArray(payments) ? payments : null;
 }
 
-export function countMatching(command: RentalPaymentCommand, record: Record<string, unknown> | null): number {
+function countMatching(command: RentalPaymentCommand, record: Record<string, unknown> | null): number {
   return (paymentsOn(record) ?? []).filter((p) => matches(command, p)).length;
 }
 
