@@ -72,7 +72,7 @@ describe('the guard assumptions and the probe', () => {
         expect(text).toMatch(
           new RegExp(`import \\{[^}]*\\b${name}\\b[^}]*\\} from '../partner/assumptions.js'`),
         );
-        const assumption = (assumptions as Record<string, object>)[name]!;
+        const assumption = (assumptions as unknown as Record<string, object>)[name]!;
         for (const field of namesOf(assumption)) {
           // Neither `record.rental_payments` nor 'rental_payments': the name comes from the assumption.
           expect(body, `${file} hard-codes '${field}' (${name})`).not.toMatch(
