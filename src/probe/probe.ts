@@ -1,8 +1,8 @@
-import { GUARD_ASSUMPTIONS } from '../partner/assumptions.js';
+import { GUARD_ASSUMPTIONS, type GuardAssumption } from '../partner/assumptions.js';
 import { checkOf } from './checks/index.js';
 import { createProbeContext, type ProbeContext } from './probe-context.js';
 import type { ProbeOptions, ProbeReport } from './probe-types.js';
-import { authenticateStep, readOnlySteps } from './read-steps.js';
+import { authenticateStep, listSteps, shapeAndPathSteps } from './read-steps.js';
 import { probeSourceKeys } from './source-key-probe.js';
 
 export type { ProbeOptions, ProbeReport, ProbeResult, ProbeRow } from './probe-types.js';
@@ -15,16 +15,20 @@ export type { ProbeOptions, ProbeReport, ProbeResult, ProbeRow } from './probe-t
  * applies the guard's own read-back rule, through the guard's own Partner API port, to what the
  * platform then shows, timing how long the change took to become visible.
  *
- * The steps: authenticate, each PMS source's own key, the read-only steps, then one check per
- * guard assumption, in the order of GUARD_ASSUMPTIONS (src/probe/checks/<id>.ts, decision 033).
+ * The steps: authenticate, each PMS source's own key, the lists, the check of each guard
+ * assumption read-only steps can tell, the other read-only steps, then the check of each guard
+ * assumption that needs a write: one check per assumption, in the order of GUARD_ASSUMPTIONS
+ * (src/probe/checks/<id>.ts, decision 033).
  */
 export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   const started = new Date();
   const ctx = createProbeContext(options);
   if (await authenticateStep(ctx)) {
     await sourceKeySteps(ctx);
-    await readOnlySteps(ctx);
-    for (const assumption of GUARD_ASSUMPTIONS) await checkOf(assumption.id)(ctx, assumption);
+    await listSteps(ctx);
+    await guardChecks(ctx, 'read');
+    await shapeAndPathSteps(ctx);
+    await guardChecks(ctx, 'write');
   }
   const rows = [...ctx.rows];
   return {
@@ -38,6 +42,12 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     guard_assumptions_hold: !rows.some((r) => r.guard && r.result === 'does_not_hold'),
     source_keys_hold: !rows.some((r) => r.source_key && r.result === 'does_not_hold'),
   };
+}
+
+/** The checks of the guard assumptions whose probe step reads only, or writes (`probeStep`). */
+async function guardChecks(ctx: ProbeContext, kind: 'read' | 'write'): Promise<void> {
+  const ofKind = (a: GuardAssumption) => a.probeStep.startsWith(`${kind}: `);
+  for (const assumption of GUARD_ASSUMPTIONS.filter(ofKind)) await checkOf(assumption.id)(ctx, assumption);
 }
 
 /** Each PMS source's own key (issue 34), checked as the deployment key is. */

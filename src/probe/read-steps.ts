@@ -60,7 +60,7 @@ const isEnvelope = (b: unknown) => {
 };
 
 /** Every list: path and envelope (spec 2.3, 4.5); per_page above 1000 clamped, below 1 refused. */
-async function listSteps(ctx: ProbeContext): Promise<void> {
+export async function listSteps(ctx: ProbeContext): Promise<void> {
   for (const [resource, path] of Object.entries(LIST_PATHS)) {
     const a = await ctx.http.call('GET', path, { query: { per_page: 1 } });
     ctx.add({
@@ -189,9 +189,8 @@ async function writePathSteps(ctx: ProbeContext): Promise<void> {
   }
 }
 
-/** Every read-only step after authenticate, in the order they are reported. */
-export async function readOnlySteps(ctx: ProbeContext): Promise<void> {
-  await listSteps(ctx);
+/** The read-only steps after the lists: shapes of the unpaginated answers, the write paths. */
+export async function shapeAndPathSteps(ctx: ProbeContext): Promise<void> {
   await shapeSteps(ctx);
   await writePathSteps(ctx);
 }
