@@ -1,8 +1,9 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { registerCallbacks } from './callbacks-program.js';
+import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
-import { registerCallbacks } from './callbacks-program.js';
 
 /**
  * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
@@ -15,23 +16,8 @@ function integer(value: string): number {
   return n;
 }
 
-export function buildProgram(): Command {
-  const program = new Command('rentbridge')
-    .description(
-      'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
-    )
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride()
-    // Configuration is checked before any command but the self-contained sandbox runs: a bad
-    // value stops the process at once (exit 2), not halfway through start-up.
-    .hook('preAction', async (_program, action) => {
-      if (action.name() !== 'sandbox') loadConfigOrExit();
-      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
-      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
-        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
-      }
-    });
-
+/** The long-running roles: `start` (all of them), `receiver`, `relay`, `poller`, `consumer <name>`. */
+function addRoleCommands(program: Command): void {
   program
     .command('start')
     .description(
@@ -68,8 +54,25 @@ export function buildProgram(): Command {
       'application-decisions, rental-payments, customer-registrations, enrollments or dead-letters',
     )
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
+}
 
-  registerProbe(program);
+/** One-off commands: `probe`, `sandbox`, `migrate`, `topics`, `poll --once`, `resync`, `trace`. */
+function addToolCommands(program: Command): void {
+  program
+    .command('probe')
+    .description(
+      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
+    )
+    .option(
+      '--write',
+      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
+    )
+    .option('--application <id>', 'with --write: an application the probe may decide')
+    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
+    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
+    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
+    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
+    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
 
   program
     .command('sandbox')
@@ -112,37 +115,6 @@ export function buildProgram(): Command {
       (await import('./commands/resync.js')).resyncCommand(opts),
     );
 
-  registerTrace(program);
-
-  // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
-  registerCallbacks(program);
-
-  registerDlq(program);
-
-  return program;
-}
-
-/** `rentbridge probe [--write ...]` (src/cli/commands/probe.ts). */
-function registerProbe(program: Command): void {
-  program
-    .command('probe')
-    .description(
-      "check the Partner API's answers against rentbridge's assumptions (read-only unless --write)",
-    )
-    .option(
-      '--write',
-      'also decide one application and report one payment (PARTNER_ENVIRONMENT=sandbox only)',
-    )
-    .option('--application <id>', 'with --write: an application the probe may decide')
-    .option('--decision <approve|decline>', 'with --write: the decision to make', 'approve')
-    .option('--enrollment <id>', 'with --write: an enrollment the probe may report a payment to')
-    .option('--amount-cents <n>', 'with --write: the payment to report', '100')
-    .option('--out <file>', 'where the JSON result is written', 'probe-result.json')
-    .action(async (opts: ProbeCliOptions) => (await import('./commands/probe.js')).probe(opts));
-}
-
-/** `rentbridge trace <id>`: the life of one event (src/cli/commands/trace.ts). */
-function registerTrace(program: Command): void {
   program
     .command('trace')
     .description(
@@ -166,37 +138,30 @@ function registerTrace(program: Command): void {
     );
 }
 
-/** `rentbridge dlq list|show|redrive|discard`: options parsed by src/cli/commands/dlq.ts. */
-function registerDlq(program: Command): void {
-  const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
-  dlq
-    .command('list')
-    .description('list dead letters')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('list', process.argv.slice(4)));
-  dlq
-    .command('show')
-    .argument('<id>')
-    .description('show one dead letter')
-    .allowUnknownOption()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('show', process.argv.slice(4)));
-  dlq
-    .command('redrive')
-    .description('republish dead letters to their original topic')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('redrive', process.argv.slice(4)));
-  dlq
-    .command('discard')
-    .description('close dead letters without redriving them')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('discard', process.argv.slice(4)));
+export function buildProgram(): Command {
+  const program = new Command('rentbridge')
+    .description(
+      'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    // Configuration is checked before any command but the self-contained sandbox runs: a bad
+    // value stops the process at once (exit 2), not halfway through start-up.
+    .hook('preAction', async (_program, action) => {
+      if (action.name() !== 'sandbox') loadConfigOrExit();
+      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
+      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
+      }
+    });
+
+  addRoleCommands(program);
+  addToolCommands(program);
+  addDlqCommands(program, async (invocation) => (await import('./commands/dlq.js')).dlq(invocation));
+  // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
+  registerCallbacks(program);
+
+  return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
