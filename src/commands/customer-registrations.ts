@@ -6,18 +6,19 @@ import {
   type CustomerRegistrationCommand,
   type EnrollmentCommand,
 } from '../events/commands.js';
-import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
+import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
+import { PMS_EVENT_TYPES } from '../events/pms-events.js';
 import { classifyFailure } from '../guard/classify-failure.js';
-import { customerRegistrationReadBack, findNewest, sameContent, sameEmail } from '../guard/index.js';
+import {
+  customerRegistrationReadBack,
+  findNewest,
+  sameContent,
+  sameEmail,
+  type CommandRecord,
+} from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
 import { metrics } from '../metrics.js';
-import {
-  createCommandConsumer,
-  type CommandConsumerDeps,
-  type CommandSpec,
-  type Completion,
-  type StepTools,
-} from './command-runner.js';
+import type { CommandType, Completion, StepTools } from './command-type.js';
 
 /** The fields of the create input (spec 4.2), which the check takes too (assumptions.ts). */
 function customerInput(c: CustomerRegistrationCommand) {
@@ -83,7 +84,7 @@ async function check(command: CustomerRegistrationCommand, tools: StepTools) {
  */
 async function complete(
   command: CustomerRegistrationCommand,
-  record: Parameters<NonNullable<CommandSpec<CustomerRegistrationCommand>['complete']>>[1],
+  record: CommandRecord,
   tools: StepTools,
 ): Promise<Completion> {
   const fields: Partial<CommandOutcome> = { pms_reference: command.pms_reference };
@@ -136,21 +137,21 @@ async function complete(
   return { fields };
 }
 
-/** Registers customers (spec 4.2) from commands.customer-registrations: check → create → enroll. */
-export const customerRegistrations: CommandSpec<CustomerRegistrationCommand> = {
+/** Registers customers (spec 4.2): check → create → enroll. */
+export const customerRegistrations: CommandType<CustomerRegistrationCommand> = {
   name: 'customer-registrations',
   kind: 'customer_registration',
+  pmsEventType: PMS_EVENT_TYPES.customerRegistrationRequested,
   topic: TOPICS.customerRegistrations,
   outcomeTopic: TOPICS.customerRegistrationOutcomes,
   eventType: COMMAND_TYPES.customerRegistration,
+  outcomeType: OUTCOME_TYPES.customer_registration,
   schema: customerRegistrationCommandSchema,
-  commandId: (c) => c.registration_id,
-  targetId: registrationKey,
+  idField: 'registration_id',
+  // The customer has no id yet: its e-mail, lower-cased (registrationKey), is what the Partner API
+  // keeps unique, so two registrations of one e-mail run in order on one partition.
+  target: { field: 'email', normalize: (email) => registrationKey({ email }) },
   readBack: customerRegistrationReadBack,
   before: check,
   complete,
 };
-
-export function createCustomerRegistrationsConsumer(deps: CommandConsumerDeps) {
-  return createCommandConsumer(customerRegistrations, deps);
-}
