@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { publishedSchemas } from '../src/commands/command-types.js';
+import { publishedSchemas } from '../src/commands/command-schemas.js';
 import { renderJsonSchemas } from '../src/events/json-schemas.js';
 
 /**

@@ -22,7 +22,7 @@ import type { SourcePartners } from '../partner/source-partners.js';
 import { traceCommand } from '../telemetry/telemetry.js';
 import { createResultPublisher } from './publish-result.js';
 import { createCommandHandler } from './run-command.js';
-import { destinationsOf } from './runner-context.js';
+import { destinationsOf } from './outcome-events.js';
 
 /**
  * The consumer of one command type (a row of src/commands/command-types.ts): one Kafka consumer on

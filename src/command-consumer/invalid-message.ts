@@ -6,7 +6,7 @@ import { commandSourceOf } from '../events/command-identity.js';
 import { preferredRequestIdBase } from '../guard/index.js';
 import { traceContextFor } from '../telemetry/telemetry.js';
 import { deadLetterEvent, outcomeEvent, refusedOutcome } from './outcome-events.js';
-import type { Destinations, Origin } from './runner-context.js';
+import type { Destinations, Origin } from './outcome-events.js';
 
 /**
  * A message on a command topic that is not a command of the topic's type: not JSON, not a

@@ -1,5 +1,5 @@
-import type { IHeaders, Message, TopicMessages } from 'kafkajs';
-import type { FollowUpCommand } from '../commands/command-type.js';
+import type { IHeaders, KafkaMessage, Message, TopicMessages } from 'kafkajs';
+import type { AnyCommandType, FollowUpCommand } from '../commands/command-type.js';
 import {
   toDeadLetterHeaders,
   withOriginalHeaders,
@@ -8,10 +8,9 @@ import {
 import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../events/cloudevent.js';
 import { isSuccess, type CommandKind, type CommandOutcome } from '../events/outcomes.js';
 import type { CommandRecord } from '../guard/index.js';
-import { topicName } from '../kafka/topics.js';
+import { TOPICS, topicName } from '../kafka/topics.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { withTraceExtension } from '../telemetry/telemetry.js';
-import type { Destinations, Origin } from './runner-context.js';
 
 /**
  * The events a command consumer publishes, each built in ONE place, pure: the outcome
@@ -19,6 +18,45 @@ import type { Destinations, Origin } from './runner-context.js';
  * (`followUpEvent`); and the outcome's data, from a guard row (`toOutcome`) or from a refusal by
  * rentbridge itself (`refusedOutcome`).
  */
+
+/**
+ * What every part of one command consumer shares: its command type (a row of the table,
+ * src/commands/command-types.ts) and the physical names it reads and writes.
+ */
+export interface Destinations {
+  type: AnyCommandType;
+  /** KAFKA_TOPIC_PREFIX, for follow-up commands' topics. */
+  topicPrefix: string;
+  groupId: string;
+  /** Physical topic names (with KAFKA_TOPIC_PREFIX). */
+  topic: string;
+  outcomeTopic: string;
+  dlqTopic: string;
+}
+
+export function destinationsOf(type: AnyCommandType, topicPrefix: string, groupId: string): Destinations {
+  return {
+    type,
+    topicPrefix,
+    groupId,
+    topic: topicName(topicPrefix, type.topic),
+    outcomeTopic: topicName(topicPrefix, type.outcomeTopic),
+    dlqTopic: topicName(topicPrefix, TOPICS.dlq(type.topic)),
+  };
+}
+
+/** The message a command came in: where it was, for its dead letter and its outcome's ids. */
+export interface Origin {
+  partition: number;
+  message: KafkaMessage;
+}
+
+/** Whom a command acts for: its identity's source, its CloudEvent source, and which key acts. */
+export interface Acting {
+  source: string;
+  ceSource: string;
+  key: 'own' | 'deployment';
+}
 
 /** Headers an outcome or dead letter takes over from its command: the trail back to the webhook. */
 const TRAIL_HEADERS = ['webhook-id', 'request-id'] as const;

@@ -20,7 +20,7 @@ import {
   toOutcome,
   trailOf,
 } from './outcome-events.js';
-import type { Acting, Destinations, Origin } from './runner-context.js';
+import type { Acting, Destinations, Origin } from './outcome-events.js';
 
 export interface ResultPublisherDeps {
   dest: Destinations;

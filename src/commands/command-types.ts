@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { EVENT_SCHEMAS } from '../events/json-schemas.js';
 import type { CommandKind } from '../events/outcomes.js';
 import { logicalTopic } from '../kafka/topics.js';
 import { applicationDecisions } from './application-decisions.js';
@@ -76,24 +75,4 @@ export function commandTypeOfPmsEvent(type: string): AnyCommandType | undefined 
 /** The PMS webhook body that carries a command of `type`: `{ type, data: <command> }`. */
 export function pmsEventSchemaOf(type: AnyCommandType) {
   return z.looseObject({ type: z.literal(type.pmsEventType), data: type.schema });
-}
-
-const kebab = (text: string) => text.replace(/[._]/g, '-');
-
-/**
- * The JSON Schema files (docs/schemas/<name>.json) each type publishes: its command
- * (`rental-payment-command`) and the PMS webhook that carries one (`pms-rent-payment-received`).
- */
-export function commandTypeSchemas(): Record<string, z.ZodType> {
-  return Object.fromEntries(
-    COMMAND_TYPE_TABLE.flatMap((type) => [
-      [`${kebab(type.kind)}-command`, type.schema],
-      [`pms-${kebab(type.pmsEventType)}`, pmsEventSchemaOf(type)],
-    ]),
-  );
-}
-
-/** Every published JSON Schema: the events' own and each command type's (scripts/export-schemas.ts). */
-export function publishedSchemas(): Record<string, z.ZodType> {
-  return { ...EVENT_SCHEMAS, ...commandTypeSchemas() };
 }

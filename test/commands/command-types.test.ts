@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { guessCommand } from '../../src/command-consumer/invalid-message.js';
+import { commandTypeSchemas } from '../../src/commands/command-schemas.js';
 import { commandIdOf, looseIdsOf, targetIdOf } from '../../src/commands/command-type.js';
 import {
   COMMAND_TYPE_TABLE,
@@ -8,7 +9,6 @@ import {
   commandTypeOfKind,
   commandTypeOfPhysicalTopic,
   commandTypeOfPmsEvent,
-  commandTypeSchemas,
 } from '../../src/commands/command-types.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
 import { COMMAND_KINDS, OUTCOME_TYPES } from '../../src/events/outcomes.js';

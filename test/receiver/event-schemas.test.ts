@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { publishedSchemas } from '../../src/commands/command-types.js';
+import { publishedSchemas } from '../../src/commands/command-schemas.js';
 import { renderJsonSchemas } from '../../src/events/json-schemas.js';
 
 describe('event JSON Schemas', () => {
