@@ -1,24 +1,55 @@
 import { COMMAND_TYPE_TABLE, commandTypeOfKind } from '../commands/command-types.js';
+import { TOPICS } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
 import type { CommandKind } from '../events/outcomes.js';
-import { TOPICS, logicalTopic } from '../kafka/topics.js';
-import { identityKey, type AttemptRow, type IdKind, type TraceRows } from './trace-repository.js';
-import type { Trace, TraceOptions, TraceStage, TraceStep } from './trace-types.js';
+import { identityKey, type AttemptRow, type TraceRows } from './trace-rows.js';
 
 /**
- * The timeline of `rentbridge trace <id>` and the console's trace view (src/trace/trace.ts), from
- * the rows PostgreSQL holds: a section per part of the flow (the way in, the command, the guard's
- * steps, the outcome, what an operator did), sorted, with the sentences that say where it ends.
+ * The steps of a trace's timeline, by kind of row, and the sentences that say where its trail
+ * ends (src/trace/trace.ts puts them in order).
  */
 
-const iso = (d: Date) => d.toISOString();
+export type TraceStage =
+  | 'webhook'
+  | 'outbox'
+  | 'published'
+  | 'version'
+  | 'command'
+  | 'snapshot'
+  | 'attempt'
+  | 'read-back'
+  | 'wait'
+  | 'outcome'
+  | 'dead-letter'
+  | 'audit';
+
+export interface TraceStep {
+  /** ISO time. */
+  at: string;
+  stage: TraceStage;
+  /** One line: what happened. */
+  what: string;
+  /** The ids and facts behind it. */
+  details: Record<string, string | number | null>;
+}
+
+/** What each builder adds to: the steps, and the plain sentences of where the trail ends. */
+export interface Timeline {
+  steps: TraceStep[];
+  ends: string[];
+  /** The topic as the outbox keeps it, without KAFKA_TOPIC_PREFIX. */
+  logical: (topic: string) => string;
+  topicPrefix: string;
+  retentionHours: number;
+}
+
+export const iso = (d: Date) => d.toISOString();
 
 /** The command topics (logical names): one per row of the command-type table. */
 export const COMMAND_TOPIC_NAMES: readonly string[] = COMMAND_TYPE_TABLE.map((type) => type.topic);
-const COMMAND_TOPICS = new Set(COMMAND_TOPIC_NAMES);
 
 /** The outcome topic a command's final state is published on (not kept in PostgreSQL). */
-function outcomeTopicOf(commandType: string): string {
+export function outcomeTopicOf(commandType: string): string {
   return commandTypeOfKind(commandType)?.outcomeTopic ?? TOPICS.applicationDecisionOutcomes;
 }
 
@@ -57,17 +88,8 @@ function guardStep(a: AttemptRow): { stage: TraceStage; what: string } {
   }
 }
 
-/** The steps and end sentences a timeline collects, section by section. */
-interface Trail {
-  steps: TraceStep[];
-  ends: string[];
-}
-
-const logicalIn = (options: TraceOptions) => (t: string) => logicalTopic(options.topicPrefix, t);
-
-/** The way in: webhooks received, outbox rows stored and published, versions claimed. */
-function wayInSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
-  const logical = logicalIn(options);
+/** Webhook receipts, and what a receipt that published nothing says. */
+export function receiptSteps(t: Timeline, rows: TraceRows): void {
   for (const r of rows.receipts) {
     t.steps.push({
       at: iso(r.receivedAt),
@@ -79,7 +101,7 @@ function wayInSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
   const outboxIds = new Set(rows.outbox.map((o) => o.id));
   for (const missing of rows.outboxIdsNamed.filter((o) => !outboxIds.has(o))) {
     t.ends.push(
-      `outbox row ${missing} is gone: published rows are pruned after OUTBOX_RETENTION_HOURS (${options.retentionHours} h), so what followed is not in PostgreSQL (the Kafka topic may still hold it)`,
+      `outbox row ${missing} is gone: published rows are pruned after OUTBOX_RETENTION_HOURS (${t.retentionHours} h), so what followed is not in PostgreSQL (the Kafka topic may still hold it)`,
     );
   }
   for (const r of rows.receipts.filter((x) => x.outboxId == null)) {
@@ -91,6 +113,11 @@ function wayInSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
         `webhook ${r.webhookId} published nothing: the change it carried had already been published`,
       );
   }
+}
+
+/** Outbox rows, their publish (where it landed on Kafka), and the versions claimed. */
+export function outboxSteps(t: Timeline, rows: TraceRows): void {
+  const { logical } = t;
   for (const o of rows.outbox) {
     t.steps.push({
       at: iso(o.createdAt),
@@ -107,7 +134,7 @@ function wayInSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
         details: {
           topic: logical(o.topic),
           // The topic as a Kafka tool names it (with KAFKA_TOPIC_PREFIX), and where the message is.
-          kafkaTopic: `${options.topicPrefix}${o.topic}`,
+          kafkaTopic: `${t.topicPrefix}${o.topic}`,
           partition: o.kafkaPartition,
           offset: o.kafkaOffset,
           eventId: o.eventId,
@@ -131,11 +158,12 @@ function wayInSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
   }
 }
 
-/** Commands published but never consumed, and the commands the guard took. */
-function commandSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
-  const logical = logicalIn(options);
+/** Commands taken by the guard (or published and not yet consumed), and every guard step. */
+export function commandSteps(t: Timeline, rows: TraceRows): void {
+  const { logical } = t;
+  const commandTopics = new Set<string>(COMMAND_TOPIC_NAMES);
   const commandKeys = new Set(rows.commands.map((c) => `${c.source}\u001f${c.commandId}`));
-  for (const o of rows.outbox.filter((x) => COMMAND_TOPICS.has(x.topic) && x.publishedAt)) {
+  for (const o of rows.outbox.filter((x) => commandTopics.has(x.topic) && x.publishedAt)) {
     const source = commandSourceOf(o.source);
     if (
       o.subject &&
@@ -161,17 +189,8 @@ function commandSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
       },
     });
   }
-}
-
-/** The guard's steps (snapshot, writes, waits, read-backs); returns where each outcome landed. */
-function guardSteps(t: Trail, rows: TraceRows): Map<string, string> {
-  const outcomePositions = new Map<string, string>();
   for (const a of rows.attempts) {
-    if (a.kind === 'outcome') {
-      // Where the outcome landed: shown on the outcome step (the last publish wins: a republish).
-      if (a.message) outcomePositions.set(identityKey(a), a.message);
-      continue;
-    }
+    if (a.kind === 'outcome') continue;
     const step = guardStep(a);
     t.steps.push({
       at: iso(a.startedAt),
@@ -190,11 +209,15 @@ function guardSteps(t: Trail, rows: TraceRows): Map<string, string> {
       },
     });
   }
-  return outcomePositions;
 }
 
-/** Each command's end: its outcome, or the state it waits in. */
-function outcomeSteps(t: Trail, rows: TraceRows, outcomePositions: Map<string, string>): void {
+/** Each finished command's outcome (and where it landed on Kafka), or where an open one stands. */
+export function outcomeSteps(t: Timeline, rows: TraceRows): void {
+  // Where the outcome landed: shown on the outcome step (the last publish wins: a republish).
+  const outcomePositions = new Map<string, string>();
+  for (const a of rows.attempts) {
+    if (a.kind === 'outcome' && a.message) outcomePositions.set(identityKey(a), a.message);
+  }
   for (const c of rows.commands) {
     if (c.finishedAt) {
       const where = outcomePositions.get(identityKey(c));
@@ -223,9 +246,9 @@ function outcomeSteps(t: Trail, rows: TraceRows, outcomePositions: Map<string, s
   }
 }
 
-/** Dead letters and what operators did with them. */
-function operatorSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
-  const logical = logicalIn(options);
+/** Dead letters and what the operators did about them. */
+export function letterSteps(t: Timeline, rows: TraceRows): void {
+  const { logical } = t;
   for (const l of rows.deadLetters) {
     t.steps.push({
       at: iso(l.indexedAt),
@@ -255,47 +278,18 @@ function operatorSteps(t: Trail, rows: TraceRows, options: TraceOptions): void {
   }
 }
 
-export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions): Trace {
-  const t: Trail = { steps: [], ends: [] };
-  wayInSteps(t, rows, options);
-  commandSteps(t, rows, options);
-  outcomeSteps(t, rows, guardSteps(t, rows));
-  operatorSteps(t, rows, options);
-  const order: Record<TraceStage, number> = {
-    webhook: 0,
-    version: 1,
-    outbox: 2,
-    published: 3,
-    snapshot: 4,
-    command: 5,
-    attempt: 6,
-    wait: 7,
-    'read-back': 8,
-    outcome: 9,
-    'dead-letter': 10,
-    audit: 11,
-  };
-  t.steps.sort((a, b) => a.at.localeCompare(b.at) || order[a.stage] - order[b.stage]);
-  const found = t.steps.length > 0;
-  if (!found) {
-    t.ends.push(
-      `no trace of "${id}" in PostgreSQL: not an id rentbridge has seen, or older than what it keeps (outbox rows: OUTBOX_RETENTION_HOURS = ${options.retentionHours} h)`,
-    );
-  }
-  if (rows.matchedAs.length > 1 && !options.as) {
-    t.ends.unshift(
-      `"${id}" matched more than one kind of id (${rows.matchedAs.map((k) => ID_KIND_NAMES[k]).join(', ')}): the steps of all are shown; pick one to see only its trail (rentbridge trace ${id} --as <${rows.matchedAs.join('|')}>)`,
-    );
-  }
-  return { id, matchedAs: rows.matchedAs, as: options.as ?? null, found, steps: t.steps, ends: t.ends };
-}
-
-/** How each kind of id is named to a person. */
-export const ID_KIND_NAMES: Record<IdKind, string> = {
-  webhook: 'webhook id',
-  event: 'CloudEvent id',
-  command: 'command id',
-  request: 'Partner request id',
-  record: 'record id',
-  'dead-letter': 'dead-letter id',
+/** Same-time steps in the order they happen. */
+export const STAGE_ORDER: Record<TraceStage, number> = {
+  webhook: 0,
+  version: 1,
+  outbox: 2,
+  published: 3,
+  snapshot: 4,
+  command: 5,
+  attempt: 6,
+  wait: 7,
+  'read-back': 8,
+  outcome: 9,
+  'dead-letter': 10,
+  audit: 11,
 };
