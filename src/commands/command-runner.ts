@@ -33,6 +33,7 @@ import {
   guardedWrite,
   type CommandRecord,
   type CommandRepository,
+  type FailureInput,
   type GuardOptions,
   type GuardPartner,
   createSnapshotPageCache,
@@ -76,10 +77,10 @@ export interface CommandSpec<C> {
   targetId(command: C): string;
   readBack(partner: GuardPartner, options: { snapshotCache?: SnapshotPageCache }): ReadBackStrategy<C>;
   /**
-   * A step before the guarded write (a registration's eligibility check). Returning a final
-   * record ends the command there; it is then published like any other.
+   * A check before the guarded write (a registration's eligibility check), run by the guard's
+   * state machine: a refusal ends the command `rejected`; it is then published like any other.
    */
-  before?(command: C, tools: StepTools): Promise<CommandRecord | null>;
+  check?: CommandCheck<C>;
   /**
    * Once the command is final: fields the outcome carries beside the guard's (the ids the PMS
    * maps its tenant to) and commands that follow from it (a registration's enrollment), published
@@ -88,7 +89,14 @@ export interface CommandSpec<C> {
   complete?(command: C, record: CommandRecord, tools: StepTools): Promise<Completion>;
 }
 
-/** What `before` / `complete` may use. */
+export interface CommandCheck<C> {
+  /** Whether this command asks for the check. */
+  wants(command: C): boolean;
+  /** Null when the command passes; else the refusal. Throws on a transient failure. */
+  run(command: C, tools: StepTools): Promise<FailureInput | null>;
+}
+
+/** What `check` / `complete` may use. */
 export interface StepTools {
   /** The command's identity (source + type + id): the key of its guard row. */
   identity: CommandIdentity;
@@ -673,12 +681,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
     };
     for (let attempt = 1; ; attempt++) {
       try {
-        const ended = spec.before ? await spec.before(command, tools) : null;
-        if (ended) {
-          const completion = spec.complete ? await spec.complete(command, ended, tools) : {};
-          await publishResult(origin, ended, false, completion, acting);
-          return;
-        }
+        const check = spec.check?.wants(command) ? spec.check : undefined;
         const { record, alreadyFinal, conflict, settled } = await guardedWrite(
           {
             repository,
@@ -689,7 +692,7 @@ export function createCommandConsumer<C>(spec: CommandSpec<C>, deps: CommandCons
             signal: stopping.signal,
             ...(deps.guard && { options: deps.guard }),
           },
-          { ...identity, targetId, command },
+          { ...identity, targetId, command, ...(check && { check: () => check.run(command, tools) }) },
         );
         if (conflict) {
           await Promise.all([publishConflict(origin, identity, targetId, record), settled]);
