@@ -147,13 +147,18 @@ export const EFFECTS: { [T in GuardAction['type']]: Effect<unknown, T> } = {
       const result = await ctx.strategy.write(ctx.command, action.requestId);
       return { type: 'answered', at: Date.now(), failure: null, status: result.status };
     } catch (error) {
-      return {
-        type: 'answered',
-        at: Date.now(),
-        failure: classifyFailure(error),
-        error,
-        rand: Math.random(),
-      };
+      // The answer is kept on the attempt's row before the machine hears of it; its time is the
+      // end of that (the bound counts from it, as late as this process can know it).
+      const f = classifyFailure(error);
+      const fields = { kind: f.kind, status: f.status, code: f.code, err: error, attempt: action.attempt };
+      ctx.log.warn({ ...fields, partnerRequestId: action.requestId }, 'write failed');
+      await ctx.repository.endWrite(ctx.identity, action.attempt, {
+        result: f.kind,
+        status: f.status,
+        code: f.code,
+        message: f.message,
+      });
+      return { type: 'answered', at: Date.now(), failure: f, rand: Math.random() };
     }
   },
 
@@ -196,27 +201,20 @@ export const EFFECTS: { [T in GuardAction['type']]: Effect<unknown, T> } = {
   },
 };
 
+/** Performs an action of the machine: its prelude, then its effect. */
+export async function perform<C>(
+  ctx: EffectContext<C>,
+  state: MachineState,
+  action: GuardAction,
+): Promise<Done> {
+  await prelude(ctx, action);
+  const effect = EFFECTS[action.type] as Effect<C, GuardAction['type']>;
+  return effect(ctx, state, action as never);
+}
+
 /** What the machine asks to be done before its action, in order. */
-export async function prelude<C>(ctx: EffectContext<C>, p: Prelude): Promise<void> {
+async function prelude<C>(ctx: EffectContext<C>, p: Prelude): Promise<void> {
   const { repository, identity, log } = ctx;
-  if (p.answer) {
-    const { attempt, failure: f, requestId, err } = p.answer;
-    const fields = {
-      kind: f.kind,
-      status: f.status,
-      code: f.code,
-      err,
-      partnerRequestId: requestId,
-      attempt,
-    };
-    log.warn(fields, 'write failed');
-    await repository.endWrite(identity, attempt, {
-      result: f.kind,
-      status: f.status,
-      code: f.code,
-      message: f.message,
-    });
-  }
   for (const step of p.steps ?? []) await repository.logRead(identity, step);
   if (p.note)
     log[p.note.level]({ ...p.note.fields, ...(p.note.err !== undefined && { err: p.note.err }) }, p.note.msg);

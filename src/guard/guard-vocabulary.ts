@@ -117,8 +117,6 @@ export type GuardEvent =
       at: number;
       failure: FailureInfo | null;
       status?: number;
-      /** The error behind `failure` (for the log). */
-      error?: unknown;
       rand?: number;
     }
   /** A read-back sent at `at` said `verdict` (`missing`: the evidence it lacked). */
@@ -153,8 +151,6 @@ export interface Note {
 
 /** What the driver does before an action, in this order. */
 export interface Prelude {
-  /** The last write's answer, kept on its attempt row. */
-  answer?: { attempt: number; requestId: string; failure: FailureInfo; err?: unknown };
   /** Steps to keep (a snapshot, a read-back's verdict). */
   steps?: StepInput[];
   note?: Note;

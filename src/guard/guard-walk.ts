@@ -18,7 +18,6 @@ import {
   type MachineLimits,
   type MachineState,
 } from './guard-policy.js';
-import { writeRequestId } from './command-request-ids.js';
 import type { Snapshot } from './read-back.js';
 
 /**
@@ -104,14 +103,7 @@ export function answered(state: MachineState, event: Of<'answered'>, limits: Mac
       action: { ...d.action, settle: { attempt: s.attempts, status: event.status ?? 200, record } },
     };
   }
-  const d = afterFailure(s, f, event, limits);
-  const answer = {
-    attempt: s.attempts,
-    requestId: writeRequestId(s.base, s.attempts),
-    failure: f,
-    err: event.error,
-  };
-  return { state: d.state, action: { ...d.action, answer } };
+  return afterFailure(s, f, event, limits);
 }
 
 function afterFailure(

@@ -4,8 +4,8 @@ import type { CommandIdentity } from '../events/command-identity.js';
 import type { CommandLocks } from './command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './command-repository.js';
 import { preferredRequestIdBase } from './command-request-ids.js';
-import { EFFECTS, prelude, type EffectContext } from './guard-effects.js';
-import { decide, initialState, type GuardAction, type MachineLimits } from './guard-machine.js';
+import { perform, type EffectContext } from './guard-effects.js';
+import { decide, initialState, type MachineLimits } from './guard-machine.js';
 import type { ReadBackStrategy } from './read-back.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
@@ -191,14 +191,7 @@ async function walk<C>(deps: GuardDeps<C>, input: GuardInput<C>, owned: EffectCo
     limits,
   );
   for (;;) {
-    const action: GuardAction = d.action;
-    await prelude(ctx, action);
-    const effect = EFFECTS[action.type] as (
-      c: typeof ctx,
-      s: typeof d.state,
-      a: GuardAction,
-    ) => ReturnType<typeof prelude> | Promise<unknown>;
-    const done = (await effect(ctx, d.state, action)) as Awaited<ReturnType<(typeof EFFECTS)['look']>>;
+    const done = await perform(ctx, d.state, d.action);
     if ('result' in done) return done.result;
     d = decide(d.state, done, limits);
   }
