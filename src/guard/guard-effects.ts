@@ -8,7 +8,7 @@ import type { CommandLock, CommandLocks } from './command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './command-repository.js';
 import { readRequestId } from './command-request-ids.js';
 import type { GuardAction, GuardEvent, MachineState, Prelude, Wait } from './guard-machine.js';
-import type { ReadBackStrategy } from './read-back.js';
+import type { ReadBackStrategy, Verdict } from './read-back.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**
@@ -172,8 +172,6 @@ export const EFFECTS: { [T in GuardAction['type']]: Effect<unknown, T> } = {
         nextReadId: () => readRequestId(state.base, state.attempts, ++n),
         missing: (evidence) => void (missing = evidence),
       });
-      metrics.readBacks.inc({ command: ctx.identity.commandType, verdict });
-      ctx.log.info({ verdict, attempt: state.attempts }, 'read back');
       return { type: 'read', at, verdict, readIds: n, startedAt: at, missing, rand: Math.random() };
     } catch (error) {
       return failedRead(ctx, error, n, at);
@@ -215,7 +213,13 @@ export async function perform<C>(
 /** What the machine asks to be done before its action, in order. */
 async function prelude<C>(ctx: EffectContext<C>, p: Prelude): Promise<void> {
   const { repository, identity, log } = ctx;
-  for (const step of p.steps ?? []) await repository.logRead(identity, step);
+  for (const step of p.steps ?? []) {
+    if (step.kind === 'read_back') {
+      metrics.readBacks.inc({ command: identity.commandType, verdict: step.result as Verdict });
+      log.info({ verdict: step.result, attempt: step.attempt }, 'read back');
+    }
+    await repository.logRead(identity, step);
+  }
   if (p.note)
     log[p.note.level]({ ...p.note.fields, ...(p.note.err !== undefined && { err: p.note.err }) }, p.note.msg);
   if (p.markPending) await repository.markPending(identity, p.markPending);
