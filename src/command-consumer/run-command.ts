@@ -61,14 +61,10 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
   const { dest, publisher } = deps;
   const { type } = dest;
 
-  /** One try: the step before, the guarded write, the step after, the publish. */
+  /** One try: the guarded write (with its type's check), the step after, the publish. */
   async function attemptOnce(work: Work, log: Logger): Promise<void> {
     const { origin, command, identity, targetId, acting, tools } = work;
-    const ended = type.before ? await type.before(command, tools) : null;
-    if (ended) {
-      const completion = type.complete ? await type.complete(command, ended, tools) : {};
-      return publisher.publishResult(origin, ended, false, completion, acting);
-    }
+    const check = type.check?.wants(command) ? type.check : undefined;
     const { record, alreadyFinal, conflict, settled } = await guardedWrite(
       {
         repository: deps.repository,
@@ -79,7 +75,7 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
         signal: deps.signal,
         ...(deps.guard && { options: deps.guard }),
       },
-      { ...identity, targetId, command },
+      { ...identity, targetId, command, ...(check && { check: () => check.run(command, tools) }) },
     );
     if (conflict) {
       await Promise.all([publisher.publishConflict(origin, identity, targetId, record), settled]);

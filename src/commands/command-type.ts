@@ -4,6 +4,7 @@ import type { CommandKind, CommandOutcome } from '../events/outcomes.js';
 import type {
   CommandRecord,
   CommandRepository,
+  FailureInput,
   GuardPartner,
   ReadBackStrategy,
   SnapshotPageCache,
@@ -43,10 +44,10 @@ export interface CommandType<C = unknown> {
   target: { field: keyof C & string; normalize?: (value: string) => string };
   readBack(partner: GuardPartner, options: { snapshotCache?: SnapshotPageCache }): ReadBackStrategy<C>;
   /**
-   * A step before the guarded write (a registration's eligibility check). Returning a final
-   * record ends the command there; it is then published like any other.
+   * A check before the guarded write (a registration's eligibility check), run by the guard's
+   * state machine: a refusal ends the command `rejected`; it is then published like any other.
    */
-  before?(command: C, tools: StepTools): Promise<CommandRecord | null>;
+  check?: CommandCheck<C>;
   /**
    * Once the command is final: fields the outcome carries beside the guard's (the ids the PMS
    * maps its tenant to) and commands that follow from it (a registration's enrollment), published
@@ -62,7 +63,14 @@ export interface CommandType<C = unknown> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
 export type AnyCommandType = CommandType<any>;
 
-/** What `before` / `complete` may use. */
+export interface CommandCheck<C> {
+  /** Whether this command asks for the check. */
+  wants(command: C): boolean;
+  /** Null when the command passes; else the refusal. Throws on a transient failure. */
+  run(command: C, tools: StepTools): Promise<FailureInput | null>;
+}
+
+/** What `check` / `complete` may use. */
 export interface StepTools {
   /** The command's identity (source + type + id): the key of its guard row. */
   identity: CommandIdentity;

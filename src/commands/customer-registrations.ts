@@ -9,16 +9,9 @@ import {
 import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
 import { PMS_EVENT_TYPES } from '../events/pms-events.js';
 import { classifyFailure } from '../guard/classify-failure.js';
-import {
-  customerRegistrationReadBack,
-  findNewest,
-  sameContent,
-  sameEmail,
-  type CommandRecord,
-} from '../guard/index.js';
+import { customerRegistrationReadBack, findNewest, sameEmail, type CommandRecord } from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
-import { metrics } from '../metrics.js';
-import type { CommandType, Completion, StepTools } from './command-type.js';
+import type { CommandCheck, CommandType, Completion, StepTools } from './command-type.js';
 
 /** The fields of the create input (spec 4.2), which the check takes too (assumptions.ts). */
 function customerInput(c: CustomerRegistrationCommand) {
@@ -36,45 +29,34 @@ function reasons(details: unknown): Record<string, string> | undefined {
 }
 
 /**
- * Step 1 (optional, `check: true`): `POST /partner/v1/customers/check`. It has no side effect, so
- * it runs again after a crash until the guard row exists; a refusal ends the registration
- * `rejected`, its `details` kept on the row (and so in every republished outcome). Transient
- * failures (5xx, 429, network) throw: the consumer tries the command again later.
+ * Step 1 (optional, `check: true`): `POST /partner/v1/customers/check`, run by the guard before
+ * the write (src/guard/guard-opening.ts) unless the row shows it checked already. It has no side
+ * effect, so it runs again after a crash until the guard row exists; a refusal ends the
+ * registration `rejected`, its `details` kept on the row (and so in every republished outcome).
+ * Transient failures (5xx, 429, network) throw: the consumer tries the command again later.
  */
-async function check(command: CustomerRegistrationCommand, tools: StepTools) {
-  if (!command.check) return null;
-  // Checked already, unless a redrive put the row back before any write (a corrected command).
-  const row = await tools.repository.find(tools.identity);
-  // Another command under this identity (other content): the guard refuses it, unchecked.
-  if (row && !sameContent(row.payload, command)) return null;
-  if (row && !(row.state === 'pending' && row.attempts === 0)) return null;
-  try {
-    await tools.partner.checkCustomer(customerInput(command), {
-      lane: 'write',
-      requestId: tools.nextRequestId(),
-    });
-    return null;
-  } catch (error) {
-    const failure = classifyFailure(error);
-    if (failure.kind !== 'rejected') throw error;
-    const details = reasons((error as { details?: unknown }).details);
-    await tools.repository.ensure({
-      ...tools.identity,
-      targetId: registrationKey(command),
-      payload: command,
-    });
-    const refusal = {
-      code: failure.code,
-      status: failure.status,
-      message: failure.message,
-      ...(details && { details }),
-    };
-    tools.logger.info({ code: failure.code, fields: Object.keys(details ?? {}) }, 'customer check refused');
-    const record = await tools.repository.finish(tools.identity, 'rejected', refusal);
-    metrics.commands.inc({ command: 'customer_registration', status: 'rejected' });
-    return record;
-  }
-}
+const check: CommandCheck<CustomerRegistrationCommand> = {
+  wants: (command) => command.check === true,
+  async run(command, tools) {
+    try {
+      await tools.partner.checkCustomer(customerInput(command), {
+        lane: 'write',
+        requestId: tools.nextRequestId(),
+      });
+      return null;
+    } catch (error) {
+      const failure = classifyFailure(error);
+      if (failure.kind !== 'rejected') throw error;
+      const details = reasons((error as { details?: unknown }).details);
+      return {
+        code: failure.code,
+        status: failure.status,
+        message: failure.message,
+        ...(details && { details }),
+      };
+    }
+  },
+};
 
 /**
  * Once final: the Partner customer id next to the PMS reference (found by e-mail, newest first:
@@ -152,6 +134,6 @@ export const customerRegistrations: CommandType<CustomerRegistrationCommand> = {
   // keeps unique, so two registrations of one e-mail run in order on one partition.
   target: { field: 'email', normalize: (email) => registrationKey({ email }) },
   readBack: customerRegistrationReadBack,
-  before: check,
+  check,
   complete,
 };
