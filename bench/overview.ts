@@ -76,6 +76,12 @@ export async function run(): Promise<BenchResult> {
       `INSERT INTO poller_cursors (resource, last_started_at, last_succeeded_at)
        SELECT r, now(), now() - interval '1 minute' FROM unnest(ARRAY['applications','enrollments','customers']) AS r`,
     );
+    // Their successful passes of the last hour or so, one per 5 minutes (what the poller keeps).
+    await sql.query(
+      `INSERT INTO poller_passes (resource, succeeded_at)
+       SELECT r, now() - interval '1 minute' - i * interval '5 minutes'
+         FROM unnest(ARRAY['applications','enrollments','customers']) AS r, generate_series(0, 13) AS i`,
+    );
     await sql.query('ANALYZE');
 
     const ring = new SnapshotRing();

@@ -43,7 +43,12 @@ export async function markStarted(db: Db, resource: Resource, at: Date): Promise
   });
 }
 
-/** Moves the cursor: called only once the whole pass is committed (its events are in the outbox). */
+/**
+ * Moves the cursor: called only once the whole pass is committed (its events are in the outbox).
+ * With it, the pass joins poller_passes (the overview's chart of the age of each resource's last
+ * success), which keeps the passes of the hour before this one and the last one before that hour:
+ * all the chart of the last hour needs, and a few rows per resource.
+ */
 export async function markSucceeded(
   db: Db,
   resource: Resource,
@@ -55,7 +60,17 @@ export async function markSucceeded(
     lastError: null,
     lastStats: pass.stats as unknown as Prisma.InputJsonValue,
   };
-  await db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
+  await db.$transaction([
+    db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data }),
+    db.$executeRaw`
+      INSERT INTO poller_passes (resource, succeeded_at) VALUES (${resource}, ${pass.at})
+      ON CONFLICT DO NOTHING`,
+    db.$executeRaw`
+      DELETE FROM poller_passes
+       WHERE resource = ${resource}
+         AND succeeded_at < (SELECT max(succeeded_at) FROM poller_passes
+                              WHERE resource = ${resource} AND succeeded_at <= ${pass.at}::timestamptz - interval '1 hour')`,
+  ]);
 }
 
 /** Records the failure; the cursor (from_date) stays where it was, so the next pass re-reads. */

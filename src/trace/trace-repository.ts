@@ -1,6 +1,21 @@
-import type { CommandAttemptView } from '../dead-letters/guard-state-repository.js';
 import type { Db } from '../db/prisma.js';
 import { commandSourceOf } from '../events/command-identity.js';
+import {
+  ID_KINDS,
+  identityKey,
+  type AttemptRow,
+  type AuditRow,
+  type CommandRow,
+  type DeadLetterRow,
+  type IdKind,
+  type OutboxRow,
+  type ReceiptRow,
+  type TraceRows,
+  type TraceScope,
+  type VersionRow,
+} from './trace-rows.js';
+
+export * from './trace-rows.js';
 
 /**
  * The rows `rentbridge trace` reads: everything PostgreSQL holds about one event, found from any
@@ -10,106 +25,6 @@ import { commandSourceOf } from '../events/command-identity.js';
  */
 
 const CAP = 200;
-
-export interface ReceiptRow {
-  source: string;
-  webhookId: string;
-  eventType: string;
-  receivedAt: Date;
-  outboxId: string | null;
-}
-export interface OutboxRow {
-  id: string;
-  eventId: string;
-  /** The CloudEvent source: of a command, its identity's source (commandSourceOf). */
-  source: string;
-  topic: string;
-  key: string;
-  type: string;
-  subject: string | null;
-  headers: Record<string, string>;
-  createdAt: Date;
-  publishedAt: Date | null;
-  attempts: number;
-  lastError: string | null;
-  /** Where the relay's publish landed (null for rows published before positions were kept). */
-  kafkaPartition: number | null;
-  kafkaOffset: string | null;
-}
-export interface CommandRow {
-  source: string;
-  commandId: string;
-  commandType: string;
-  requestIdBase: string;
-  targetId: string;
-  state: string;
-  attempts: number;
-  lastError: unknown;
-  createdAt: Date;
-  updatedAt: Date;
-  finishedAt: Date | null;
-}
-export interface AttemptRow extends CommandAttemptView {
-  source: string;
-  commandType: string;
-  commandId: string;
-}
-export interface DeadLetterRow {
-  id: string;
-  dlqTopic: string;
-  originalTopic: string | null;
-  originalPartition: number | null;
-  originalOffset: string | null;
-  key: string | null;
-  reason: string | null;
-  errorCode: string | null;
-  errorStatus: number | null;
-  errorMessage: string | null;
-  commandId: string | null;
-  commandSource: string | null;
-  commandType: string | null;
-  partnerRequestIds: string[];
-  headers: Record<string, string>;
-  state: string;
-  indexedAt: Date;
-  resolvedAt: Date | null;
-  resolvedBy: string | null;
-  resolution: string | null;
-}
-export interface VersionRow {
-  resource: string;
-  recordId: string;
-  updatedAt: string;
-  via: string;
-  publishedAt: Date;
-}
-export interface AuditRow {
-  id: string;
-  at: Date;
-  actor: string;
-  action: string;
-  target: string;
-  reason: string | null;
-  details: Record<string, unknown>;
-}
-
-/** The kinds of id a trace can start from; an id may match more than one (dead letter 1, record 1). */
-export const ID_KINDS = ['webhook', 'event', 'command', 'request', 'record', 'dead-letter'] as const;
-export type IdKind = (typeof ID_KINDS)[number];
-
-export interface TraceRows {
-  /** The kinds of id the looked-up id matched (before any `as`), in ID_KINDS order. */
-  matchedAs: IdKind[];
-  receipts: ReceiptRow[];
-  outbox: OutboxRow[];
-  commands: CommandRow[];
-  attempts: AttemptRow[];
-  deadLetters: DeadLetterRow[];
-  versions: VersionRow[];
-  audit: AuditRow[];
-  /** Outbox ids a receipt points at: those missing from `outbox` were pruned. */
-  outboxIdsNamed: string[];
-}
 
 const RECEIPT = `SELECT source, webhook_id AS "webhookId", event_type AS "eventType", received_at AS "receivedAt",
   outbox_id::text AS "outboxId" FROM webhook_receipts`;
@@ -145,59 +60,24 @@ function byKey<T>(rows: T[], key: (r: T) => string): T[] {
   return [...seen.values()];
 }
 
-/** A command's identity as one string, for sets and maps (the unit separator is in no id). */
-export function identityKey(c: { source: string; commandType: string; commandId: string }): string {
-  return `${c.source}\u001f${c.commandType}\u001f${c.commandId}`;
+type Query = <T>(sql: string, ...params: unknown[]) => Promise<T[]>;
+type Identity = { source: string; commandType: string; commandId: string };
+type MaybeIdentity = { source: string | null; commandType: string | null; commandId: string | null };
+
+/** Round one's rows: those the id names, kept to the picked kind when there is one. */
+interface NamedRows {
+  matchedAs: IdKind[];
+  receipts: ReceiptRow[];
+  outbox: OutboxRow[];
+  commands: CommandRow[];
+  attempts: Identity[];
+  letters: DeadLetterRow[];
+  versions: VersionRow[];
 }
 
-/** Narrows a trace to the commands of one source and/or type (`trace 42 --source acme`). */
-export interface TraceScope {
-  source?: string;
-  commandType?: string;
-}
-
-export async function readTraceRows(
-  db: Db,
-  id: string,
-  commandTopics: string[],
-  scope: TraceScope = {},
-  /** Follow only rows the id names as this kind (the user's pick when it matched several). */
-  as?: IdKind,
-): Promise<TraceRows> {
-  const q = <T>(sql: string, ...params: unknown[]) =>
-    db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
-  const uuid = UUID.test(id) ? id : null;
-  const numeric = /^\d{1,18}$/.test(id) ? id : null;
-  const inScope = (c: { source: string | null; commandType: string | null }) =>
-    (scope.source === undefined || c.source === scope.source) &&
-    (scope.commandType === undefined || c.commandType === scope.commandType);
-
-  // Round one: rows the id names.
-  const [receipts0, outbox0, commands0, attempts0, letters0, versions0] = await Promise.all([
-    q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = $1`, id),
-    q<OutboxRow>(
-      `${OUTBOX} WHERE event_id = $2::uuid OR subject = $1 OR key = $1 OR headers->>'webhook-id' = $1 ORDER BY id`,
-      id,
-      uuid,
-    ),
-    q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1 OR request_id_base = $1`, id),
-    q<{ source: string; commandType: string; commandId: string }>(
-      `SELECT DISTINCT source, command_type AS "commandType", command_id AS "commandId"
-         FROM command_attempts WHERE request_id = $1`,
-      id,
-    ),
-    q<DeadLetterRow>(
-      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
-         OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
-      id,
-      numeric,
-    ),
-    q<VersionRow>(`${VERSION} WHERE record_id = $1 ORDER BY published_at`, id),
-  ]);
-
-  // Which kind of id each row was found by; only rows of the picked kind are followed.
-  const commandTopicSet = new Set(commandTopics);
-  const kindsOf = {
+/** Which kind of id each round-one row was found by. */
+function kindsOfRows(id: string, commandTopicSet: Set<string>) {
+  return {
     receipt: (): IdKind[] => ['webhook'],
     outbox: (o: OutboxRow): IdKind[] => [
       ...(o.eventId === id ? (['event'] as const) : []),
@@ -220,53 +100,116 @@ export async function readTraceRows(
     ],
     version: (): IdKind[] => ['record'],
   };
+}
+
+/** Round one: rows the id names; with `as`, only those it names as that kind. */
+async function readNamedRows(
+  q: Query,
+  id: string,
+  commandTopicSet: Set<string>,
+  as: IdKind | undefined,
+): Promise<NamedRows> {
+  const uuid = UUID.test(id) ? id : null;
+  const numeric = /^\d{1,18}$/.test(id) ? id : null;
+  const [receipts, outbox, commands, attempts, letters, versions] = await Promise.all([
+    q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = $1`, id),
+    q<OutboxRow>(
+      `${OUTBOX} WHERE event_id = $2::uuid OR subject = $1 OR key = $1 OR headers->>'webhook-id' = $1 ORDER BY id`,
+      id,
+      uuid,
+    ),
+    q<CommandRow>(`${COMMAND} WHERE command_id = $1 OR target_id = $1 OR request_id_base = $1`, id),
+    q<Identity>(
+      `SELECT DISTINCT source, command_type AS "commandType", command_id AS "commandId"
+         FROM command_attempts WHERE request_id = $1`,
+      id,
+    ),
+    q<DeadLetterRow>(
+      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
+         OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
+      id,
+      numeric,
+    ),
+    q<VersionRow>(`${VERSION} WHERE record_id = $1 ORDER BY published_at`, id),
+  ]);
+  const kindsOf = kindsOfRows(id, commandTopicSet);
   const matched = new Set<IdKind>([
-    ...receipts0.flatMap(kindsOf.receipt),
-    ...outbox0.flatMap(kindsOf.outbox),
-    ...commands0.flatMap(kindsOf.command),
-    ...attempts0.flatMap(kindsOf.attempt),
-    ...letters0.flatMap(kindsOf.letter),
-    ...versions0.flatMap(kindsOf.version),
+    ...receipts.flatMap(kindsOf.receipt),
+    ...outbox.flatMap(kindsOf.outbox),
+    ...commands.flatMap(kindsOf.command),
+    ...attempts.flatMap(kindsOf.attempt),
+    ...letters.flatMap(kindsOf.letter),
+    ...versions.flatMap(kindsOf.version),
   ]);
   const keep = <T>(rows: T[], kinds: (r: T) => IdKind[]) =>
     as ? rows.filter((r) => kinds(r).includes(as)) : rows;
-  const receipts1 = keep(receipts0, kindsOf.receipt);
-  const outbox1 = keep(outbox0, kindsOf.outbox);
-  const commands1 = keep(commands0, kindsOf.command);
-  const attempts1 = keep(attempts0, kindsOf.attempt);
-  const letters1 = keep(letters0, kindsOf.letter);
-  const versions = keep(versions0, kindsOf.version);
+  return {
+    matchedAs: ID_KINDS.filter((k) => matched.has(k)),
+    receipts: keep(receipts, kindsOf.receipt),
+    outbox: keep(outbox, kindsOf.outbox),
+    commands: keep(commands, kindsOf.command),
+    attempts: keep(attempts, kindsOf.attempt),
+    letters: keep(letters, kindsOf.letter),
+    versions: keep(versions, kindsOf.version),
+  };
+}
 
-  // Round two: follow the links, by identity (two commands may share an id).
-  const webhookIds = uniq([
-    ...receipts1.map((r) => r.webhookId),
-    ...outbox1.map((o) => o.headers['webhook-id']),
-    ...letters1.map((l) => l.headers['webhook-id']),
-  ]);
-  const outboxIds = uniq(receipts1.map((r) => r.outboxId));
-  const identities = new Map<string, { source: string; commandType: string; commandId: string }>();
-  const add = (c: { source: string | null; commandType: string | null; commandId: string | null }) => {
+/** The command identities round one names (in scope), and the command ids to fetch by. */
+function commandsNamed(
+  first: NamedRows,
+  commandTopicSet: Set<string>,
+  inScope: (c: { source: string | null; commandType: string | null }) => boolean,
+): { identities: Map<string, Identity>; commandIds: string[] } {
+  const identities = new Map<string, Identity>();
+  const add = (c: MaybeIdentity) => {
     if (c.source == null || c.commandType == null || !c.commandId || !inScope(c)) return;
     const identity = { source: c.source, commandType: c.commandType, commandId: c.commandId };
     identities.set(identityKey(identity), identity);
   };
-  commands1.forEach(add);
-  attempts1.forEach(add);
-  letters1.forEach((l) =>
+  first.commands.forEach(add);
+  first.attempts.forEach(add);
+  first.letters.forEach((l) =>
     add({ source: l.commandSource, commandType: l.commandType, commandId: l.commandId }),
   );
   const commandIds = uniq([
     ...[...identities.values()].map((c) => c.commandId),
-    ...letters1
+    ...first.letters
       .filter((l) => l.commandSource == null && inScope({ source: null, commandType: null }))
       .map((l) => l.commandId),
-    ...outbox1
+    ...first.outbox
       .filter(
         (o) =>
           commandTopicSet.has(o.topic) && inScope({ source: commandSourceOf(o.source), commandType: null }),
       )
       .map((o) => o.subject),
   ]);
+  return { identities, commandIds };
+}
+
+export async function readTraceRows(
+  db: Db,
+  id: string,
+  commandTopics: string[],
+  scope: TraceScope = {},
+  /** Follow only rows the id names as this kind (the user's pick when it matched several). */
+  as?: IdKind,
+): Promise<TraceRows> {
+  const q: Query = <T>(sql: string, ...params: unknown[]) =>
+    db.$queryRawUnsafe<T[]>(`${sql} LIMIT ${CAP}`, ...params);
+  const inScope = (c: { source: string | null; commandType: string | null }) =>
+    (scope.source === undefined || c.source === scope.source) &&
+    (scope.commandType === undefined || c.commandType === scope.commandType);
+  const commandTopicSet = new Set(commandTopics);
+  const first = await readNamedRows(q, id, commandTopicSet, as);
+
+  // Round two: follow the links, by identity (two commands may share an id).
+  const webhookIds = uniq([
+    ...first.receipts.map((r) => r.webhookId),
+    ...first.outbox.map((o) => o.headers['webhook-id']),
+    ...first.letters.map((l) => l.headers['webhook-id']),
+  ]);
+  const outboxIds = uniq(first.receipts.map((r) => r.outboxId));
+  const { identities, commandIds } = commandsNamed(first, commandTopicSet, inScope);
   const [receipts2, outbox2, commands2, attempts2, letters2] = await Promise.all([
     webhookIds.length ? q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = ANY($1::text[])`, webhookIds) : [],
     outboxIds.length || webhookIds.length || commandIds.length
@@ -289,14 +232,15 @@ export async function readTraceRows(
   ]);
   // Fetched by command id; kept only when they are of an identity this trace follows (a command
   // of another source that shares the id is another command's trail).
-  const followed = (c: { source: string | null; commandType: string | null; commandId: string | null }) =>
+  const followed = (c: MaybeIdentity) =>
     c.source == null || identities.size === 0 || identities.has(identityKey(c as never));
-  const commands = byKey([...commands1.filter(inScope), ...commands2.filter(inScope)], identityKey).filter(
-    followed,
-  );
+  const commands = byKey(
+    [...first.commands.filter(inScope), ...commands2.filter(inScope)],
+    identityKey,
+  ).filter(followed);
   const attempts = attempts2.filter(inScope).filter(followed);
   const deadLetters = byKey(
-    [...letters1, ...letters2].filter((l) =>
+    [...first.letters, ...letters2].filter((l) =>
       followed({ source: l.commandSource, commandType: l.commandType, commandId: l.commandId }),
     ),
     (l) => l.id,
@@ -312,7 +256,7 @@ export async function readTraceRows(
         )
       : [];
   // Found from the command side (command or request id): the receipts of those outbox rows too.
-  const outbox = byKey([...outbox1, ...outbox2], (o) => o.id).filter(
+  const outbox = byKey([...first.outbox, ...outbox2], (o) => o.id).filter(
     (o) =>
       !commandTopicSet.has(o.topic) ||
       identities.size === 0 ||
@@ -320,20 +264,23 @@ export async function readTraceRows(
         (c) => c.commandId === o.subject && c.source === commandSourceOf(o.source),
       ),
   );
-  const known = new Set([...receipts1, ...receipts2].map((r) => r.outboxId));
+  const known = new Set([...first.receipts, ...receipts2].map((r) => r.outboxId));
   const unseen = outbox.map((o) => o.id).filter((id) => !known.has(id));
   const receipts3 = unseen.length
     ? await q<ReceiptRow>(`${RECEIPT} WHERE outbox_id = ANY($1::bigint[])`, unseen)
     : [];
-  const receipts = byKey([...receipts1, ...receipts2, ...receipts3], (r) => `${r.source}|${r.webhookId}`);
+  const receipts = byKey(
+    [...first.receipts, ...receipts2, ...receipts3],
+    (r) => `${r.source}|${r.webhookId}`,
+  );
   return {
-    matchedAs: ID_KINDS.filter((k) => matched.has(k)),
+    matchedAs: first.matchedAs,
     receipts,
     outbox,
     commands,
     attempts,
     deadLetters,
-    versions,
+    versions: first.versions,
     audit,
     outboxIdsNamed: uniq(receipts.map((r) => r.outboxId)),
   };

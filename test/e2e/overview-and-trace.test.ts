@@ -100,6 +100,21 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
          ('applications', now(), now() - interval '40 seconds', NULL, NULL),
          ('enrollments', now(), now() - interval '31 minutes', now() - interval '1 minute', 'Partner API answered 503')`,
     );
+    // A backlog 25 minutes ago: 40 rows that waited 10 to 13 minutes for the relay.
+    await h.database.sql.query(
+      `INSERT INTO outbox (event_id, topic, key, type, source, data, created_at, published_at)
+       SELECT gen_random_uuid(), 'partner.applications', 'app-' || i, 't', '/e2e', '{}',
+              now() - interval '25 minutes', now() - interval '15 minutes' + i * interval '5 seconds'
+         FROM generate_series(1, 40) i`,
+    );
+    // Their successful passes over the hour, as the poller writes them with its cursor: the chart
+    // of each resource's age of its last success (applications every 5 min, enrollments stopped).
+    await h.database.sql.query(
+      `INSERT INTO poller_passes (resource, succeeded_at)
+       SELECT 'applications', now() - interval '40 seconds' - i * interval '5 minutes' FROM generate_series(0, 12) i
+       UNION ALL
+       SELECT 'enrollments', now() - interval '31 minutes' - i * interval '5 minutes' FROM generate_series(0, 6) i`,
+    );
 
     const app = express();
     app.use(requestId());
@@ -183,6 +198,15 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
         .poll(() => page.locator('[data-stage="consumers"] .chart-plot canvas').count())
         .toBeGreaterThan(0);
       expect(await page.locator('[data-stage="relay"] .chart-plot canvas').count()).toBeGreaterThan(0);
+      // Outbox and poller chart the hour too: the backlog, and each resource's age of its last success.
+      expect(await page.locator('[data-stage="outbox"] .chart-plot canvas').count()).toBeGreaterThan(0);
+      expect(await page.locator('[data-stage="poller"] .chart-plot canvas').count()).toBeGreaterThan(0);
+      expect(await page.textContent('[data-stage="outbox"] .chart-legend')).toMatch(
+        /backlog now 0 · max 40\b/,
+      );
+      const pollerLegend = await page.textContent('[data-stage="poller"] .chart-legend');
+      expect(pollerLegend).toMatch(/applications now \d+ s · max \d+ s/);
+      expect(pollerLegend).toMatch(/enrollments now 18\d\d s/); // 31 min
       expect(await page.textContent('[data-testid=overview-meta]')).toMatch(/\d+ queries, [\d.]+ ms/);
       await page.screenshot({ path: 'test-artifacts/ops-overview.png', fullPage: true });
       expect(notFound, 'a page view asked for something that is not there').toEqual([]);
@@ -200,6 +224,9 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
         await expect
           .poll(() => page.locator('[data-stage="consumers"] .chart-plot canvas').count())
           .toBeGreaterThan(0);
+        for (const stage of ['outbox', 'poller']) {
+          expect(await page.locator(`[data-stage="${stage}"] .chart-plot canvas`).count(), stage).toBe(1);
+        }
         const layout = {
           ...(await page
             .locator('html')

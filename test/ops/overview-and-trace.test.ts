@@ -168,7 +168,7 @@ describe('ops overview and trace', () => {
       expect(stage('kafka').figures).toContainEqual({ label: 'commands.rental-payments', value: 1 });
       expect(stage('consumers').figures).toContainEqual({ label: 'applied, last hour', value: 1 });
       const applied = stage('consumers').charts[0]!.series.find((s) => s.name === 'applied')!;
-      expect(applied.values.reduce((a, b) => a + b, 0)).toBe(1);
+      expect(applied.values.reduce<number>((a, b) => a + (b ?? 0), 0)).toBe(1);
       expect(applied.values).toHaveLength(body.minutes.length);
       expect(body.cost.queries).toBeGreaterThan(0);
     });

@@ -1,7 +1,9 @@
-/* global window, document, uPlot, $, el, api, logout */
+/* global window, document */
 // The overview: the flow as stages, their figures and last-hour charts (uPlot, served from
 // node_modules by the receiver). Data from GET /ops/api/overview, refreshed every 10 s while shown.
-'use strict';
+import uPlot from './vendor/uplot/uPlot.esm.js';
+import { $, el } from './dom.js';
+import { api, isRefused, signOut } from './session.js';
 
 const REFRESH_MS = 10000;
 const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'];
@@ -18,10 +20,35 @@ const STATUS_TEXT = {
 let overviewTimer = null;
 let charts = [];
 
+/**
+ * What the legend says of a series: a count chart its total over the hour (a chart with a unit,
+ * its maximum); a level chart (`kind: 'level'`, how things stood at the end of each minute, null
+ * where nothing is known) its value now and its maximum.
+ */
+function legendValue(chart, values) {
+  const unit = chart.unit ? ` ${chart.unit}` : '';
+  const known = values.filter((v) => v != null);
+  const max = known.reduce((a, b) => Math.max(a, b), 0);
+  if (chart.kind === 'level') {
+    const now = values[values.length - 1];
+    return `now ${now == null ? '–' : `${now}${unit}`} · max ${max}${unit}`;
+  }
+  return chart.unit ? `max ${max}${unit}` : known.reduce((a, b) => a + b, 0);
+}
+
+/** A count chart with nothing counted, or a level chart with nothing known, draws no plot. */
+function hasData(chart) {
+  const values = chart.series.flatMap((s) => s.values);
+  return chart.kind === 'level' ? values.some((v) => v != null) : values.some((v) => v);
+}
+
 function chartNode(chart, minutes) {
-  const box = el('div', { class: 'chart' }, el('div', { class: 'chart-title' }, chart.title));
-  const total = chart.series.reduce((s, x) => s + x.values.reduce((a, b) => a + b, 0), 0);
-  if (!chart.series.length || total === 0) {
+  const box = el(
+    'div',
+    { class: 'chart', 'data-kind': chart.kind ?? 'count' },
+    el('div', { class: 'chart-title' }, chart.title),
+  );
+  if (!hasData(chart)) {
     box.append(el('div', { class: 'chart-empty muted' }, 'nothing in the last hour'));
     return box;
   }
@@ -29,14 +56,13 @@ function chartNode(chart, minutes) {
   box.append(plot);
   const legend = el('div', { class: 'chart-legend' });
   chart.series.forEach((s, i) => {
-    const sum = s.values.reduce((a, b) => (chart.unit ? Math.max(a, b) : a + b), 0);
     legend.append(
       el(
         'span',
         { class: 'legend-item' },
         el('i', { class: `swatch c${i % COLORS.length}` }),
         `${s.name} `,
-        el('b', {}, chart.unit ? `max ${sum} ${chart.unit}` : sum),
+        el('b', {}, legendValue(chart, s.values)),
       ),
     );
   });
@@ -133,20 +159,21 @@ async function loadOverview() {
       `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Not running: no process running the role has reported for ${data.rules.roleGoneSeconds} s. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
     $('overview-error').textContent = '';
   } catch (error) {
-    if (error.status === 401 || error.status === 403) return logout();
+    if (isRefused(error)) return signOut();
     $('overview-error').textContent = `Cannot load the overview: ${error.message}`;
   }
 }
 
-window.startOverview = async () => {
-  window.stopOverview();
+/** Shows the overview now and every REFRESH_MS while the page is visible. */
+export async function startOverview() {
+  stopOverview();
   await loadOverview();
   overviewTimer = window.setInterval(() => {
     if (!document.hidden) void loadOverview();
   }, REFRESH_MS);
-};
+}
 
-window.stopOverview = () => {
+export function stopOverview() {
   if (overviewTimer) window.clearInterval(overviewTimer);
   overviewTimer = null;
-};
+}

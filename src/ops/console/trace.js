@@ -1,6 +1,17 @@
-/* global window, $, el, api, logout, traceLink */
+/* global window */
 // The trace view: the life of one event from any of its ids (GET /ops/api/trace/:id).
-'use strict';
+import { $, el } from './dom.js';
+import { api, isRefused, signOut } from './session.js';
+
+let currentTraceId = null;
+
+/** The id the trace view shows last (the Trace tab goes back to it). */
+export const lastTracedId = () => currentTraceId;
+
+/** Opens the trace view for an id (the search box, a letter's "Trace this event", an id in a trace). */
+export function traceLink(id) {
+  window.location.hash = `#trace/${encodeURIComponent(id)}`;
+}
 
 const TRACEABLE = new Set([
   'webhookId',
@@ -51,7 +62,7 @@ function kindsNode(id, trace) {
         type: 'button',
         class: `chip${(trace.as ?? null) === kind ? ' active' : ''}`,
         'data-kind': kind ?? 'all',
-        onclick: () => window.showTrace(id, kind),
+        onclick: () => void showTrace(id, kind),
       },
       label,
     );
@@ -63,8 +74,8 @@ function kindsNode(id, trace) {
   return box;
 }
 
-window.showTrace = async (id, as = null) => {
-  window.currentTraceId = id;
+export async function showTrace(id, as = null) {
+  currentTraceId = id;
   $('trace-id').value = id;
   $('trace-error').textContent = '';
   if (!id) {
@@ -95,7 +106,7 @@ window.showTrace = async (id, as = null) => {
       );
     $('trace-ends').replaceChildren(...trace.ends.map((e) => el('li', {}, e)));
   } catch (error) {
-    if (error.status === 401 || error.status === 403) return logout();
+    if (isRefused(error)) return signOut();
     $('trace-error').textContent = `Cannot trace: ${error.message}`;
   }
-};
+}
