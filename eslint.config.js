@@ -42,6 +42,22 @@ export default tseslint.config(
     },
   },
   {
+    // One producer construction site (issue 26): every Kafka producer of src/ is made by
+    // src/kafka/shared-producer.ts (idempotent, one request in flight, the recording partitioner).
+    files: ['src/**/*.ts'],
+    ignores: ['src/kafka/shared-producer.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.property.name='producer'][callee.object.name=/kafka/i], CallExpression[callee.property.name='producer'][callee.object.property.name=/kafka/i]",
+          message: 'make Kafka producers with createSharedProducer (src/kafka/shared-producer.ts)',
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'],
     rules: { 'no-console': 'off' },
   },

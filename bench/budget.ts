@@ -79,7 +79,7 @@ function startRole(flow: Flow, args: string[]): Role {
       if (line.includes('"rate budget slot taken"')) {
         const entry = JSON.parse(line) as { lane: string; waitedMs: number };
         flow.slots.push({ at, lane: entry.lane, waitedMs: entry.waitedMs });
-      } else if (line.includes('rate budget paused after a 429')) {
+      } else if (line.includes('"partner api throttled"')) {
         flow.throttled.push(at);
       } else if (line.includes('"level":50') && flow.errors.length < 5) {
         flow.errors.push(`${args.join(' ')}: ${line.slice(0, 300)}`);

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import pg from 'pg';
 import { applicationDecisions } from '../src/commands/application-decisions.js';
-import { createCommandConsumer } from '../src/commands/command-runner.js';
+import { createCommandConsumer } from '../src/command-consumer/command-consumer.js';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
@@ -216,7 +216,6 @@ async function atLimit(env: Env, producer: Producer, limit: number, seconds: num
     db: env.db,
     databaseUrl: env.databaseUrl,
     partner,
-    budget,
     logger,
     topicPrefix: prefix,
   });

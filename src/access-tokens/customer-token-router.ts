@@ -8,6 +8,7 @@ import { exposeMetrics, metrics } from '../metrics.js';
 import { createPartnerClient, type PartnerClient } from '../partner/partner-client.js';
 import { createRateBudget } from '../partner/rate-budget.js';
 import type { RateBudget } from '../partner/rate-budget-types.js';
+import { pauseEnd } from '../partner/throttle.js';
 import { createSourcePartners, sourceKeys, type KeyUse } from '../partner/source-partners.js';
 import { claimReceipt, releaseReceipt } from '../receiver/receipt-repository.js';
 import { createVerifier, type Verifier } from '../receiver/signature.js';
@@ -199,8 +200,15 @@ export function createCustomerTokenRouter(deps: CustomerTokenRouterDeps): Router
       });
     } catch (error) {
       if (error instanceof AppError) throw error;
-      const e = error as { status?: number; code?: string; retryAfterSeconds?: number; name?: string };
-      if (e.status === 429) throw throttled(e.retryAfterSeconds ?? 1, res);
+      const e = error as {
+        status?: number;
+        code?: string;
+        retryAfterSeconds?: number;
+        rateLimitReset?: Date;
+        name?: string;
+      };
+      // The pause the one handler of a 429 wrote into the budget (src/partner/throttle.ts).
+      if (e.status === 429) throw throttled((pauseEnd(e).getTime() - Date.now()) / 1000, res);
       if (e.name === 'TimeoutError' || e.name === 'AbortError') {
         // No slot in time: the budget is paused by a 429 (any process) or its window is full.
         const paused = (await deps.budget?.snapshot().catch(() => null))?.pausedUntil;

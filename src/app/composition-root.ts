@@ -1,9 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createApplicationDecisionsConsumer } from '../commands/application-decisions.js';
-import type { CommandConsumer } from '../commands/command-runner.js';
-import { createCustomerRegistrationsConsumer } from '../commands/customer-registrations.js';
-import { createEnrollmentsConsumer } from '../commands/enrollments.js';
-import { createRentalPaymentsConsumer } from '../commands/rental-payments.js';
+import { createCommandConsumer } from '../command-consumer/command-consumer.js';
+import { COMMAND_TYPE_NAMES, commandTypeByName } from '../commands/command-types.js';
 import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
 import { UsageError } from '../errors.js';
@@ -46,14 +43,9 @@ import { createRoleHeartbeat } from '../ops/role-heartbeat.js';
  * they have stopped.
  */
 
-export const COMMAND_CONSUMERS = {
-  'application-decisions': createApplicationDecisionsConsumer,
-  'rental-payments': createRentalPaymentsConsumer,
-  'customer-registrations': createCustomerRegistrationsConsumer,
-  enrollments: createEnrollmentsConsumer,
-} as const;
-export type CommandConsumerName = keyof typeof COMMAND_CONSUMERS;
-export const COMMAND_CONSUMER_NAMES = Object.keys(COMMAND_CONSUMERS) as CommandConsumerName[];
+/** A consumer per row of the command-type table (src/commands/command-types.ts), by its name. */
+export type CommandConsumerName = string;
+export const COMMAND_CONSUMER_NAMES: readonly CommandConsumerName[] = COMMAND_TYPE_NAMES;
 
 export interface PollerComponent extends Component {
   /** One pass over every resource (or one): `rentbridge poll --once`. */
@@ -263,15 +255,16 @@ export function createCompositionRoot(
     },
 
     commandConsumer(name, options = {}) {
-      const { partner: client, budget } = sharedPartner();
-      const consumer: CommandConsumer = COMMAND_CONSUMERS[name]({
+      const type = commandTypeByName(name);
+      if (!type) throw new UsageError(`no command consumer "${name}"`);
+      // The client's transport pauses the shared budget on a 429, for every process sharing it.
+      const consumer = createCommandConsumer(type, {
         kafka: runtime.kafka,
         producer: sharedProducer(),
         db: runtime.db,
         databaseUrl: config.DATABASE_URL,
-        partner: client,
+        partner: sharedPartner().partner,
         partners: bySource(),
-        budget,
         logger,
         topicPrefix: config.KAFKA_TOPIC_PREFIX,
         partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,

@@ -1,4 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
@@ -14,23 +15,8 @@ function integer(value: string): number {
   return n;
 }
 
-export function buildProgram(): Command {
-  const program = new Command('rentbridge')
-    .description(
-      'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
-    )
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride()
-    // Configuration is checked before any command but the self-contained sandbox runs: a bad
-    // value stops the process at once (exit 2), not halfway through start-up.
-    .hook('preAction', async (_program, action) => {
-      if (action.name() !== 'sandbox') loadConfigOrExit();
-      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
-      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
-        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
-      }
-    });
-
+/** The long-running roles: `start` (all of them), `receiver`, `relay`, `poller`, `consumer <name>`. */
+function addRoleCommands(program: Command): void {
   program
     .command('start')
     .description(
@@ -67,7 +53,10 @@ export function buildProgram(): Command {
       'application-decisions, rental-payments, customer-registrations, enrollments or dead-letters',
     )
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
+}
 
+/** One-off commands: `probe`, `sandbox`, `migrate`, `topics`, `poll --once`, `resync`, `trace`. */
+function addToolCommands(program: Command): void {
   program
     .command('probe')
     .description(
@@ -146,36 +135,28 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind }) =>
       (await import('./commands/trace.js')).trace(id, opts),
     );
+}
 
-  const dlq = program.command('dlq').description('list, inspect, redrive and discard dead letters');
-  dlq
-    .command('list')
-    .description('list dead letters')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('list', process.argv.slice(4)));
-  dlq
-    .command('show')
-    .argument('<id>')
-    .description('show one dead letter')
-    .allowUnknownOption()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('show', process.argv.slice(4)));
-  dlq
-    .command('redrive')
-    .description('republish dead letters to their original topic')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('redrive', process.argv.slice(4)));
-  dlq
-    .command('discard')
-    .description('close dead letters without redriving them')
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .helpOption(false)
-    .action(async () => (await import('./commands/dlq.js')).dlq('discard', process.argv.slice(4)));
+export function buildProgram(): Command {
+  const program = new Command('rentbridge')
+    .description(
+      'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    // Configuration is checked before any command but the self-contained sandbox runs: a bad
+    // value stops the process at once (exit 2), not halfway through start-up.
+    .hook('preAction', async (_program, action) => {
+      if (action.name() !== 'sandbox') loadConfigOrExit();
+      // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
+      if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
+      }
+    });
+
+  addRoleCommands(program);
+  addToolCommands(program);
+  addDlqCommands(program, async (invocation) => (await import('./commands/dlq.js')).dlq(invocation));
 
   return program;
 }

@@ -6,18 +6,12 @@ import {
   type CustomerRegistrationCommand,
   type EnrollmentCommand,
 } from '../events/commands.js';
-import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
+import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
+import { PMS_EVENT_TYPES } from '../events/pms-events.js';
 import { classifyFailure } from '../guard/classify-failure.js';
-import { customerRegistrationReadBack, findNewest, sameContent, sameEmail } from '../guard/index.js';
+import { customerRegistrationReadBack, findNewest, sameEmail, type CommandRecord } from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
-import { metrics } from '../metrics.js';
-import {
-  createCommandConsumer,
-  type CommandConsumerDeps,
-  type CommandSpec,
-  type Completion,
-  type StepTools,
-} from './command-runner.js';
+import type { CommandCheck, CommandType, Completion, StepTools } from './command-type.js';
 
 /** The fields of the create input (spec 4.2), which the check takes too (assumptions.ts). */
 function customerInput(c: CustomerRegistrationCommand) {
@@ -35,45 +29,34 @@ function reasons(details: unknown): Record<string, string> | undefined {
 }
 
 /**
- * Step 1 (optional, `check: true`): `POST /partner/v1/customers/check`. It has no side effect, so
- * it runs again after a crash until the guard row exists; a refusal ends the registration
- * `rejected`, its `details` kept on the row (and so in every republished outcome). Transient
- * failures (5xx, 429, network) throw: the consumer tries the command again later.
+ * Step 1 (optional, `check: true`): `POST /partner/v1/customers/check`, run by the guard before
+ * the write (src/guard/guard-opening.ts) unless the row shows it checked already. It has no side
+ * effect, so it runs again after a crash until the guard row exists; a refusal ends the
+ * registration `rejected`, its `details` kept on the row (and so in every republished outcome).
+ * Transient failures (5xx, 429, network) throw: the consumer tries the command again later.
  */
-async function check(command: CustomerRegistrationCommand, tools: StepTools) {
-  if (!command.check) return null;
-  // Checked already, unless a redrive put the row back before any write (a corrected command).
-  const row = await tools.repository.find(tools.identity);
-  // Another command under this identity (other content): the guard refuses it, unchecked.
-  if (row && !sameContent(row.payload, command)) return null;
-  if (row && !(row.state === 'pending' && row.attempts === 0)) return null;
-  try {
-    await tools.partner.checkCustomer(customerInput(command), {
-      lane: 'write',
-      requestId: tools.nextRequestId(),
-    });
-    return null;
-  } catch (error) {
-    const failure = classifyFailure(error);
-    if (failure.kind !== 'rejected') throw error;
-    const details = reasons((error as { details?: unknown }).details);
-    await tools.repository.ensure({
-      ...tools.identity,
-      targetId: registrationKey(command),
-      payload: command,
-    });
-    const refusal = {
-      code: failure.code,
-      status: failure.status,
-      message: failure.message,
-      ...(details && { details }),
-    };
-    tools.logger.info({ code: failure.code, fields: Object.keys(details ?? {}) }, 'customer check refused');
-    const record = await tools.repository.finish(tools.identity, 'rejected', refusal);
-    metrics.commands.inc({ command: 'customer_registration', status: 'rejected' });
-    return record;
-  }
-}
+const check: CommandCheck<CustomerRegistrationCommand> = {
+  wants: (command) => command.check === true,
+  async run(command, tools) {
+    try {
+      await tools.partner.checkCustomer(customerInput(command), {
+        lane: 'write',
+        requestId: tools.nextRequestId(),
+      });
+      return null;
+    } catch (error) {
+      const failure = classifyFailure(error);
+      if (failure.kind !== 'rejected') throw error;
+      const details = reasons((error as { details?: unknown }).details);
+      return {
+        code: failure.code,
+        status: failure.status,
+        message: failure.message,
+        ...(details && { details }),
+      };
+    }
+  },
+};
 
 /**
  * Once final: the Partner customer id next to the PMS reference (found by e-mail, newest first:
@@ -83,7 +66,7 @@ async function check(command: CustomerRegistrationCommand, tools: StepTools) {
  */
 async function complete(
   command: CustomerRegistrationCommand,
-  record: Parameters<NonNullable<CommandSpec<CustomerRegistrationCommand>['complete']>>[1],
+  record: CommandRecord,
   tools: StepTools,
 ): Promise<Completion> {
   const fields: Partial<CommandOutcome> = { pms_reference: command.pms_reference };
@@ -136,21 +119,21 @@ async function complete(
   return { fields };
 }
 
-/** Registers customers (spec 4.2) from commands.customer-registrations: check → create → enroll. */
-export const customerRegistrations: CommandSpec<CustomerRegistrationCommand> = {
+/** Registers customers (spec 4.2): check → create → enroll. */
+export const customerRegistrations: CommandType<CustomerRegistrationCommand> = {
   name: 'customer-registrations',
   kind: 'customer_registration',
+  pmsEventType: PMS_EVENT_TYPES.customerRegistrationRequested,
   topic: TOPICS.customerRegistrations,
   outcomeTopic: TOPICS.customerRegistrationOutcomes,
   eventType: COMMAND_TYPES.customerRegistration,
+  outcomeType: OUTCOME_TYPES.customer_registration,
   schema: customerRegistrationCommandSchema,
-  commandId: (c) => c.registration_id,
-  targetId: registrationKey,
+  idField: 'registration_id',
+  // The customer has no id yet: its e-mail, lower-cased (registrationKey), is what the Partner API
+  // keeps unique, so two registrations of one e-mail run in order on one partition.
+  target: { field: 'email', normalize: (email) => registrationKey({ email }) },
   readBack: customerRegistrationReadBack,
-  before: check,
+  check,
   complete,
 };
-
-export function createCustomerRegistrationsConsumer(deps: CommandConsumerDeps) {
-  return createCommandConsumer(customerRegistrations, deps);
-}

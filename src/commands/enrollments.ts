@@ -1,14 +1,9 @@
 import { COMMAND_TYPES, enrollmentCommandSchema, type EnrollmentCommand } from '../events/commands.js';
-import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
-import { enrollmentOf, enrollmentReadBack, findNewest } from '../guard/index.js';
+import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
+import { PMS_EVENT_TYPES } from '../events/pms-events.js';
+import { enrollmentOf, enrollmentReadBack, findNewest, type CommandRecord } from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
-import {
-  createCommandConsumer,
-  type CommandConsumerDeps,
-  type CommandSpec,
-  type Completion,
-  type StepTools,
-} from './command-runner.js';
+import type { CommandType, Completion, StepTools } from './command-type.js';
 
 /**
  * Once final: the enrollment created (the customer's active enrollment, newest first), or the
@@ -16,7 +11,7 @@ import {
  */
 async function complete(
   command: EnrollmentCommand,
-  record: Parameters<NonNullable<CommandSpec<EnrollmentCommand>['complete']>>[1],
+  record: CommandRecord,
   tools: StepTools,
 ): Promise<Completion> {
   const fields: Partial<CommandOutcome> = {
@@ -42,20 +37,18 @@ async function complete(
   return { fields };
 }
 
-/** Enrolls customers from commands.enrollments (one active enrollment per customer, spec 3). */
-export const enrollments: CommandSpec<EnrollmentCommand> = {
+/** Enrolls customers (one active enrollment per customer, spec 3). */
+export const enrollments: CommandType<EnrollmentCommand> = {
   name: 'enrollments',
   kind: 'enrollment',
+  pmsEventType: PMS_EVENT_TYPES.enrollmentRequested,
   topic: TOPICS.enrollments,
   outcomeTopic: TOPICS.enrollmentOutcomes,
   eventType: COMMAND_TYPES.enrollment,
+  outcomeType: OUTCOME_TYPES.enrollment,
   schema: enrollmentCommandSchema,
-  commandId: (c) => c.enrollment_request_id,
-  targetId: (c) => c.customer_id,
+  idField: 'enrollment_request_id',
+  target: { field: 'customer_id' },
   readBack: enrollmentReadBack,
   complete,
 };
-
-export function createEnrollmentsConsumer(deps: CommandConsumerDeps) {
-  return createCommandConsumer(enrollments, deps);
-}

@@ -1,51 +1,14 @@
-import type { z } from 'zod';
+import { looseIdsOf } from '../commands/command-type.js';
+import { commandTypeOfPhysicalTopic } from '../commands/command-types.js';
 import { cloudEventSchema } from '../events/cloudevent.js';
 import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
-import type { CommandKind } from '../events/outcomes.js';
-import {
-  applicationDecisionCommandSchema,
-  customerRegistrationCommandSchema,
-  enrollmentCommandSchema,
-  rentalPaymentCommandSchema,
-} from '../events/commands.js';
-import { logicalTopic, TOPICS } from '../kafka/topics.js';
 import { describeIssues } from './dead-letter-filters.js';
 
-/** The command schema, id field, target field and type of each command topic (logical names). */
-const COMMAND_SCHEMAS: Record<
-  string,
-  {
-    schema: z.ZodType;
-    idField: string;
-    targetOf: (data: Record<string, unknown>) => unknown;
-    kind: CommandKind;
-  }
-> = {
-  [TOPICS.applicationDecisions]: {
-    schema: applicationDecisionCommandSchema,
-    idField: 'decision_id',
-    targetOf: (d) => d.application_id,
-    kind: 'application_decision',
-  },
-  [TOPICS.rentalPayments]: {
-    schema: rentalPaymentCommandSchema,
-    idField: 'payment_id',
-    targetOf: (d) => d.enrollment_id,
-    kind: 'rental_payment',
-  },
-  [TOPICS.customerRegistrations]: {
-    schema: customerRegistrationCommandSchema,
-    idField: 'registration_id',
-    targetOf: (d) => (typeof d.email === 'string' ? d.email.toLowerCase() : undefined),
-    kind: 'customer_registration',
-  },
-  [TOPICS.enrollments]: {
-    schema: enrollmentCommandSchema,
-    idField: 'enrollment_request_id',
-    targetOf: (d) => d.customer_id,
-    kind: 'enrollment',
-  },
-};
+/**
+ * A command in a dead letter's value, read through the command-type table
+ * (src/commands/command-types.ts): the row of the letter's original topic says the command's
+ * schema, id field and target.
+ */
 
 export class CorrectionError extends Error {
   override name = 'CorrectionError';
@@ -61,10 +24,11 @@ function parseJson(text: string): unknown {
 
 /** The command id in a message value (the `data` of its CloudEvent), when there is one. */
 export function commandIdOf(value: string, originalTopic: string | null, topicPrefix: string): string | null {
-  const entry = originalTopic ? COMMAND_SCHEMAS[logicalTopic(topicPrefix, originalTopic)] : undefined;
-  const event = parseJson(value) as { data?: Record<string, unknown> } | undefined;
-  const id = entry && event?.data ? event.data[entry.idField] : undefined;
-  return typeof id === 'string' ? id : null;
+  const type = commandTypeOfPhysicalTopic(originalTopic, topicPrefix);
+  const event = parseJson(value) as { data?: unknown } | undefined;
+  const data = event?.data;
+  if (!type || data === null || typeof data !== 'object' || Array.isArray(data)) return null;
+  return looseIdsOf(type, data as Record<string, unknown>).commandId;
 }
 
 /**
@@ -82,11 +46,9 @@ export function letterIdentity(
   },
   topicPrefix: string,
 ): CommandIdentity | null {
-  const entry = letter.originalTopic
-    ? COMMAND_SCHEMAS[logicalTopic(topicPrefix, letter.originalTopic)]
-    : undefined;
+  const type = commandTypeOfPhysicalTopic(letter.originalTopic, topicPrefix);
   const commandId = letter.commandId ?? commandIdOf(letter.value, letter.originalTopic, topicPrefix);
-  const commandType = (letter.commandType ?? entry?.kind) as CommandKind | undefined;
+  const commandType = (letter.commandType ?? type?.kind) as CommandIdentity['commandType'] | undefined;
   let source = letter.commandSource;
   if (source == null) {
     const ceSource = (parseJson(letter.value) as { source?: unknown } | undefined)?.source;
@@ -101,14 +63,14 @@ export function commandOfValue(
   originalTopic: string | null,
   topicPrefix: string,
 ): { data: Record<string, unknown>; targetId: string } | null {
-  const entry = originalTopic ? COMMAND_SCHEMAS[logicalTopic(topicPrefix, originalTopic)] : undefined;
-  const parsed = entry
-    ? entry.schema.safeParse((parseJson(value) as { data?: unknown } | undefined)?.data)
+  const type = commandTypeOfPhysicalTopic(originalTopic, topicPrefix);
+  const parsed = type
+    ? type.schema.safeParse((parseJson(value) as { data?: unknown } | undefined)?.data)
     : null;
-  if (!entry || !parsed?.success) return null;
+  if (!type || !parsed?.success) return null;
   const data = parsed.data as Record<string, unknown>;
-  const target = entry.targetOf(data);
-  return typeof target === 'string' || typeof target === 'number' ? { data, targetId: String(target) } : null;
+  const { targetId } = looseIdsOf(type, data);
+  return targetId != null ? { data, targetId } : null;
 }
 
 /**
@@ -144,16 +106,15 @@ export function buildCorrectedValue(options: {
   if (!envelope.success)
     throw new CorrectionError(`not a valid CloudEvent: ${describeIssues(envelope.error)}`);
 
-  const logical = options.originalTopic ? logicalTopic(options.topicPrefix, options.originalTopic) : null;
-  const entry = logical ? COMMAND_SCHEMAS[logical] : undefined;
-  if (!entry)
-    throw new CorrectionError(`no command schema for topic ${options.originalTopic ?? '(unknown)'}`);
-  const data = entry.schema.safeParse(envelope.data.data);
-  if (!data.success) throw new CorrectionError(`invalid ${logical} command: ${describeIssues(data.error)}`);
-  const newId = (envelope.data.data as Record<string, unknown>)[entry.idField];
+  const type = commandTypeOfPhysicalTopic(options.originalTopic, options.topicPrefix);
+  if (!type) throw new CorrectionError(`no command schema for topic ${options.originalTopic ?? '(unknown)'}`);
+  const data = type.schema.safeParse(envelope.data.data);
+  if (!data.success)
+    throw new CorrectionError(`invalid ${type.topic} command: ${describeIssues(data.error)}`);
+  const newId = (envelope.data.data as Record<string, unknown>)[type.idField];
   if (options.commandId && newId !== options.commandId) {
     throw new CorrectionError(
-      `a correction must keep ${entry.idField} "${options.commandId}" (got "${String(newId)}")`,
+      `a correction must keep ${type.idField} "${options.commandId}" (got "${String(newId)}")`,
     );
   }
   // The source is part of the identity the guard checked: a correction keeps it too.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AppError } from '../errors.js';
 import { COMMAND_KINDS } from '../events/outcomes.js';
 import { DEAD_LETTER_REASONS } from './dead-letter-headers.js';
 
@@ -75,4 +76,26 @@ export type DeadLetterFiltersInput = z.input<typeof deadLetterFiltersSchema>;
 /** zod issues as one line, for CLI errors and API envelopes. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ');
+}
+
+/**
+ * The one parser of every list's filters (dead letters, audit): the schema's rules (NUL refused,
+ * dates in years 1 to 9999, known enums) or a 400 `validation_error` naming each field. The CLI
+ * passes its options as they are (commander names them as the schema does) and turns the 400
+ * into a usage error; the ops API passes its query string through `filtersFromQuery`.
+ */
+export function parseFilters<T>(schema: z.ZodType<T>, input: Record<string, unknown>): T {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
+  return parsed.data;
+}
+
+/** A query string's filters: `snake_case` names to the schema's `camelCase`, empty values dropped. */
+export function filtersFromQuery<T>(schema: z.ZodType<T>, query: Record<string, unknown>): T {
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(query)) {
+    if (value === '' || value === undefined) continue;
+    input[name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] = value;
+  }
+  return parseFilters(schema, input);
 }

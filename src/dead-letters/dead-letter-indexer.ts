@@ -1,8 +1,9 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import { COMMAND_TYPE_TABLE } from '../commands/command-types.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
-import { COMMAND_TOPICS, TOPICS, topicName } from '../kafka/topics.js';
+import { TOPICS, topicName } from '../kafka/topics.js';
 import { exposeMetrics, metrics, startAtZero, topicLabel } from '../metrics.js';
 import { traceIndexing } from '../telemetry/telemetry.js';
 import { DEAD_LETTER_REASONS, fromDeadLetterHeaders } from './dead-letter-headers.js';
@@ -10,6 +11,9 @@ import { insertDeadLetters } from './dead-letter-repository.js';
 
 /** Rows per INSERT. */
 const CHUNK = 500;
+
+/** The command topics whose dead letters rentbridge writes: one per row of the command-type table. */
+const COMMAND_TOPICS = COMMAND_TYPE_TABLE.map((type) => type.topic);
 
 export interface DeadLetterIndexerOptions {
   db: Db;

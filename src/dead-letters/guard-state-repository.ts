@@ -1,19 +1,19 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import type { CommandIdentity } from '../events/command-identity.js';
+import { resetCommandRow } from '../guard/command-repository.js';
+import { redriveReset } from '../guard/guard-machine.js';
 
 /**
- * What ops read of the guard's `commands` / `command_attempts` tables (the guard writes them), and
- * the one write a redrive makes there: putting a final, not-applied row back into a state the
- * guard retries from (docs/decisions/008-redrive-resets-the-guard-row.md).
+ * What ops read of the guard's `commands` / `command_attempts` tables. The guard writes them, the
+ * redrive's reset included (docs/decisions/008-redrive-resets-the-guard-row.md): this file only
+ * hands that reset on to the guard's repository.
  */
 
 type Tx = Prisma.TransactionClient;
 
-/** Guard states in which the command reached the Partner API: a redrive must not send it again. */
-export const APPLIED_STATES = ['applied', 'already_applied'] as const;
-/** Final guard states that did not apply the command: a redrive resets them so the consumer retries. */
-export const RESETTABLE_STATES = ['rejected', 'unverified', 'exhausted'] as const;
+/** The guard's own: its state machine decides what a redrive resets (src/guard/guard-machine.ts). */
+export { APPLIED_STATES, RESETTABLE_STATES } from '../guard/guard-machine.js';
 
 export interface CommandAttemptView {
   attempt: number;
@@ -86,36 +86,19 @@ export async function getGuardState(db: Db | Tx, identity: CommandIdentity): Pro
   };
 }
 
-/**
- * The state a redrive puts a final, not-applied guard row back into, so that the consumer tries
- * again through the guard's own rules (docs/decisions/008-redrive-resets-the-guard-row.md):
- * - `rejected`, `exhausted`: the write is known not to have landed → `pending` (write again);
- * - `unverified`: it may have landed → `in_flight`, which makes the guard read back first (against
- *   the snapshot it kept) and write only if the record is unchanged; never a write on a guess.
- */
+/** The state a redrive puts a final, not-applied row back into (the guard machine's `redriveReset`). */
 export function resetStateFor(state: string, hasSnapshot: boolean): 'pending' | 'in_flight' {
-  return state === 'unverified' && hasSnapshot ? 'in_flight' : 'pending';
+  return redriveReset(state, hasSnapshot) ?? 'pending';
 }
 
 /**
- * Moves a final, not-applied row back to `pending`/`in_flight` only while it is still in the
- * state the caller saw; returns the new state, or null when the row changed meanwhile. The row's
- * attempts and request ids stay, so the history in `command_attempts` is kept and new attempts
- * get new request ids.
+ * The redrive's reset, made by the one writer of the `commands` table (src/guard's
+ * `resetCommandRow`): a final, not-applied row back to `pending`/`in_flight` while it is still in
+ * the state the caller saw; the new state, or null when the row changed meanwhile.
  */
-export async function resetGuardRow(
+export const resetGuardRow = (
   tx: Tx,
   identity: CommandIdentity,
   expectedState: string,
-  /** A corrected command: the row's content becomes it, so the guard takes it for this command. */
   corrected?: { payload: Prisma.InputJsonValue; targetId: string },
-): Promise<string | null> {
-  const row = await tx.command.findUnique({ where: key(identity), select: { state: true, snapshot: true } });
-  if (!row || row.state !== expectedState) return null;
-  const next = resetStateFor(row.state, row.snapshot != null);
-  const { count } = await tx.command.updateMany({
-    where: { ...identity, state: expectedState },
-    data: { state: next, finishedAt: null, ...corrected },
-  });
-  return count === 1 ? next : null;
-}
+): Promise<string | null> => resetCommandRow(tx, identity, expectedState, corrected);

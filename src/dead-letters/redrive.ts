@@ -1,29 +1,31 @@
 import type { Prisma } from '@prisma/client';
-import type { IHeaders, Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { AppError } from '../errors.js';
-import { CLOUDEVENT_CONTENT_TYPE, cloudEventHeaders, parseCloudEvent } from '../events/cloudevent.js';
-import { topicName } from '../kafka/topics.js';
+import { describeIdentity, type CommandIdentity } from '../events/command-identity.js';
 import type { Logger } from '../logger.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
-import { describeIdentity, UNKNOWN_SOURCE, type CommandIdentity } from '../events/command-identity.js';
 import {
   buildCorrectedValue,
   commandOfValue,
   CorrectionError,
   letterIdentity,
 } from './command-correction.js';
-import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
+import { DLQ_HEADER } from './dead-letter-headers.js';
 import type { DeadLetterState } from './dead-letter-filters.js';
 import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
+import type { GuardStateView } from './guard-state-repository.js';
 import {
-  APPLIED_STATES,
-  resetGuardRow,
-  resetStateFor,
-  getGuardState,
-  RESETTABLE_STATES,
-  type GuardStateView,
-} from './guard-state-repository.js';
+  findGuardState,
+  isApplied,
+  redriveResetTo,
+  reopenGuardRow,
+  type FoundGuard,
+} from './redrive-guard.js';
+import { redriveMessage, redriveTopic, type RedriveMessage } from './redrive-message.js';
+
+export { discardDeadLetter, type DiscardOutcome } from './discard.js';
+export { letterGuardState } from './redrive-guard.js';
+export { redriveTopic } from './redrive-message.js';
 
 /**
  * Safe redrive, the one implementation behind `rentbridge dlq redrive` and the ops API.
@@ -44,9 +46,12 @@ import {
  *    fails, the letter is put back (audit `redrive_failed`) and the error is thrown.
  */
 
+type Tx = Prisma.TransactionClient;
+
 export interface RedriveDeps {
   db: Db;
-  producer: Producer;
+  /** A producer, or the process's one producer to ask for when a redrive sends (never on a dry run). */
+  producer: Pick<Producer, 'send'> | (() => Promise<Pick<Producer, 'send'>>);
   /** KAFKA_TOPIC_PREFIX, added to an original topic header written without it. */
   topicPrefix: string;
   logger: Logger;
@@ -79,226 +84,227 @@ export interface RedriveOptions {
   correction?: unknown;
 }
 
-/** The topic to republish to: the original topic header, prefixed when written without it. */
-export function redriveTopic(letter: DeadLetter, topicPrefix: string): string | null {
-  const original = letter.originalTopic;
-  if (!original) return null;
-  return topicPrefix && original.startsWith(topicPrefix) ? original : topicName(topicPrefix, original);
+/** What every step of one redrive knows: the locked letter, where it goes, whose command it is. */
+interface RedriveContext {
+  id: number;
+  letter: DeadLetter;
+  options: RedriveOptions;
+  dryRun: boolean;
+  topic: string | null;
+  identity: CommandIdentity | null;
+  commandId: string | null;
+  /** The fields every outcome of this letter starts with. */
+  base: Pick<RedriveOutcome, 'id' | 'dryRun' | 'topic' | 'commandId' | 'command'>;
+  log: Logger;
 }
 
-function redriveHeaders(letter: DeadLetter, actor: string, at: Date, value: string): IHeaders {
-  const headers: IHeaders = {};
-  // The original message's own headers travel on (the trail: webhook-id, request-id); the
-  // dead-letter ones describe the failure, not the command, and a consumer must not mistake a
-  // redrive for a dead letter.
-  for (const [name, value] of Object.entries(letter.headers)) {
-    if (name.startsWith('dlq-') || name.startsWith('redrive-')) continue;
-    headers[name] = value;
-  }
-  // The CloudEvents binding describes the value sent, which a correction may have changed.
-  try {
-    Object.assign(headers, cloudEventHeaders(parseCloudEvent(value)));
-  } catch {
-    headers['content-type'] ??= CLOUDEVENT_CONTENT_TYPE;
-  }
-  headers[REDRIVE_HEADER.redrivenFrom] = String(letter.id);
-  headers[REDRIVE_HEADER.redrivenAt] = at.toISOString();
-  headers[REDRIVE_HEADER.redrivenBy] = actor;
-  return headers;
+function contextOf(
+  deps: RedriveDeps,
+  letter: DeadLetter,
+  options: RedriveOptions,
+  log: Logger,
+): RedriveContext {
+  const dryRun = options.dryRun ?? false;
+  const topic = redriveTopic(letter, deps.topicPrefix);
+  // The guard row is the one of the letter's identity, never another command's that shares its
+  // id (another source's, another type's).
+  const identity = letterIdentity(letter, deps.topicPrefix);
+  const commandId = identity?.commandId ?? letter.commandId;
+  const base = { id: letter.id, dryRun, topic: topic ?? undefined, commandId, command: identity };
+  return { id: letter.id, letter, options, dryRun, topic, identity, commandId, base, log };
 }
 
-/**
- * The guard row of an identity; else, for a letter written before identities, the row of unknown
- * source with the same type and id (the same command, recorded before its source was kept).
- */
-async function findGuardState(
-  db: Db | Prisma.TransactionClient,
-  identity: CommandIdentity,
-): Promise<{ identity: CommandIdentity; guard: GuardStateView } | null> {
-  for (const candidate of [identity, { ...identity, source: UNKNOWN_SOURCE }]) {
-    const guard = await getGuardState(db, candidate);
-    if (guard) return { identity: candidate, guard };
+/** Step 1: a letter that cannot be redriven as it is: not open, no topic, a conflicting duplicate. */
+function refusal(ctx: RedriveContext): RedriveOutcome | null {
+  const { letter, base } = ctx;
+  if (letter.state !== 'open' && !ctx.options.force) {
+    return { ...base, action: 'skip', message: `letter is ${letter.state}, not open` };
+  }
+  if (!ctx.topic) {
+    return { ...base, action: 'skip', message: `letter has no ${DLQ_HEADER.originalTopic} header` };
+  }
+  if (letter.reason === 'conflicting_duplicate') {
+    // Its identity belongs to another command (other content): sent again it would be refused
+    // again, and a correction keeps the identity. It needs an id of its own from its sender.
+    return {
+      ...base,
+      action: 'skip',
+      message:
+        'a conflicting duplicate cannot be redriven: its identity belongs to another command; ' +
+        'have its sender send it under an id of its own, then discard this letter',
+    };
   }
   return null;
 }
 
-/** The guard row of the command a dead letter holds (for `dlq show` and the console). */
-export async function letterGuardState(
-  db: Db,
-  letter: DeadLetter,
-  topicPrefix: string,
-): Promise<GuardStateView | null> {
-  const identity = letterIdentity(letter, topicPrefix);
-  return identity ? ((await findGuardState(db, identity))?.guard ?? null) : null;
+/** Step 2: the guard says the command is already applied: the letter closes, nothing is sent. */
+async function closeApplied(tx: Tx, ctx: RedriveContext, guard: GuardStateView): Promise<RedriveOutcome> {
+  const { id, identity, commandId, options } = ctx;
+  const message = `command ${describeIdentity(identity!)} is already ${guard.state}: letter closed, nothing sent`;
+  if (!ctx.dryRun) {
+    await resolveDeadLetter(tx, id, { state: 'closed_applied', by: options.actor, resolution: message });
+    await writeAudit(tx, {
+      actor: options.actor,
+      action: 'close_applied',
+      target: deadLetterTarget(id),
+      reason: options.reason,
+      details: {
+        commandId,
+        commandSource: identity?.source,
+        commandType: identity?.commandType,
+        guardState: guard.state,
+      },
+    });
+    ctx.log.info({ commandId, guardState: guard.state }, 'dead letter closed: command already applied');
+  }
+  return { ...ctx.base, action: 'close_applied', guardState: guard.state, message };
 }
 
-export async function redriveDeadLetter(
+/** Step 3: the corrected value (validated), or null without a correction; a refused one is `invalid`. */
+function correctedValueOf(
+  deps: RedriveDeps,
+  ctx: RedriveContext,
+  guard: GuardStateView | null,
+): { correctedValue: string | null } | RedriveOutcome {
+  if (ctx.options.correction === undefined) return { correctedValue: null };
+  try {
+    return {
+      correctedValue: buildCorrectedValue({
+        originalValue: ctx.letter.value,
+        originalTopic: ctx.letter.originalTopic,
+        commandId: ctx.commandId,
+        correction: ctx.options.correction,
+        topicPrefix: deps.topicPrefix,
+      }),
+    };
+  } catch (error) {
+    if (!(error instanceof CorrectionError)) throw error;
+    return { ...ctx.base, action: 'invalid', guardState: guard?.state ?? null, message: error.message };
+  }
+}
+
+/** The guard row put back (decision 008), with the corrected command's content when corrected. */
+function reopenForRedrive(
+  tx: Tx,
+  deps: RedriveDeps,
+  ctx: RedriveContext,
+  found: FoundGuard,
+  correctedValue: string | null,
+): Promise<boolean> {
+  const corrected = correctedValue
+    ? commandOfValue(correctedValue, ctx.letter.originalTopic, deps.topicPrefix)
+    : null;
+  return reopenGuardRow(tx, found, corrected);
+}
+
+/** Step 4 (not a dry run): the letter becomes `redriven` and the audit rows are written. */
+async function recordRedrive(
+  tx: Tx,
+  ctx: RedriveContext,
+  send: {
+    message: string;
+    correctedValue: string | null;
+    guard: GuardStateView | null;
+    resetTo: string | null;
+  },
+): Promise<void> {
+  const { id, options, letter, identity, commandId } = ctx;
+  const { correctedValue, guard, resetTo } = send;
+  await resolveDeadLetter(tx, id, {
+    state: 'redriven',
+    by: options.actor,
+    resolution: send.message,
+    ...(correctedValue ? { correctedValue } : {}),
+  });
+  const audit = { actor: options.actor, target: deadLetterTarget(id), reason: options.reason };
+  if (correctedValue) {
+    await writeAudit(tx, {
+      ...audit,
+      action: 'correct',
+      details: { original: letter.value, corrected: correctedValue },
+    });
+  }
+  await writeAudit(tx, {
+    ...audit,
+    action: 'redrive',
+    details: {
+      topic: ctx.topic,
+      commandId,
+      commandSource: identity?.source,
+      commandType: identity?.commandType,
+      corrected: correctedValue != null,
+      // The guard row as it was before the reset (its attempts stay in command_attempts too).
+      ...(resetTo ? { guardRowReset: { ...guard, resetTo } } : { guardState: guard?.state ?? null }),
+    },
+  });
+}
+
+/** Steps 1 to 4, inside the transaction that locks the letter: an outcome, or a message to send. */
+async function planRedrive(
+  tx: Tx,
   deps: RedriveDeps,
   id: number,
   options: RedriveOptions,
+  log: Logger,
+): Promise<RedriveOutcome | PlannedSend> {
+  const letter = await lockDeadLetter(tx, id);
+  if (!letter)
+    return { id, action: 'not_found', dryRun: options.dryRun ?? false, message: `no dead letter ${id}` };
+  const ctx = contextOf(deps, letter, options, log);
+  const refused = refusal(ctx);
+  if (refused) return refused;
+  const found = ctx.identity ? await findGuardState(tx, ctx.identity) : null;
+  const guard = found?.guard ?? null;
+  if (guard && isApplied(guard)) return closeApplied(tx, ctx, guard);
+  const correction = correctedValueOf(deps, ctx, guard);
+  if ('action' in correction) return correction;
+  const { correctedValue } = correction;
+
+  const resetTo = redriveResetTo(guard);
+  const what = `${correctedValue ? 'corrected value' : 'original value'} to ${ctx.topic}`;
+  const message = resetTo ? `send ${what} (guard row ${guard!.state} → ${resetTo})` : `send ${what}`;
+  const guardState = guard?.state ?? null;
+  const outcome: RedriveOutcome = {
+    ...ctx.base,
+    action: 'send',
+    guardState,
+    guardReset: resetTo != null,
+    message,
+  };
+  if (ctx.dryRun) return outcome;
+  if (resetTo && !(await reopenForRedrive(tx, deps, ctx, found!, correctedValue))) {
+    // The consumer moved the row meanwhile: let the operator look again rather than guess.
+    return { ...ctx.base, action: 'skip', guardState, message: 'guard row changed meanwhile: retry' };
+  }
+  await recordRedrive(tx, ctx, { message, correctedValue, guard, resetTo });
+  return {
+    outcome,
+    previousState: letter.state,
+    message: redriveMessage(letter, ctx.topic!, correctedValue ?? letter.value, options.actor),
+  };
+}
+
+/**
+ * Step 5, after the commit: the consumer must find the guard row already reset, or it would take
+ * the redrive for a redelivery of a final command and do nothing. If the send fails, nothing
+ * reached Kafka: the letter goes back to its state so it can be redriven again (a guard row reset
+ * to pending/in_flight is harmless without a message), and the error is thrown.
+ */
+async function sendPlanned(
+  deps: RedriveDeps,
+  id: number,
+  options: RedriveOptions,
+  planned: PlannedSend,
+  log: Logger,
 ): Promise<RedriveOutcome> {
-  const dryRun = options.dryRun ?? false;
-  const log = deps.logger.child({ component: 'redrive', deadLetterId: id, actor: options.actor });
-  const planned = await deps.db.$transaction(
-    async (tx): Promise<RedriveOutcome | PlannedSend> => {
-      const letter = await lockDeadLetter(tx, id);
-      if (!letter) return { id, action: 'not_found', dryRun, message: `no dead letter ${id}` };
-      const topic = redriveTopic(letter, deps.topicPrefix);
-      // The guard row is the one of the letter's identity, never another command's that shares
-      // its id (another source's, another type's).
-      const identity = letterIdentity(letter, deps.topicPrefix);
-      const commandId = identity?.commandId ?? letter.commandId;
-      const base = { id, dryRun, topic: topic ?? undefined, commandId, command: identity };
-
-      if (letter.state !== 'open' && !options.force) {
-        return { ...base, action: 'skip', message: `letter is ${letter.state}, not open` };
-      }
-      if (!topic) {
-        return { ...base, action: 'skip', message: `letter has no ${DLQ_HEADER.originalTopic} header` };
-      }
-
-      if (letter.reason === 'conflicting_duplicate') {
-        // Its identity belongs to another command (other content): sent again it would be refused
-        // again, and a correction keeps the identity. It needs an id of its own from its sender.
-        return {
-          ...base,
-          action: 'skip',
-          message:
-            'a conflicting duplicate cannot be redriven: its identity belongs to another command; ' +
-            'have its sender send it under an id of its own, then discard this letter',
-        };
-      }
-      const found = identity ? await findGuardState(tx, identity) : null;
-      const guard = found?.guard ?? null;
-      const guardIdentity = found?.identity ?? null;
-      if (guard && (APPLIED_STATES as readonly string[]).includes(guard.state)) {
-        const message = `command ${describeIdentity(identity!)} is already ${guard.state}: letter closed, nothing sent`;
-        if (!dryRun) {
-          await resolveDeadLetter(tx, id, {
-            state: 'closed_applied',
-            by: options.actor,
-            resolution: message,
-          });
-          await writeAudit(tx, {
-            actor: options.actor,
-            action: 'close_applied',
-            target: deadLetterTarget(id),
-            reason: options.reason,
-            details: {
-              commandId,
-              commandSource: identity?.source,
-              commandType: identity?.commandType,
-              guardState: guard.state,
-            },
-          });
-          log.info({ commandId, guardState: guard.state }, 'dead letter closed: command already applied');
-        }
-        return { ...base, action: 'close_applied', guardState: guard.state, message };
-      }
-
-      let value = letter.value;
-      let correctedValue: string | null = null;
-      if (options.correction !== undefined) {
-        try {
-          correctedValue = buildCorrectedValue({
-            originalValue: letter.value,
-            originalTopic: letter.originalTopic,
-            commandId,
-            correction: options.correction,
-            topicPrefix: deps.topicPrefix,
-          });
-        } catch (error) {
-          if (error instanceof CorrectionError) {
-            return { ...base, action: 'invalid', guardState: guard?.state ?? null, message: error.message };
-          }
-          throw error;
-        }
-        value = correctedValue;
-      }
-
-      const guardReset = guard != null && (RESETTABLE_STATES as readonly string[]).includes(guard.state);
-      const what = `${correctedValue ? 'corrected value' : 'original value'} to ${topic}`;
-      const resetTo = guardReset ? resetStateFor(guard.state, guard.hasSnapshot) : null;
-      const message = guardReset ? `send ${what} (guard row ${guard.state} → ${resetTo})` : `send ${what}`;
-      if (dryRun) return { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message };
-
-      const corrected = correctedValue
-        ? commandOfValue(correctedValue, letter.originalTopic, deps.topicPrefix)
-        : null;
-      if (
-        guardReset &&
-        guardIdentity &&
-        !(await resetGuardRow(
-          tx,
-          guardIdentity,
-          guard.state,
-          corrected ? { payload: corrected.data as never, targetId: corrected.targetId } : undefined,
-        ))
-      ) {
-        // The consumer moved the row meanwhile: let the operator look again rather than guess.
-        return {
-          ...base,
-          action: 'skip',
-          guardState: guard.state,
-          message: 'guard row changed meanwhile: retry',
-        };
-      }
-      await resolveDeadLetter(tx, id, {
-        state: 'redriven',
-        by: options.actor,
-        resolution: message,
-        ...(correctedValue ? { correctedValue } : {}),
-      });
-      if (correctedValue) {
-        await writeAudit(tx, {
-          actor: options.actor,
-          action: 'correct',
-          target: deadLetterTarget(id),
-          reason: options.reason,
-          details: { original: letter.value, corrected: correctedValue },
-        });
-      }
-      await writeAudit(tx, {
-        actor: options.actor,
-        action: 'redrive',
-        target: deadLetterTarget(id),
-        reason: options.reason,
-        details: {
-          topic,
-          commandId,
-          commandSource: identity?.source,
-          commandType: identity?.commandType,
-          corrected: correctedValue != null,
-          // The guard row as it was before the reset (its attempts stay in command_attempts too).
-          ...(guardReset ? { guardRowReset: { ...guard, resetTo } } : { guardState: guard?.state ?? null }),
-        },
-      });
-      return {
-        outcome: { ...base, action: 'send', guardState: guard?.state ?? null, guardReset, message },
-        previousState: letter.state,
-        message: {
-          topic,
-          key: letter.headers[DLQ_HEADER.originalKey] ?? letter.key,
-          value,
-          headers: redriveHeaders(letter, options.actor, new Date(), value),
-        },
-      };
-    },
-    { timeout: 30_000, maxWait: 10_000 },
-  );
-  if (!('previousState' in planned)) return planned;
-
-  // Sent only after the commit: the consumer must find the guard row already reset, or it would
-  // take the redrive for a redelivery of a final command and do nothing.
   const { outcome, message } = planned;
   try {
-    await deps.producer.send({
+    const producer = typeof deps.producer === 'function' ? await deps.producer() : deps.producer;
+    await producer.send({
       topic: message.topic,
       messages: [{ key: message.key, value: message.value, headers: message.headers }],
     });
   } catch (error) {
-    // Nothing reached Kafka: the letter goes back to its state so it can be redriven again (a
-    // guard row reset to pending/in_flight is harmless without a message).
     await deps.db.$transaction(async (tx) => {
       await resolveDeadLetter(tx, id, {
         state: planned.previousState,
@@ -323,39 +329,21 @@ export async function redriveDeadLetter(
   return outcome;
 }
 
+export async function redriveDeadLetter(
+  deps: RedriveDeps,
+  id: number,
+  options: RedriveOptions,
+): Promise<RedriveOutcome> {
+  const log = deps.logger.child({ component: 'redrive', deadLetterId: id, actor: options.actor });
+  const planned = await deps.db.$transaction((tx) => planRedrive(tx, deps, id, options, log), {
+    timeout: 30_000,
+    maxWait: 10_000,
+  });
+  return 'previousState' in planned ? sendPlanned(deps, id, options, planned, log) : planned;
+}
+
 interface PlannedSend {
   outcome: RedriveOutcome;
   previousState: DeadLetterState;
-  message: { topic: string; key: string | null; value: string; headers: IHeaders };
-}
-
-export interface DiscardOutcome {
-  id: number;
-  action: 'discarded' | 'skip' | 'not_found';
-  message: string;
-}
-
-/** Closes an open letter without redriving it; the reason is required and audited. */
-export async function discardDeadLetter(
-  deps: { db: Db },
-  id: number,
-  options: { actor: string; reason: string },
-): Promise<DiscardOutcome> {
-  const reason = options.reason.trim();
-  if (!reason) throw new AppError(400, 'invalid_request', 'a reason is required to discard a dead letter');
-  return deps.db.$transaction(async (tx) => {
-    const letter = await lockDeadLetter(tx, id);
-    if (!letter) return { id, action: 'not_found', message: `no dead letter ${id}` };
-    if (letter.state !== 'open')
-      return { id, action: 'skip', message: `letter is ${letter.state}, not open` };
-    await resolveDeadLetter(tx, id, { state: 'discarded', by: options.actor, resolution: reason });
-    await writeAudit(tx, {
-      actor: options.actor,
-      action: 'discard',
-      target: deadLetterTarget(id),
-      reason,
-      details: { commandId: letter.commandId, reason: letter.reason, errorCode: letter.errorCode },
-    });
-    return { id, action: 'discarded', message: 'discarded' };
-  });
+  message: RedriveMessage;
 }

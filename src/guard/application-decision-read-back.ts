@@ -1,10 +1,17 @@
 import type { ApplicationDecisionCommand } from '../events/commands.js';
+import { DATE_FILTERS, DECISION_VISIBLE_ON_APPLICATION } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { baseSnapshot, findRecord, sameTime, utcDay, type ReadBackStrategy } from './read-back.js';
 
 /** The status an application reaches when the decision is applied. */
-export const DECISION_TARGET_STATUS = { approve: 'approved', decline: 'declined' } as const;
+export const DECISION_TARGET_STATUS = DECISION_VISIBLE_ON_APPLICATION.targetStatus;
+
+// The names the decision read-back reads, from the assumptions it rests on (the probe checks them).
+const APPLICATIONS = DECISION_VISIBLE_ON_APPLICATION.collection;
+const STATUS = DECISION_VISIBLE_ON_APPLICATION.status;
+const UPDATED_AT = DECISION_VISIBLE_ON_APPLICATION.updatedAt;
+const FROM_DATE = DATE_FILTERS.filter;
 
 /**
  * Applications: a decision moves `status` to approved/declined and `updated_at` to now, so the
@@ -20,28 +27,22 @@ export function applicationDecisionReadBack(
   const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      return baseSnapshot(await findRecord(partner, 'applications', command.application_id, {}, ctx, cache));
+      return baseSnapshot(await findRecord(partner, APPLICATIONS, command.application_id, {}, ctx, cache));
     },
 
     async verdict(command, snapshot, ctx) {
       const from = utcDay(snapshot.taken_at);
-      const now = await findRecord(
-        partner,
-        'applications',
-        command.application_id,
-        { last_updated_from_date: from },
-        ctx,
-      );
+      const now = await findRecord(partner, APPLICATIONS, command.application_id, { [FROM_DATE]: from }, ctx);
       if (now) {
-        if (now.status === DECISION_TARGET_STATUS[command.decision]) return 'applied';
+        if (now[STATUS] === DECISION_TARGET_STATUS[command.decision]) return 'applied';
         // Guard assumption DECISION_VISIBLE_ON_APPLICATION: no status or updated_at, no evidence.
-        if (now.status == null || now.updated_at == null) {
+        if (now[STATUS] == null || now[UPDATED_AT] == null) {
           ctx.missing?.(
-            'the application record carries no status or updated_at (assumption DECISION_VISIBLE_ON_APPLICATION)',
+            `the application record carries no ${STATUS} or ${UPDATED_AT} (assumption DECISION_VISIBLE_ON_APPLICATION)`,
           );
           return 'unknown';
         }
-        if (snapshot.found && sameTime(String(now.updated_at ?? ''), snapshot.updated_at))
+        if (snapshot.found && sameTime(String(now[UPDATED_AT] ?? ''), snapshot.updated_at))
           return 'not_applied';
         return 'unknown';
       }
@@ -62,7 +63,7 @@ export function applicationDecisionReadBack(
           ? partner.approveApplication(command.application_id, body, call)
           : partner.declineApplication(command.application_id, body, call));
       } finally {
-        cache?.wrote('applications', command.application_id);
+        cache?.wrote(APPLICATIONS, command.application_id);
       }
     },
   };

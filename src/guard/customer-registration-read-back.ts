@@ -1,4 +1,5 @@
 import type { CustomerRegistrationCommand } from '../events/commands.js';
+import { CUSTOMERS_NEWEST_FIRST } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { byCreatedAt, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
@@ -45,7 +46,7 @@ export function customerRegistrationReadBack(
 ): ReadBackStrategy<CustomerRegistrationCommand> {
   return {
     async snapshot(command, ctx) {
-      const page = await firstPage(partner, 'customers', ctx);
+      const page = await firstPage(partner, CUSTOMERS_NEWEST_FIRST.collection, ctx);
       const existing = page.items.find((r) => sameEmail(r, command.email)) ?? null;
       return {
         ...baseSnapshot(existing),
@@ -56,7 +57,7 @@ export function customerRegistrationReadBack(
 
     async verdict(command, snapshot, ctx) {
       const marker = (snapshot.marker ?? null) as Marker | null;
-      const walk = await createdSince(partner, 'customers', marker, byCreatedAt, ctx);
+      const walk = await createdSince(partner, CUSTOMERS_NEWEST_FIRST.collection, marker, byCreatedAt, ctx);
       const match = walk.records.find((r) => sameEmail(r, command.email));
       if (match) return sameDetails(match, command) ? 'applied' : 'unknown';
       if (walk.uncertain.some((r) => sameEmail(r, command.email))) {

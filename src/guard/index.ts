@@ -2,14 +2,22 @@ export { guardedWrite, GuardBusyError, GuardInterruptedError } from './guarded-w
 export { createCommandLocks } from './command-lock.js';
 export type { CommandLock, CommandLocks, CommandLocksOptions } from './command-lock.js';
 export type { GuardDeps, GuardInput, GuardOptions, GuardResult } from './guarded-write.js';
-export { createCommandRepository, FINAL_STATES, isFinal, sameContent } from './command-repository.js';
+export {
+  createCommandRepository,
+  FINAL_STATES,
+  isFinal,
+  resetCommandRow,
+  sameContent,
+} from './command-repository.js';
 export type {
   CommandRecord,
   CommandRepository,
+  FailureInput,
   FinalState,
   GuardError,
   GuardState,
 } from './command-repository.js';
+export { APPLIED_STATES, RESETTABLE_STATES, redriveReset } from './guard-machine.js';
 export type { ReadBackStrategy, Snapshot, Verdict } from './read-back.js';
 export { VERDICTS } from './read-back.js';
 export { applicationDecisionReadBack, DECISION_TARGET_STATUS } from './application-decision-read-back.js';

@@ -1,3 +1,4 @@
+import { CUSTOMERS_NEWEST_FIRST } from '../partner/assumptions.js';
 import type { GuardPartner, ListEnvelope } from './partner-port.js';
 import type { ReadContext } from './read-back.js';
 
@@ -38,9 +39,13 @@ export interface Marker {
   tied_complete?: boolean;
 }
 
-/** The list's newest-first query: customers ordered explicitly, the others by their default. */
+/**
+ * The list's newest-first query: customers ordered explicitly, as the assumption the probe checks
+ * says (CUSTOMERS_NEWEST_FIRST); the others by their default.
+ */
 export function newestFirstQuery(resource: CreatedResource): Record<string, string> {
-  return resource === 'customers' ? { order_by: 'created_at', order_direction: 'desc' } : {};
+  const { collection, orderBy, orderDirection } = CUSTOMERS_NEWEST_FIRST;
+  return resource === collection ? { order_by: orderBy, order_direction: orderDirection } : {};
 }
 
 const MAX_PAGES = 1000;

@@ -1,20 +1,32 @@
 import type { RentalPaymentCommand } from '../events/commands.js';
+import { PAYMENT_VISIBLE_ON_ENROLLMENT, REPORT_MOVES_UPDATED_AT } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy } from './read-back.js';
 
+// The names the payment read-back reads, from the assumptions it rests on (the probe checks them).
+const ENROLLMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.collection;
+const PAYMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.field;
+const PAYMENT = PAYMENT_VISIBLE_ON_ENROLLMENT.payment;
+const UPDATED_AT = REPORT_MOVES_UPDATED_AT.field;
+
 function matches(command: RentalPaymentCommand, payment: unknown): boolean {
   const p = (payment ?? {}) as Record<string, unknown>;
   return (
-    p.amount_cents === command.amount_cents &&
-    p.paid_on === command.paid_on &&
-    (p.period ?? null) === (command.period ?? null)
+    p[PAYMENT.amountCents] === command.amount_cents &&
+    p[PAYMENT.paidOn] === command.paid_on &&
+    (p[PAYMENT.period] ?? null) === (command.period ?? null)
   );
 }
 
+/** The payments listed on an enrollment record, or null when it carries no list of them. */
+export function paymentsOn(record: Record<string, unknown> | null | undefined): unknown[] | null {
+  const payments = record?.[PAYMENTS];
+  return Array.isArray(payments) ? payments : null;
+}
+
 function countMatching(command: RentalPaymentCommand, record: Record<string, unknown> | null): number {
-  const payments = record?.rental_payments;
-  return Array.isArray(payments) ? payments.filter((p) => matches(command, p)).length : 0;
+  return (paymentsOn(record) ?? []).filter((p) => matches(command, p)).length;
 }
 
 /**
@@ -31,16 +43,16 @@ export function rentalPaymentReadBack(
   const cache = options.snapshotCache;
   return {
     async snapshot(command, ctx) {
-      const record = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx, cache);
+      const record = await findRecord(partner, ENROLLMENTS, command.enrollment_id, {}, ctx, cache);
       return {
         ...baseSnapshot(record),
         matching_payments: countMatching(command, record),
-        payments_visible: record == null || Array.isArray(record.rental_payments),
+        payments_visible: record == null || paymentsOn(record) !== null,
       };
     },
 
     async verdict(command, snapshot, ctx) {
-      const now = await findRecord(partner, 'enrollments', command.enrollment_id, {}, ctx);
+      const now = await findRecord(partner, ENROLLMENTS, command.enrollment_id, {}, ctx);
       if (!now) {
         if (!snapshot.found) return 'not_applied';
         ctx.missing?.('the enrollment is no longer listed');
@@ -48,23 +60,24 @@ export function rentalPaymentReadBack(
       }
       // Guard assumption PAYMENT_VISIBLE_ON_ENROLLMENT: without the list of payments on the
       // record, "no new payment" is no evidence at all.
-      if (!Array.isArray(now.rental_payments) || snapshot.payments_visible === false) {
+      if (paymentsOn(now) === null || snapshot.payments_visible === false) {
         ctx.missing?.(
-          'the enrollment record carries no rental_payments list, so a reported payment cannot be seen on it (assumption PAYMENT_VISIBLE_ON_ENROLLMENT)',
+          `the enrollment record carries no ${PAYMENTS} list, so a reported payment cannot be seen on it (assumption PAYMENT_VISIBLE_ON_ENROLLMENT)`,
         );
         return 'unknown';
       }
       const before = typeof snapshot.matching_payments === 'number' ? snapshot.matching_payments : 0;
       if (countMatching(command, now) > before) return 'applied';
-      if (now.updated_at == null || snapshot.updated_at == null) {
-        ctx.missing?.('the enrollment record carries no updated_at (assumption REPORT_MOVES_UPDATED_AT)');
+      if (now[UPDATED_AT] == null || snapshot.updated_at == null) {
+        ctx.missing?.(`the enrollment record carries no ${UPDATED_AT} (assumption REPORT_MOVES_UPDATED_AT)`);
         return 'unknown';
       }
-      if (snapshot.found && sameTime(String(now.updated_at), snapshot.updated_at)) return 'not_applied';
+      if (snapshot.found && sameTime(String(now[UPDATED_AT]), snapshot.updated_at)) return 'not_applied';
       return 'unknown';
     },
 
     async write(command, requestId) {
+      // The report's body is REPORT_RENTAL_PAYMENTS_PATH's assumption (ReportRentalPaymentsBody).
       const payment = {
         amount_cents: command.amount_cents,
         paid_on: command.paid_on,
@@ -77,7 +90,7 @@ export function rentalPaymentReadBack(
           { requestId, lane: 'write' },
         );
       } finally {
-        cache?.wrote('enrollments', command.enrollment_id);
+        cache?.wrote(ENROLLMENTS, command.enrollment_id);
       }
     },
   };

@@ -3,39 +3,31 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Request, type Router } from 'express';
 import type { Kafka, Producer } from 'kafkajs';
-import { PRODUCER_CONFIG, type SharedProducer } from '../kafka/shared-producer.js';
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
-import { deadLetterTarget, listAudit } from '../dead-letters/audit-repository.js';
 import {
   auditFiltersSchema,
   deadLetterFiltersSchema,
-  describeIssues,
+  filtersFromQuery,
+  parseFilters,
 } from '../dead-letters/dead-letter-filters.js';
-import {
-  countDeadLetters,
-  getDeadLetter,
-  searchDeadLetters,
-} from '../dead-letters/dead-letter-repository.js';
-import {
-  discardDeadLetter,
-  letterGuardState,
-  redriveDeadLetter,
-  type RedriveOutcome,
-} from '../dead-letters/redrive.js';
+import { createDeadLetterService } from '../dead-letters/dead-letter-service.js';
+import type { RedriveOutcome } from '../dead-letters/redrive.js';
 import { AppError } from '../errors.js';
 import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import { requireOpsToken } from './ops-auth.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
-  /** A connected producer to redrive with; or `kafka`, from which one is made on first use. */
+  /** A connected producer to redrive with (tests); else `sharedProducer`, else one made from `kafka`. */
   producer?: Producer;
   /** The process's one producer (src/app/composition-root.ts), connected on first use. */
   sharedProducer?: SharedProducer;
+  /** Without a producer given: the router makes its own with createSharedProducer, on first redrive. */
   kafka?: Kafka;
   logger: Logger;
   /** OPS_TOKEN; unset: every API call answers 401. */
@@ -96,29 +88,12 @@ const bulkRedriveBody = z.object({
 });
 const discardBody = z.object({ reason: z.string().max(2000).optional() });
 
+/** A JSON object body, through the same parser (and the same 400) as the filters. */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
     throw new AppError(400, 'validation_error', 'the body must be a JSON object');
   }
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
-  return parsed.data;
-}
-
-/**
- * One parser for every list's query string: `snake_case` names to the schema's `camelCase`
- * fields, empty values dropped, and anything the schema refuses (NUL, far dates, a repeated
- * name) a 400 in the envelope.
- */
-function parseQuery<T>(schema: z.ZodType<T>, req: Request): T {
-  const input: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(req.query)) {
-    if (value === '' || value === undefined) continue;
-    input[name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] = value;
-  }
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) throw new AppError(400, 'validation_error', describeIssues(parsed.error));
-  return parsed.data;
+  return parseFilters(schema, (body ?? {}) as Record<string, unknown>);
 }
 
 function statusOf(outcome: RedriveOutcome): number {
@@ -141,20 +116,20 @@ function statusOf(outcome: RedriveOutcome): number {
 export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   const { db, topicPrefix } = options;
   const logger = options.logger.child({ component: 'ops-api' });
-  let ownProducer: Producer | undefined;
-  let connecting: Promise<Producer> | undefined;
-
-  async function producer(): Promise<Producer> {
-    if (options.producer) return options.producer;
-    if (options.sharedProducer) return options.sharedProducer.get();
-    if (!options.kafka) throw new AppError(503, 'unavailable', 'no Kafka producer configured for redrive');
-    connecting ??= (async () => {
-      ownProducer = options.kafka!.producer({ ...PRODUCER_CONFIG });
-      await ownProducer.connect();
-      return ownProducer;
-    })();
-    return connecting;
-  }
+  // The producer a redrive sends with: the one given, the process's, or one from the same factory.
+  const own =
+    options.producer || options.sharedProducer || !options.kafka ? null : createSharedProducer(options.kafka);
+  const letters = createDeadLetterService({
+    db,
+    topicPrefix,
+    logger,
+    async producer() {
+      if (options.producer) return options.producer;
+      const shared = options.sharedProducer ?? own;
+      if (!shared) throw new AppError(503, 'unavailable', 'no Kafka producer configured for redrive');
+      return shared.get();
+    },
+  });
 
   const api = express.Router();
   api.use((req, res, next) => (req.id ? next() : requestId()(req, res, next)));
@@ -176,37 +151,24 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.use(express.json({ limit: '1mb' }));
 
   api.get('/dead-letters', async (req, res) => {
-    const filters = parseQuery(deadLetterFiltersSchema, req);
-    const [items, counts] = await Promise.all([
-      searchDeadLetters(db, filters, topicPrefix),
-      countDeadLetters(db, filters, topicPrefix),
-    ]);
-    res.json({ items, counts });
+    res.json(await letters.list(filtersFromQuery(deadLetterFiltersSchema, req.query)));
   });
 
   api.get('/dead-letters/:id', async (req, res) => {
     const id = parseId(req);
-    const letter = await getDeadLetter(db, id);
-    if (!letter) throw new AppError(404, 'not_found', `no dead letter ${id}`);
-    const guard = await letterGuardState(db, letter, topicPrefix);
-    const audit = await listAudit(db, { target: deadLetterTarget(id) });
-    res.json({ letter, guard, audit });
+    const detail = await letters.show(id);
+    if (!detail) throw new AppError(404, 'not_found', `no dead letter ${id}`);
+    res.json(detail);
   });
 
   // Before `/:id/redrive` so that "redrive" is never read as an id.
   api.post('/dead-letters/redrive', async (req, res) => {
     const body = parseBody(bulkRedriveBody, req.body);
-    const deps = { db, producer: await producer(), topicPrefix, logger };
-    const outcomes: RedriveOutcome[] = [];
-    for (const id of body.ids) {
-      outcomes.push(
-        await redriveDeadLetter(deps, id, {
-          actor: actorOf(req),
-          reason: body.reason ?? null,
-          dryRun: body.dry_run,
-        }),
-      );
-    }
+    const outcomes = await letters.redriveMany(body.ids, {
+      actor: actorOf(req),
+      reason: body.reason ?? null,
+      dryRun: body.dry_run,
+    });
     res.json({ outcomes });
   });
 
@@ -214,32 +176,32 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     const id = parseId(req);
     const body = parseBody(redriveBody, req.body);
     const correction = parseCorrection(body.corrected_value);
-    const outcome = await redriveDeadLetter({ db, producer: await producer(), topicPrefix, logger }, id, {
+    const result = await letters.redrive(id, {
       actor: actorOf(req),
       reason: body.reason ?? null,
       dryRun: body.dry_run,
       force: body.force,
       ...(correction !== undefined ? { correction } : {}),
     });
-    const status = statusOf(outcome);
+    const status = statusOf(result.outcome);
     if (status !== 200) {
       const code = { 404: 'not_found', 422: 'invalid_correction', 409: 'conflict' }[status] ?? 'api_error';
-      throw new AppError(status, code, outcome.message, { extra: { outcome } });
+      throw new AppError(status, code, result.outcome.message, { extra: { outcome: result.outcome } });
     }
-    res.json({ outcome, letter: await getDeadLetter(db, id) });
+    res.json(result);
   });
 
   api.post('/dead-letters/:id/discard', async (req, res) => {
     const id = parseId(req);
     const body = parseBody(discardBody, req.body);
-    const outcome = await discardDeadLetter({ db }, id, { actor: actorOf(req), reason: body.reason ?? '' });
-    if (outcome.action === 'not_found') throw new AppError(404, 'not_found', outcome.message);
-    if (outcome.action === 'skip') throw new AppError(409, 'conflict', outcome.message);
-    res.json({ outcome, letter: await getDeadLetter(db, id) });
+    const result = await letters.discard(id, { actor: actorOf(req), reason: body.reason ?? '' });
+    if (result.outcome.action === 'not_found') throw new AppError(404, 'not_found', result.outcome.message);
+    if (result.outcome.action === 'skip') throw new AppError(409, 'conflict', result.outcome.message);
+    res.json(result);
   });
 
   api.get('/audit', async (req, res) => {
-    res.json({ items: await listAudit(db, parseQuery(auditFiltersSchema, req)) });
+    res.json({ items: await letters.audit(filtersFromQuery(auditFiltersSchema, req.query)) });
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
@@ -270,7 +232,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   router.use('/vendor', createConsoleVendorRouter());
   router.use(express.static(consoleDir(), { index: 'index.html', fallthrough: true }));
   router.close = async () => {
-    await ownProducer?.disconnect();
+    await own?.close();
   };
   return router;
 }

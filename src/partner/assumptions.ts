@@ -97,144 +97,144 @@ export function webhookEventType(singular: string, action: WebhookEventAction): 
  */
 
 /**
- * ASSUMPTION (spec 7.2 shows `503 request_timeout`, "processing time exceeded", but not the
- * bound): the Partner API stops working on a write after at most this long, and a write not
- * applied by then never will be. The guard rests on it (DESIGN.md, "The guarded write"): it
- * concludes "not applied" only from a read made at least this long after its last send, and
- * before that waits and reads again, never writes. Overridden by `PARTNER_MAX_PROCESSING_MS`.
- *
- * If false (a write can land later than this): a read-back made after the bound says
- * "unchanged", the guard writes again and the late write lands too — a double payment.
- * Checked by: `rentbridge probe --write`, step `write.visible_within_bound` (how long a change
- * took to show on its record).
+ * The assumptions the guarded write's proof rests on (DESIGN.md, "What the spec does not show";
+ * decision 033). Each is described once, here: what it says, what breaks if it is false, the probe
+ * step that checks it, and the names the read-back reads (src/guard/*-read-back.ts read them from
+ * here, and so does the probe's check of it, src/probe/checks/<id>.ts, so the probe checks what the
+ * guard uses). Change a name here and both follow.
  */
-export const PARTNER_MAX_PROCESSING_MS_DEFAULT = 30_000;
-
-/**
- * GUARD ASSUMPTION (spec 4.3: the report's body and response are "not shown"; the spec says
- * only that every record carries `updated_at`): a reported payment appears on its enrollment's
- * record, in `rental_payments`, with its `amount_cents`, `paid_on` and `period`. The payment
- * read-back counts matching payments there.
- *
- * If false (payments kept elsewhere): "no new payment on the record" proves nothing. The guard
- * then answers `unknown` (never `not_applied`) and parks the payment as `unverified`, so nothing
- * is paid twice, but every ambiguous payment needs ops. Checked by: `rentbridge probe --write`,
- * step `payment_visible_on_enrollment`.
- */
-export const PAYMENT_VISIBLE_ON_ENROLLMENT = { field: 'rental_payments' } as const;
-
-/**
- * GUARD ASSUMPTION (not shown): reporting a payment moves the enrollment's `updated_at`. The
- * payment read-back reads "`updated_at` unchanged since the baseline" as "not applied".
- *
- * If false while payments are visible: harmless (a landed payment is counted). If false while
- * payments are not visible, an unchanged `updated_at` would say "not applied" after a write
- * that landed: a double payment — which is why a record without `rental_payments` gives
- * `unknown` whatever its `updated_at`. Checked by: `rentbridge probe --write`, step
- * `report_moves_updated_at`.
- */
-export const REPORT_MOVES_UPDATED_AT = true;
-
-/**
- * GUARD ASSUMPTION (spec 4.3 decisions "not shown"; 4.7 date filters): a decision moves the
- * application's `status` to `approved`/`declined` and its `updated_at` to now, and the list's
- * `last_updated_from_date` filter (inclusive, whole UTC days) then finds it. The decision
- * read-back reads the status, and "absent from the list since the baseline's day" as unchanged.
- *
- * If false: a landed decision could read as "not applied" and be sent again (the second one
- * would meet a 409, but a decline after an approve that landed would not). Checked by:
- * `rentbridge probe` step `date_filters` (read-only) and `--write` step
- * `decision_visible_on_application`.
- */
-export const DECISION_VISIBLE_ON_APPLICATION = { status: 'status', updatedAt: 'updated_at' } as const;
-
-/**
- * GUARD ASSUMPTION (spec 4.2, 4.6.3: customers are ordered by `order_by`, default `created_at`
- * descending, "with ties broken by id"; neither the direction of the tie-break nor the precision of
- * `created_at` is shown): the onboarding read-back (src/guard/newest-first.ts, decision 018) finds
- * the customer a registration created by walking the newest-first list down to the first customer
- * strictly older than the snapshot's newest one. It still assumes:
- *
- * - a customer created after another never carries an older `created_at` (the platform's clock
- *   does not step back between serving the snapshot and creating ours, at whatever precision);
- * - the list is sorted by `created_at` (newest first) before anything else, so every customer
- *   created since the snapshot sorts before the first strictly older one;
- * - `created_at` and `id` never change, so a customer's place in the order is fixed;
- * - the snapshot's page 1 holds every customer sharing the newest `created_at` (else a tied
- *   customer with the e-mail can only be "maybe ours": `unknown`);
- * - a customer created shows in the list within PARTNER_MAX_PROCESSING_MS (the processing bound,
- *   as for every write).
- *
- * It no longer assumes a tie direction or a precision: both directions and any precision are
- * sound. A customer or snapshot marker without `created_at` gives `unknown`, never "not applied".
- * If false (the clock steps back, the list is not sorted by created_at, it lags past the bound):
- * the customer ours created can be missed, the read-back says "not applied" and the retry is
- * refused (e-mail taken). The guard then reads again, and the refusal ends `applied` if the
- * customer now shows as created since the snapshot, else `rejected` (the walk's rule again).
- * Checked by: `rentbridge probe --write`, steps `customer order`, `customer tie-break` and
- * `created_at precision`.
- */
-export const CUSTOMERS_NEWEST_FIRST = { orderBy: 'created_at', orderDirection: 'desc' } as const;
+export type GuardAssumptionId =
+  | 'max_processing_time'
+  | 'payment_visible_on_enrollment'
+  | 'report_moves_updated_at'
+  | 'decision_visible_on_application'
+  | 'date_filters'
+  | 'customers_newest_first';
 
 /** One assumption the guarded write's proof rests on, as the probe reports it. */
 export interface GuardAssumption {
-  id:
-    | 'max_processing_time'
-    | 'payment_visible_on_enrollment'
-    | 'report_moves_updated_at'
-    | 'decision_visible_on_application'
-    | 'date_filters'
-    | 'customers_newest_first';
+  id: GuardAssumptionId;
   statement: string;
   breaksIfFalse: string;
   /** The probe step that checks it; `--write` steps need a sandbox environment. */
   probeStep: string;
 }
 
-/** Every assumption the guard relies on (DESIGN.md, "What the spec does not show"). */
+/** Declares a guard assumption with the names its read-back reads (kept literal, readonly). */
+const guardAssumption = <const T extends GuardAssumption>(assumption: T): Readonly<T> => assumption;
+
+/**
+ * Spec 7.2 shows `503 request_timeout` ("processing time exceeded") but not the bound. The guard
+ * concludes "not applied" only from a read made at least this long after its last send, and before
+ * that waits and reads again, never writes. Overridden by `PARTNER_MAX_PROCESSING_MS`.
+ */
+export const MAX_PROCESSING_TIME = guardAssumption({
+  id: 'max_processing_time',
+  statement: 'a write shows on its record within PARTNER_MAX_PROCESSING_MS of being sent, or never',
+  breaksIfFalse: 'a write landing after the bound is sent again: applied twice',
+  probeStep: 'write: time until the decision and the payment show (must be below the bound)',
+  defaultMs: 30_000,
+});
+export const PARTNER_MAX_PROCESSING_MS_DEFAULT = MAX_PROCESSING_TIME.defaultMs;
+
+/**
+ * Spec 4.3: the report's body and response are "not shown"; the spec says only that every record
+ * carries `updated_at`. The payment read-back counts the payments matching the command (amount,
+ * date, period) in `field` of the enrollment; a record without that list gives `unknown`, never
+ * `not_applied`, so nothing is paid twice.
+ */
+export const PAYMENT_VISIBLE_ON_ENROLLMENT = guardAssumption({
+  id: 'payment_visible_on_enrollment',
+  statement:
+    "a reported payment appears in the enrollment record's rental_payments (amount_cents, paid_on, period)",
+  breaksIfFalse:
+    'the payment read-back cannot see a landed payment: every ambiguous payment is parked unverified',
+  probeStep: 'write: report one payment, read the enrollment back',
+  collection: 'enrollments',
+  field: 'rental_payments',
+  payment: { amountCents: 'amount_cents', paidOn: 'paid_on', period: 'period' },
+});
+
+/**
+ * Not shown. The payment read-back reads "`field` unchanged since the baseline" as "not applied".
+ * Harmless if false while payments are visible (a landed payment is counted); with payments not
+ * visible it would be a double payment, which is why a record without the payments list gives
+ * `unknown` whatever its `updated_at`.
+ */
+export const REPORT_MOVES_UPDATED_AT = guardAssumption({
+  id: 'report_moves_updated_at',
+  statement: "a payment report moves the enrollment's updated_at",
+  breaksIfFalse:
+    'with payments invisible too, "unchanged" would read as "not applied": paid twice (the guard answers unknown instead)',
+  probeStep: 'write: report one payment, compare updated_at before and after',
+  collection: 'enrollments',
+  field: 'updated_at',
+});
+
+/**
+ * Spec 4.3: decisions "not shown". The decision read-back reads `status` (the target status of the
+ * decision means applied) and `updatedAt` (unchanged since the snapshot means not applied). If
+ * false, a second decision would meet a 409, but a decline after an approve that landed would not.
+ */
+export const DECISION_VISIBLE_ON_APPLICATION = guardAssumption({
+  id: 'decision_visible_on_application',
+  statement: "a decision moves the application's status and updated_at",
+  breaksIfFalse: 'a landed decision reads as not applied and is sent again',
+  probeStep: "write: decide one application, read it back by the guard's rule",
+  collection: 'applications',
+  status: 'status',
+  updatedAt: 'updated_at',
+  targetStatus: { approve: 'approved', decline: 'declined' },
+});
+
+/**
+ * Spec 4.7 (date filters, inclusive, whole UTC days). The decision read-back lists the
+ * applications with `filter` from the snapshot's day, and reads "absent since the baseline's day"
+ * as unchanged.
+ */
+export const DATE_FILTERS = guardAssumption({
+  id: 'date_filters',
+  statement: 'last_updated_from_date keeps records updated on or after that whole UTC day (spec 4.7)',
+  breaksIfFalse: 'the decision read-back could miss a changed application and call it unchanged',
+  probeStep: 'read: applications list with and without the filter',
+  collection: 'applications',
+  filter: 'last_updated_from_date',
+});
+
+/**
+ * Spec 4.2, 4.6.3: customers are ordered by `order_by`, default `created_at` descending, "with ties
+ * broken by id"; neither the tie direction nor the precision of `created_at` is shown. The
+ * onboarding read-back (src/guard/newest-first.ts, decision 018) walks the newest-first list down to
+ * the first customer strictly older than the snapshot's newest one. It also assumes that
+ * `created_at` and `id` never change, that the snapshot's page 1 holds every customer sharing the
+ * newest `created_at` (else a tied customer with the e-mail is only "maybe ours": `unknown`), and
+ * that a customer created shows in the list within the processing bound. A customer or marker
+ * without `created_at` gives `unknown`, never "not applied".
+ */
+export const CUSTOMERS_NEWEST_FIRST = guardAssumption({
+  id: 'customers_newest_first',
+  statement:
+    'the customer list is newest first by created_at, and a customer created later never shows an older created_at (ties by id in either direction, any precision)',
+  breaksIfFalse:
+    'the registration read-back could stop before the customer a write created and call it not applied (the retry is then refused, and the refusal read back)',
+  probeStep:
+    'write: create two customers within one second, read the list back (also tells tie direction and precision)',
+  collection: 'customers',
+  orderBy: 'created_at',
+  orderDirection: 'desc',
+});
+
+/**
+ * Every assumption the guard relies on, in the order the probe checks them (its rows come out in
+ * this order). The probe has one check per id (src/probe/checks/index.ts; test/probe/checks.test.ts).
+ */
 export const GUARD_ASSUMPTIONS: readonly GuardAssumption[] = [
-  {
-    id: 'max_processing_time',
-    statement: 'a write shows on its record within PARTNER_MAX_PROCESSING_MS of being sent, or never',
-    breaksIfFalse: 'a write landing after the bound is sent again: applied twice',
-    probeStep: 'write: time until the decision and the payment show (must be below the bound)',
-  },
-  {
-    id: 'payment_visible_on_enrollment',
-    statement:
-      "a reported payment appears in the enrollment record's rental_payments (amount_cents, paid_on, period)",
-    breaksIfFalse:
-      'the payment read-back cannot see a landed payment: every ambiguous payment is parked unverified',
-    probeStep: 'write: report one payment, read the enrollment back',
-  },
-  {
-    id: 'report_moves_updated_at',
-    statement: "a payment report moves the enrollment's updated_at",
-    breaksIfFalse:
-      'with payments invisible too, "unchanged" would read as "not applied": paid twice (the guard answers unknown instead)',
-    probeStep: 'write: report one payment, compare updated_at before and after',
-  },
-  {
-    id: 'decision_visible_on_application',
-    statement: "a decision moves the application's status and updated_at",
-    breaksIfFalse: 'a landed decision reads as not applied and is sent again',
-    probeStep: "write: decide one application, read it back by the guard's rule",
-  },
-  {
-    id: 'date_filters',
-    statement: 'last_updated_from_date keeps records updated on or after that whole UTC day (spec 4.7)',
-    breaksIfFalse: 'the decision read-back could miss a changed application and call it unchanged',
-    probeStep: 'read: applications list with and without the filter',
-  },
-  {
-    id: 'customers_newest_first',
-    statement:
-      'the customer list is newest first by created_at, and a customer created later never shows an older created_at (ties by id in either direction, any precision)',
-    breaksIfFalse:
-      'the registration read-back could stop before the customer a write created and call it not applied (the retry is then refused, and the refusal read back)',
-    probeStep:
-      'write: create two customers within one second, read the list back (also tells tie direction and precision)',
-  },
+  DATE_FILTERS,
+  DECISION_VISIBLE_ON_APPLICATION,
+  PAYMENT_VISIBLE_ON_ENROLLMENT,
+  REPORT_MOVES_UPDATED_AT,
+  MAX_PROCESSING_TIME,
+  CUSTOMERS_NEWEST_FIRST,
 ];
 
 /**

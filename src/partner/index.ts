@@ -8,6 +8,7 @@ export * from './request-ids.js';
 export * from './resources.js';
 export * from './retry-policy.js';
 export * from './schemas.js';
+export { pauseEnd, type ThrottledAnswer } from './throttle.js';
 export type { CallOptions, PartnerResponse } from './transport.js';
 export { parseRetryAfter, toApiError } from './transport.js';
 export type { TokenManager } from './token-manager.js';

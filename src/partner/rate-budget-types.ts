@@ -7,7 +7,7 @@ export const LANE_RANK: Record<Lane, number> = { write: 0, readback: 1, poll: 2 
 export interface RateBudget {
   /** Waits for a slot in the rolling one-minute window, behind every higher lane that waits. */
   acquire(lane: Lane, signal?: AbortSignal): Promise<void>;
-  /** After a 429: no process takes a slot before `until`. */
+  /** After a 429: no process takes a slot before `until`. Called by the one handler of a 429 only (throttle.ts). */
   pauseUntil(until: Date): Promise<void>;
   /** The API reported `remaining` requests left in its window (another system may share the IP). */
   learn(remaining: number, resetAt: Date): Promise<void>;

@@ -217,7 +217,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
         INSERT INTO rate_budget_state (budget, paused_until, updated_at) VALUES (${name}, ${until}, clock_timestamp())
         ON CONFLICT (budget) DO UPDATE
         SET paused_until = GREATEST(rate_budget_state.paused_until, EXCLUDED.paused_until), updated_at = clock_timestamp()`;
-      log.warn({ pausedUntil: until.toISOString() }, 'rate budget paused after a 429');
+      // Logged (and counted) once, by the one handler of a 429 (src/partner/throttle.ts).
+      log.debug({ pausedUntil: until.toISOString() }, 'rate budget paused after a 429');
     },
 
     async learn(remaining, resetAt) {

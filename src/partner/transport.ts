@@ -15,6 +15,7 @@ import { MAX_ATTEMPTS, backoffMs, retryFor } from './retry-policy.js';
 import { errorEnvelopeSchema } from './schemas.js';
 import type { TokenManager } from './token-manager.js';
 import { tracePartnerCall } from '../telemetry/telemetry.js';
+import { onThrottled } from './throttle.js';
 
 /** Options of one call. */
 export interface CallOptions {
@@ -163,10 +164,7 @@ export function createTransport(deps: TransportDeps): Transport {
     for (let attempt = 1; ; attempt++) {
       if (deps.budget) await deps.budget.acquire(lane, opts.signal);
       const token = spec.authenticated === false ? undefined : await deps.tokens?.current();
-      const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': requestId };
-      if (token !== undefined) headers.authorization = `Bearer ${token}`;
-      if (deps.enhancedSecurity) headers['x-access-token'] = deps.accessKey;
-      if (spec.body !== undefined) headers['content-type'] = 'application/json';
+      const headers = requestHeaders(deps, spec, requestId, token);
       const url = `${base}${spec.path}${spec.query && spec.query.size > 0 ? `?${spec.query.toString()}` : ''}`;
 
       const timeout = AbortSignal.timeout(timeoutMs);
@@ -201,7 +199,7 @@ export function createTransport(deps: TransportDeps): Transport {
           endpoint,
           sentRequestId: requestId,
         });
-        if (res.status === 429) await onThrottled(error);
+        if (res.status === 429) await onThrottled(error, { budget: deps.budget, log });
         const decision = retryFor(error.status, error.code);
         if (decision === 'renew_token' && spec.authenticated !== false && !renewed) {
           renewed = true;
@@ -255,19 +253,6 @@ export function createTransport(deps: TransportDeps): Transport {
       await wait(delay, opts.signal);
     }
 
-    async function onThrottled(error: PartnerApiError): Promise<void> {
-      metrics.throttled.inc();
-      const until =
-        error.retryAfterSeconds !== undefined
-          ? new Date(Date.now() + error.retryAfterSeconds * 1000)
-          : (error.rateLimitReset ?? new Date(Date.now() + 1000));
-      log.warn(
-        { partnerRequestId: error.requestId, pausedUntil: until.toISOString() },
-        'partner api throttled',
-      );
-      if (deps.budget) await deps.budget.pauseUntil(until);
-    }
-
     async function learnFromHeaders(res: Response): Promise<void> {
       // A 429 says remaining 0 by definition (spec 8): the pause covers it, and learning from it
       // would fill the window for a whole minute.
@@ -279,6 +264,20 @@ export function createTransport(deps: TransportDeps): Transport {
       if (Number.isInteger(value) && value >= 0) await deps.budget.learn(value, reset);
     }
   };
+}
+
+/** Token, request id and (enhanced security) `X-Access-Token` of one attempt. */
+function requestHeaders(
+  deps: Pick<TransportDeps, 'enhancedSecurity' | 'accessKey'>,
+  spec: CallSpec<unknown>,
+  requestId: string,
+  token: string | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': requestId };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  if (deps.enhancedSecurity) headers['x-access-token'] = deps.accessKey;
+  if (spec.body !== undefined) headers['content-type'] = 'application/json';
+  return headers;
 }
 
 function parseBody<T>(spec: CallSpec<T>, text: string, requestId: string): T {

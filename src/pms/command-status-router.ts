@@ -1,6 +1,6 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { toOutcome } from '../commands/command-runner.js';
+import { toOutcome } from '../command-consumer/outcome-events.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { COMMAND_KINDS, OUTCOME_STATUSES, type CommandKind } from '../events/outcomes.js';

@@ -1,15 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import { COMMAND_TYPES, registrationKey } from '../events/commands.js';
+import { commandIdOf, targetIdOf } from '../commands/command-type.js';
+import { commandTypeOfPmsEvent, pmsEventSchemaOf } from '../commands/command-types.js';
 import { parsePartnerEventType, partnerWebhookSchema } from '../events/partner-events.js';
-import {
-  PMS_EVENT_TYPES,
-  applicationDecidedEventSchema,
-  customerRegistrationRequestedEventSchema,
-  enrollmentRequestedEventSchema,
-  rentPaymentReceivedEventSchema,
-  webhookEnvelopeSchema,
-} from '../events/pms-events.js';
+import { webhookEnvelopeSchema } from '../events/pms-events.js';
 import { UNROUTED_TYPE, type UnroutedEvent } from '../events/unrouted.js';
 import { AppError } from '../errors.js';
 import { TOPICS } from '../kafka/topics.js';
@@ -110,74 +104,31 @@ function unrouted(d: Delivery, type: string): IngestItem {
   };
 }
 
+/**
+ * A PMS webhook: the command its type carries (the command-type table's row for it), on the row's
+ * topic, keyed by its target; an unknown type goes to inbound.unrouted.
+ */
 export function routePmsEvent(d: Delivery): IngestItem {
   const { type } = parse(webhookEnvelopeSchema, d.body);
-  const base = { kind: 'message' as const, source: d.source, webhookId: d.webhookId, eventType: type };
-  if (type === PMS_EVENT_TYPES.rentPaymentReceived) {
-    const { data } = parse(rentPaymentReceivedEventSchema, d.body);
-    return {
-      ...base,
-      message: {
-        eventId: randomUUID(),
-        topic: TOPICS.rentalPayments,
-        key: data.enrollment_id,
-        type: COMMAND_TYPES.rentalPayment,
-        source: d.path,
-        subject: data.payment_id,
-        data,
-        headers: headersOf(d),
-      },
-    };
-  }
-  if (type === PMS_EVENT_TYPES.applicationDecided) {
-    const { data } = parse(applicationDecidedEventSchema, d.body);
-    return {
-      ...base,
-      message: {
-        eventId: randomUUID(),
-        topic: TOPICS.applicationDecisions,
-        key: data.application_id,
-        type: COMMAND_TYPES.applicationDecision,
-        source: d.path,
-        subject: data.decision_id,
-        data,
-        headers: headersOf(d),
-      },
-    };
-  }
-  if (type === PMS_EVENT_TYPES.customerRegistrationRequested) {
-    const { data } = parse(customerRegistrationRequestedEventSchema, d.body);
-    return {
-      ...base,
-      message: {
-        eventId: randomUUID(),
-        topic: TOPICS.customerRegistrations,
-        key: registrationKey(data),
-        type: COMMAND_TYPES.customerRegistration,
-        source: d.path,
-        subject: data.registration_id,
-        data,
-        headers: headersOf(d),
-      },
-    };
-  }
-  if (type === PMS_EVENT_TYPES.enrollmentRequested) {
-    const { data } = parse(enrollmentRequestedEventSchema, d.body);
-    return {
-      ...base,
-      message: {
-        eventId: randomUUID(),
-        topic: TOPICS.enrollments,
-        key: data.customer_id,
-        type: COMMAND_TYPES.enrollment,
-        source: d.path,
-        subject: data.enrollment_request_id,
-        data,
-        headers: headersOf(d),
-      },
-    };
-  }
-  return unrouted(d, type);
+  const commandType = commandTypeOfPmsEvent(type);
+  if (!commandType) return unrouted(d, type);
+  const { data } = parse(pmsEventSchemaOf(commandType), d.body);
+  return {
+    kind: 'message',
+    source: d.source,
+    webhookId: d.webhookId,
+    eventType: type,
+    message: {
+      eventId: randomUUID(),
+      topic: commandType.topic,
+      key: targetIdOf(commandType, data),
+      type: commandType.eventType,
+      source: d.path,
+      subject: commandIdOf(commandType, data),
+      data: data as never,
+      headers: headersOf(d),
+    },
+  };
 }
 
 export function routePartnerEvent(d: Delivery): IngestItem {

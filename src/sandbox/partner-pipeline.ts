@@ -108,6 +108,65 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
+/** Spec 8: a rolling window per source IP; issue_access_token has its own. Throws the 429. */
+function rateLimit(state: SandboxState, req: Request, res: Response, route: Route | undefined): void {
+  const { config } = state;
+  const limit =
+    route?.bucket === 'issue_token' ? config.issue_token_rate_limit_per_minute : config.rate_limit_per_minute;
+  if (limit === null) return;
+  const ip = req.socket.remoteAddress ?? 'unknown';
+  const decision = state.limiter.take(
+    route?.bucket ?? 'default',
+    ip,
+    limit,
+    config.rate_limit_window_seconds * 1000,
+  );
+  res.setHeader('X-RateLimit-Limit', String(decision.limit));
+  res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
+  res.setHeader('X-RateLimit-Reset', String(decision.resetAt));
+  if (!decision.allowed) {
+    res.setHeader('Retry-After', String(decision.retryAfter));
+    throw new SandboxError(429, 'rate_limited', 'too many requests: the rate limit was exceeded');
+  }
+}
+
+/** The bearer token; enhanced security's X-Access-Token (spec 5.5); read-only keys never write. */
+async function authenticate(state: SandboxState, req: Request, route: Route) {
+  const key = await state.keys.verify(req.header('authorization'));
+  // Spec 5.5: enhanced security mode asks for the access key again, in X-Access-Token.
+  if (state.config.enhanced_security && req.header('x-access-token') !== key.access_key)
+    throw new SandboxError(401, 'unauthenticated', 'X-Access-Token must carry the access key');
+  if (route.write && key.read_only) throw new SandboxError(403, 'forbidden', 'this key is read-only');
+  return key;
+}
+
+/**
+ * The platform's processing bound (spec 7.2, DESIGN.md's assumption): a request still unfinished
+ * at max_processing_ms is abandoned, answered 503 and never applied; a shorter delay applies it
+ * when the delay ends, whether or not the client still waits.
+ */
+async function delay(state: SandboxState, ms: number): Promise<void> {
+  const bound = state.config.max_processing_ms;
+  if (ms >= bound) {
+    await sleep(bound);
+    throw new SandboxError(503, 'request_timeout', 'processing time exceeded');
+  }
+  await sleep(ms);
+}
+
+/** A handler's own SandboxError, or a 500 api_error (with an id and signature) for a bug. */
+function asSandboxError(thrown: unknown, logger: Logger, requestId: string, path: string): SandboxError {
+  if (thrown instanceof SandboxError) return thrown;
+  logger.error({ err: thrown, requestId, path }, 'sandbox handler failed');
+  const signature = createHash('sha256')
+    .update(String((thrown as Error)?.message))
+    .digest('hex')
+    .slice(0, 24);
+  return new SandboxError(500, 'api_error', 'internal error', {
+    extra: { error_id: errorId(), error_signature: `sig_${signature}` },
+  });
+}
+
 /**
  * The Partner API of the sandbox: one pipeline for every endpoint, so that rate limits,
  * authentication, faults and the ledger treat all of them alike. Order: route (404/405) →
@@ -137,28 +196,7 @@ export function partnerPipeline(state: SandboxState, logger: Logger, hanging: Se
     };
 
     try {
-      // Spec 8: a rolling window per source IP; issue_access_token has its own.
-      const { config } = state;
-      const limit =
-        route?.bucket === 'issue_token'
-          ? config.issue_token_rate_limit_per_minute
-          : config.rate_limit_per_minute;
-      if (limit !== null) {
-        const ip = req.socket.remoteAddress ?? 'unknown';
-        const decision = state.limiter.take(
-          route?.bucket ?? 'default',
-          ip,
-          limit,
-          config.rate_limit_window_seconds * 1000,
-        );
-        res.setHeader('X-RateLimit-Limit', String(decision.limit));
-        res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
-        res.setHeader('X-RateLimit-Reset', String(decision.resetAt));
-        if (!decision.allowed) {
-          res.setHeader('Retry-After', String(decision.retryAfter));
-          throw new SandboxError(429, 'rate_limited', 'too many requests: the rate limit was exceeded');
-        }
-      }
+      rateLimit(state, req, res, route);
       if (!match || !route) {
         if (allowed.length > 0) {
           res.setHeader('Allow', allowed.join(', '));
@@ -168,27 +206,10 @@ export function partnerPipeline(state: SandboxState, logger: Logger, hanging: Se
       }
       if (req.method !== 'GET') body = parseBody(req);
 
-      let key;
-      if (route.auth) {
-        key = await state.keys.verify(req.header('authorization'));
-        // Spec 5.5: enhanced security mode asks for the access key again, in X-Access-Token.
-        if (state.config.enhanced_security && req.header('x-access-token') !== key.access_key)
-          throw new SandboxError(401, 'unauthenticated', 'X-Access-Token must carry the access key');
-        if (route.write && key.read_only) throw new SandboxError(403, 'forbidden', 'this key is read-only');
-      }
+      const key = route.auth ? await authenticate(state, req, route) : undefined;
 
       const fault = state.faults.take(req.method, path);
-      if (fault?.kind === 'delay') {
-        // The platform's processing bound (spec 7.2, DESIGN.md's assumption): a request still
-        // unfinished at max_processing_ms is abandoned, answered 503 and never applied; a
-        // shorter delay applies it when the delay ends, whether or not the client still waits.
-        const bound = state.config.max_processing_ms;
-        if (fault.delay_ms >= bound) {
-          await sleep(bound);
-          throw new SandboxError(503, 'request_timeout', 'processing time exceeded');
-        }
-        await sleep(fault.delay_ms);
-      }
+      if (fault?.kind === 'delay') await delay(state, fault.delay_ms);
       if (fault?.kind === 'error') throw faultError(fault);
 
       const result: RouteResult = await route.handle({
@@ -217,19 +238,7 @@ export function partnerPipeline(state: SandboxState, logger: Logger, hanging: Se
       ledger(applied, result.status);
       res.status(result.status).json(result.body);
     } catch (thrown) {
-      let error: SandboxError;
-      if (thrown instanceof SandboxError) {
-        error = thrown;
-      } else {
-        logger.error({ err: thrown, requestId, path }, 'sandbox handler failed');
-        const signature = createHash('sha256')
-          .update(String((thrown as Error)?.message))
-          .digest('hex')
-          .slice(0, 24);
-        error = new SandboxError(500, 'api_error', 'internal error', {
-          extra: { error_id: errorId(), error_signature: `sig_${signature}` },
-        });
-      }
+      const error = asSandboxError(thrown, logger, requestId, path);
       ledger(false, error.status);
       sendError(res, requestId, error);
     }

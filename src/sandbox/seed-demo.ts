@@ -1,4 +1,4 @@
-import type { RecordStore } from './record-store.js';
+import type { RecordStore, SandboxRecord } from './record-store.js';
 
 /** mulberry32: a tiny seeded PRNG, so the demo data set is the same on every start. */
 function prng(seed: number): () => number {
@@ -74,7 +74,19 @@ export const DEMO_COUNTS = {
  * scoped keys have something to see.
  */
 export function seedDemo(store: RecordStore): void {
-  const random = prng(20_260_101);
+  const g = demoRandom(20_260_101);
+  const { properties, units } = seedPlaces(store, g);
+  const { customers, applications } = seedPeople(store, g, units);
+  seedActivity(store, g, { properties, units, customers, applications });
+  seedAccounts(store, g, customers);
+}
+
+type Seeded = SandboxRecord;
+type DemoRandom = ReturnType<typeof demoRandom>;
+
+/** The seeded draws every part takes from, in one order (the data set depends on it). */
+function demoRandom(seed: number) {
+  const random = prng(seed);
   const int = (n: number) => Math.floor(random() * n);
   const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
   const at = (maxDaysAgo = 180) => new Date(ANCHOR - int(maxDaysAgo * DAY_MS)).toISOString();
@@ -84,7 +96,11 @@ export function seedDemo(store: RecordStore): void {
     return { created_at: created, updated_at: updated };
   };
   const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+  return { random, int, pick, at, stamps, pad };
+}
 
+/** Properties and their units. */
+function seedPlaces(store: RecordStore, { int, pick, stamps, pad }: DemoRandom) {
   const properties = Array.from({ length: DEMO_COUNTS.properties }, (_, i) =>
     store.collection('properties').insert({
       name: `${pick(STREETS)} ${pick(['Court', 'Gardens', 'Commons', 'Lofts'])} ${i + 1}`,
@@ -108,6 +124,11 @@ export function seedDemo(store: RecordStore): void {
     });
   });
 
+  return { properties, units };
+}
+
+/** Customers, their enrollments (with payments) and applications. */
+function seedPeople(store: RecordStore, { random, int, pick, stamps, pad }: DemoRandom, units: Seeded[]) {
   const customers = Array.from({ length: DEMO_COUNTS.customers }, (_, i) => {
     const unit = pick(units);
     const first = pick(FIRST);
@@ -159,6 +180,16 @@ export function seedDemo(store: RecordStore): void {
     });
   });
 
+  return { customers, applications };
+}
+
+/** Activity logs, listings, leads, roles, users and magic links. */
+function seedActivity(
+  store: RecordStore,
+  { int, pick, at, stamps, pad }: DemoRandom,
+  seeded: { properties: Seeded[]; units: Seeded[]; customers: Seeded[]; applications: Seeded[] },
+) {
+  const { properties, units, customers, applications } = seeded;
   for (let i = 0; i < DEMO_COUNTS.application_activity_logs; i++) {
     const application = pick(applications);
     const t = at();
@@ -221,7 +252,10 @@ export function seedDemo(store: RecordStore): void {
       ...stamps(),
     });
   }
+}
 
+/** Bank accounts, billing and customer issues. */
+function seedAccounts(store: RecordStore, { int, pick, stamps, pad }: DemoRandom, customers: Seeded[]) {
   for (let i = 0; i < DEMO_COUNTS.bank_accounts; i++) {
     store.collection('bank_accounts').insert({
       bank_name: pick(['First Demo Bank', 'Sandbox Credit Union', 'Example Savings']),

@@ -1,4 +1,5 @@
-import { COMMAND_TOPICS, TOPICS } from '../kafka/topics.js';
+import { COMMAND_TYPE_TABLE, commandTypeOfKind } from '../commands/command-types.js';
+import { TOPICS } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
 import type { CommandKind } from '../events/outcomes.js';
 import { identityKey, type AttemptRow, type TraceRows } from './trace-rows.js';
@@ -44,18 +45,12 @@ export interface Timeline {
 
 export const iso = (d: Date) => d.toISOString();
 
+/** The command topics (logical names): one per row of the command-type table. */
+export const COMMAND_TOPIC_NAMES: readonly string[] = COMMAND_TYPE_TABLE.map((type) => type.topic);
+
 /** The outcome topic a command's final state is published on (not kept in PostgreSQL). */
 export function outcomeTopicOf(commandType: string): string {
-  switch (commandType) {
-    case 'rental_payment':
-      return TOPICS.rentalPaymentOutcomes;
-    case 'customer_registration':
-      return TOPICS.customerRegistrationOutcomes;
-    case 'enrollment':
-      return TOPICS.enrollmentOutcomes;
-    default:
-      return TOPICS.applicationDecisionOutcomes;
-  }
+  return commandTypeOfKind(commandType)?.outcomeTopic ?? TOPICS.applicationDecisionOutcomes;
 }
 
 export const named = (c: { source: string; commandType: string; commandId: string }) =>
@@ -166,7 +161,7 @@ export function outboxSteps(t: Timeline, rows: TraceRows): void {
 /** Commands taken by the guard (or published and not yet consumed), and every guard step. */
 export function commandSteps(t: Timeline, rows: TraceRows): void {
   const { logical } = t;
-  const commandTopics = new Set<string>(COMMAND_TOPICS);
+  const commandTopics = new Set<string>(COMMAND_TOPIC_NAMES);
   const commandKeys = new Set(rows.commands.map((c) => `${c.source}\u001f${c.commandId}`));
   for (const o of rows.outbox.filter((x) => commandTopics.has(x.topic) && x.publishedAt)) {
     const source = commandSourceOf(o.source);

@@ -1,5 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import { COMMAND_TOPICS, logicalTopic } from '../kafka/topics.js';
+import { logicalTopic } from '../kafka/topics.js';
 import { escapeId } from '../events/command-identity.js';
 import {
   identityKey,
@@ -9,6 +9,7 @@ import {
   type TraceScope,
 } from './trace-repository.js';
 import {
+  COMMAND_TOPIC_NAMES,
   STAGE_ORDER,
   commandSteps,
   letterSteps,
@@ -26,8 +27,8 @@ export type { TraceStage, TraceStep } from './trace-steps.js';
 /**
  * `rentbridge trace <id>` and the console's trace view: the life of one event as a timeline, from
  * what PostgreSQL holds, and where that trail ends. Any id works: webhook id, CloudEvent id,
- * command id (decision_id, payment_id), Partner request id (`<commandId>.a<n>`), record id,
- * dead-letter id.
+ * command id (the field its type declares, src/commands/command-types.ts), Partner request id
+ * (`<commandId>.a<n>`), record id, dead-letter id.
  */
 
 /** A command an id names, when it names several (`trace 42` with acme's decision 42 and payment 42). */
@@ -112,7 +113,7 @@ export async function traceId(db: Db, id: string, options: TraceOptions): Promis
     ...(options.commandType !== undefined && { commandType: options.commandType }),
   };
   // The outbox keeps logical topic names; the relay adds KAFKA_TOPIC_PREFIX when it publishes.
-  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPICS], scope, options.as);
+  const rows = await readTraceRows(db, trimmed, [...COMMAND_TOPIC_NAMES], scope, options.as);
   // A command's own id names it alone only when one command has it: else list them.
   const own = new Map(rows.commands.filter((c) => c.commandId === trimmed).map((c) => [identityKey(c), c]));
   if (own.size > 1) {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/commands/application-decisions.js';
-import type { CommandConsumer } from '../../src/commands/command-runner.js';
+import type { CommandConsumer } from '../../src/command-consumer/command-consumer.js';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.js';
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/commands/application-decisions.js';
-import type { CommandConsumer } from '../../src/commands/command-runner.js';
+import type { CommandConsumer } from '../../src/command-consumer/command-consumer.js';
 import { TEST_MAX_PROCESSING_MS, createHarness, uid, type Harness } from './support/harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;

@@ -1,5 +1,5 @@
 import { vi } from 'vitest';
-import type { CommandSpec } from '../../src/commands/command-runner.js';
+import type { CommandType } from '../../src/commands/command-type.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { createHarness, logger, type Harness } from '../consumers/support/harness.js';
 
@@ -11,7 +11,7 @@ export interface RedriveHarness {
   close(): Promise<void>;
 }
 
-export async function createRedriveHarness<C>(spec: CommandSpec<C>): Promise<RedriveHarness> {
+export async function createRedriveHarness<C>(spec: CommandType<C>): Promise<RedriveHarness> {
   const h = await createHarness();
   await h.startConsumer(spec);
   const indexer = createDeadLetterIndexer({

@@ -111,7 +111,7 @@ function simulate(h: History, limits: MachineLimits, worldBoundMs: number): Run 
         now = Math.max(now, a.notBefore);
         const verdict = landedBy(now) > (baseline ?? 0) ? 'applied' : 'not_applied';
         d = decide(d.state, { type: 'read', at: now, verdict }, limits);
-      } else {
+      } else if (a.type === 'write') {
         if (a.pending) row.state = 'pending';
         now += a.waitMs;
         if (dies()) return null;
@@ -138,6 +138,8 @@ function simulate(h: History, limits: MachineLimits, worldBoundMs: number): Run 
         // The owner may die with the write on its way: no answer is recorded.
         if (dies()) return null;
         d = decide(d.state, { type: 'answered', at: now, failure }, limits);
+      } else {
+        throw new Error(`unexpected action ${a.type}`);
       }
     }
     throw new Error('the guard did not finish within 500 actions');

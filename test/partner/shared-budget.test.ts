@@ -77,12 +77,23 @@ describe('shared rate budget', () => {
         code: 'rate_limited',
         times: 1,
       });
-      const budget = createRateBudget({ db: database.db, limitPerMinute: 100, logger, name: 'throttled' });
+      // Every warning of the client and the budget: one 429 is told once (src/partner/throttle.ts).
+      const lines: Array<{ level: string; msg: string; pausedUntil?: string }> = [];
+      const seen = createLogger(
+        { level: 'warn' },
+        { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+      );
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 100,
+        logger: seen,
+        name: 'throttled',
+      });
       const client = createPartnerClient({
         baseUrl: sandbox.url,
         accessKey: 'sandbox-access-key',
         secretKey: 'sandbox-secret-key',
-        logger,
+        logger: seen,
         budget,
       });
       const before = (await metrics.throttled.get()).values[0]?.value ?? 0;
@@ -93,6 +104,9 @@ describe('shared rate budget', () => {
         `SELECT paused_until FROM rate_budget_state WHERE budget = 'throttled'`,
       );
       expect(rows[0]?.paused_until).toBeInstanceOf(Date);
+      const told = lines.filter((l) => /429|throttled/.test(l.msg));
+      expect(told.map((l) => l.msg)).toEqual(['partner api throttled']);
+      expect(Date.parse(told[0]!.pausedUntil!)).toBe(rows[0]!.paused_until!.getTime());
     });
   });
 

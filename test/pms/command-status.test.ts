@@ -6,7 +6,7 @@ import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toOutcome } from '../../src/commands/command-runner.js';
+import { toOutcome } from '../../src/command-consumer/outcome-events.js';
 import { commandOutcomeSchema } from '../../src/events/outcomes.js';
 import type { CommandIdentity } from '../../src/events/command-identity.js';
 import { createCommandRepository } from '../../src/guard/command-repository.js';

@@ -1,6 +1,6 @@
 // One dead letter in the side panel: summary, Partner error, guard state, value, headers, history.
 import { $, el, fmtTime, pretty, showText } from './dom.js';
-import { partnerErrorOf, renderPartnerError } from './partner-error.js';
+import { renderPartnerError } from './partner-error.js';
 import { api } from './session.js';
 import { traceLink } from './trace.js';
 
@@ -122,7 +122,7 @@ export async function openLetter(id) {
   for (const tr of $('letters-table').querySelectorAll('tbody tr')) {
     tr.classList.toggle('selected', Number(tr.dataset.id) === id);
   }
-  const { letter, guard, audit } = await api(`dead-letters/${id}`);
+  const { letter, guard, audit, partnerError } = await api(`dead-letters/${id}`);
   $('detail').hidden = false;
   $('detail-title').textContent = `Dead letter #${letter.id}`;
   const state = $('detail-state');
@@ -130,7 +130,7 @@ export async function openLetter(id) {
   state.className = `badge ${letter.state}`;
   renderSummary(letter);
   renderGuard(guard);
-  renderPartnerError(partnerErrorOf(letter, guard));
+  renderPartnerError(partnerError);
   $('detail-trace').onclick = () => traceLink(letter.commandId || String(letter.id));
   renderContent(letter, audit);
   resetActions(letter);

@@ -1,24 +1,6 @@
-// The Partner API's whole error for a dead letter, shown field by field.
+// The Partner API's whole error for a dead letter, shown field by field. The API reads it (the
+// letter's `dlq-error` header, else the guard row's last error) and sends it as `partnerError`.
 import { $, el } from './dom.js';
-
-/**
- * The Partner API's whole error for a letter: the indexed letter's `error` object when the indexer
- * keeps it, else the `dlq-error` header (JSON), else the guard row's last error.
- */
-export function partnerErrorOf(letter, guard) {
-  if (letter.error && typeof letter.error === 'object') return letter.error;
-  const header = letter.headers && letter.headers['dlq-error'];
-  if (header) {
-    try {
-      const parsed = JSON.parse(header);
-      if (parsed && typeof parsed === 'object') return parsed;
-    } catch {
-      // not JSON: fall through to the guard's copy
-    }
-  }
-  if (guard && guard.lastError && typeof guard.lastError === 'object') return guard.lastError;
-  return null;
-}
 
 const ERROR_FIELDS = [
   ['code', 'Code'],

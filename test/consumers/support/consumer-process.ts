@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { applicationDecisions } from '../../../src/commands/application-decisions.js';
-import { createCommandConsumer } from '../../../src/commands/command-runner.js';
+import { createCommandConsumer } from '../../../src/command-consumer/command-consumer.js';
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';
 import { createPartnerClient } from '../../../src/partner/index.js';

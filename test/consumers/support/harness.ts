@@ -4,8 +4,8 @@ import {
   createCommandConsumer,
   type CommandConsumer,
   type CommandConsumerDeps,
-  type CommandSpec,
-} from '../../../src/commands/command-runner.js';
+} from '../../../src/command-consumer/command-consumer.js';
+import type { CommandType } from '../../../src/commands/command-type.js';
 import { COMMAND_TYPES } from '../../../src/events/commands.js';
 import { toCloudEvent } from '../../../src/events/cloudevent.js';
 import type { CommandOutcome } from '../../../src/events/outcomes.js';
@@ -65,7 +65,7 @@ export interface Harness {
   partner: PartnerClient;
   producer: Producer;
   received: Collector;
-  startConsumer<C>(spec: CommandSpec<C>, overrides?: Partial<CommandConsumerDeps>): Promise<CommandConsumer>;
+  startConsumer<C>(spec: CommandType<C>, overrides?: Partial<CommandConsumerDeps>): Promise<CommandConsumer>;
   publish(
     logical: string,
     key: string,

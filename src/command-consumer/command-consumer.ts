@@ -1,0 +1,197 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { AnyCommandType } from '../commands/command-type.js';
+import type { Db } from '../db/prisma.js';
+import { DEAD_LETTER_REASONS } from '../dead-letters/dead-letter-headers.js';
+import { PARTNER_ERROR_CODES } from '../events/outcomes.js';
+import {
+  createCommandLocks,
+  createCommandRepository,
+  createSnapshotPageCache,
+  createThrottleGate,
+  FINAL_STATES,
+  VERDICTS,
+  type GuardOptions,
+  type GuardPartner,
+  type ReadBackStrategy,
+} from '../guard/index.js';
+import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
+import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
+import type { Logger } from '../logger.js';
+import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
+import type { SourcePartners } from '../partner/source-partners.js';
+import { traceCommand } from '../telemetry/telemetry.js';
+import { createResultPublisher } from './publish-result.js';
+import { createCommandHandler } from './run-command.js';
+import { destinationsOf } from './outcome-events.js';
+
+/**
+ * The consumer of one command type (a row of src/commands/command-types.ts): one Kafka consumer on
+ * its topic, messages of one partition in order (they are keyed by the target record, so one
+ * record's commands run in sequence), partitions in parallel. Each message is handled
+ * (src/command-consumer/run-command.ts), and only once what it publishes is on Kafka is its
+ * offset committed. A crash in between redelivers the message; the guard finds it final and
+ * publishes the outcome again without writing.
+ */
+
+export interface CommandConsumerDeps {
+  kafka: Kafka;
+  db: Db;
+  /**
+   * DATABASE_URL: the guard's per-command locks hold connections of their own (one per partition
+   * consumed concurrently, on top of the Prisma pool).
+   */
+  databaseUrl: string;
+  /** The deployment key's client: every command when `partners` is not given. */
+  partner: GuardPartner;
+  /**
+   * The client acting for each command's source (src/partner/source-partners.ts): a source with a
+   * key of its own in PMS_PARTNER_KEYS writes, snapshots and reads back with it. Default: `partner`
+   * for every source.
+   */
+  partners?: SourcePartners<GuardPartner>;
+  logger: Logger;
+  /** KAFKA_TOPIC_PREFIX. */
+  topicPrefix: string;
+  /** The process's one producer (src/app/composition-root.ts). Default: one of the consumer's own. */
+  producer?: SharedProducer;
+  /** Default `<topicPrefix>rentbridge.<name>`. */
+  groupId?: string;
+  /** Partitions processed at once. Default 3. */
+  partitionsConsumedConcurrently?: number;
+  /** Kafka session time-out: how soon a dead member's partitions move on. Default kafkajs's 30 s. */
+  sessionTimeoutMs?: number;
+  guard?: GuardOptions;
+  /**
+   * How long a list page read for one command's snapshot serves the snapshots of others (see
+   * src/guard/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
+   */
+  snapshotPageTtlMs?: number;
+}
+
+export interface CommandConsumer {
+  readonly groupId: string;
+  /** In its group, not crash-looping, its lag: for /readyz. */
+  readonly health: ConsumerHealth;
+  start(): Promise<void>;
+  /** Finishes the command in hand, then leaves the group. */
+  stop(): Promise<void>;
+}
+
+/** Every final status, verdict, reason and code of the type from 0: the first one must raise its alert. */
+function countFromZero(type: AnyCommandType) {
+  exposeMetrics('commands');
+  startAtZero(metrics.commands, { command: [type.kind], status: FINAL_STATES });
+  startAtZero(metrics.readBacks, { command: [type.kind], verdict: VERDICTS });
+  startAtZero(metrics.deadLetters, { topic: [type.topic], reason: DEAD_LETTER_REASONS });
+  startAtZero(metrics.commandsRefused, { command: [type.kind], code: [...PARTNER_ERROR_CODES, 'other'] });
+}
+
+/**
+ * The client acting for each source, each with one read-back strategy (and snapshot page cache):
+ * a scoped key sees another list, so a page read with one key never serves another key's reads.
+ */
+function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
+  const ttlMs = deps.snapshotPageTtlMs ?? 1000;
+  const strategies = new Map<GuardPartner, ReadBackStrategy<unknown>>();
+  return (source: string) => {
+    const { partner, key } = deps.partners?.forSource(source) ?? {
+      partner: deps.partner,
+      key: 'deployment' as const,
+    };
+    let strategy = strategies.get(partner);
+    if (!strategy) {
+      strategy = type.readBack(
+        partner,
+        ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {},
+      );
+      strategies.set(partner, strategy);
+    }
+    return { partner, key, strategy: strategy! };
+  };
+}
+
+export function createCommandConsumer(type: AnyCommandType, deps: CommandConsumerDeps): CommandConsumer {
+  // The prefix namespaces the group too: two deployments (or test runs) on one cluster never share offsets.
+  const groupId = deps.groupId ?? `${deps.topicPrefix}rentbridge.${type.name}`;
+  const dest = destinationsOf(type, deps.topicPrefix, groupId);
+  const { topic } = dest;
+  const logger = deps.logger.child({ component: 'consumer', consumer: type.name, topic });
+  const repository = createCommandRepository(deps.db);
+  const concurrency = deps.partitionsConsumedConcurrently ?? 3;
+  // eachMessage handles one command per partition at a time; twice that many connections, so an
+  // unlock still on its way never delays the partition's next command.
+  const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: 2 * concurrency });
+  const stopping = new AbortController();
+  const consumer: Consumer = deps.kafka.consumer({
+    groupId,
+    allowAutoTopicCreation: false,
+    // A stop waits for the fetch in flight: kafkajs's 5 s long poll made each consumer take 5 s to
+    // stop. One second costs an idle consumer one fetch a second.
+    maxWaitTimeInMs: 1000,
+    ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
+  });
+  const health = watchConsumer(consumer, { groupId, topics: () => [topic] });
+  const producer = deps.producer ?? createSharedProducer(deps.kafka);
+  countFromZero(type);
+  // A 429 pauses the rate budget in the Partner client's transport, for every process sharing it;
+  // the gate only stops this consumer fetching meanwhile.
+  const gate = createThrottleGate({
+    onPause: (until) => {
+      logger.warn({ until: until.toISOString() }, 'throttled: pausing the consumer');
+      consumer.pause([{ topic }]);
+    },
+    onResume: () => {
+      logger.info('resuming after throttle');
+      consumer.resume([{ topic }]);
+    },
+  });
+  const handle = createCommandHandler({
+    dest,
+    repository,
+    locks,
+    actingFor: actingBySource(type, deps),
+    publisher: createResultPublisher({ dest, producer, repository, logger }),
+    throttle: gate,
+    signal: stopping.signal,
+    ...(deps.guard && { guard: deps.guard }),
+  });
+
+  return {
+    groupId,
+    health,
+    async start() {
+      await producer.get();
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        partitionsConsumedConcurrently: concurrency,
+        eachMessage: async ({ partition, message, heartbeat }) => {
+          const log = logger.child({ partition, offset: message.offset });
+          // A command may wait minutes (Retry-After, back-off, a slow partner): keep the
+          // membership alive meanwhile so the partition is not handed to another member.
+          const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
+          try {
+            await traceCommand(type.name, message, () => handle({ partition, message }, log));
+          } finally {
+            clearInterval(beat);
+          }
+          // Only after the outcome / dead letter is on Kafka.
+          await consumer.commitOffsets([
+            { topic, partition, offset: (BigInt(message.offset) + 1n).toString() },
+          ]);
+        },
+      });
+      logger.info({ groupId }, 'consumer started');
+    },
+    async stop() {
+      stopping.abort();
+      gate.close();
+      await consumer.disconnect();
+      // The process's shared producer is closed by its owner, after every user has stopped.
+      if (!deps.producer) await producer.close();
+      await locks.close();
+      logger.info({ groupId }, 'consumer stopped');
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffDelay, type BackoffPolicy } from '../backoff.js';
+import { commandIdOf, targetIdOf, type StepTools } from '../commands/command-type.js';
+import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
+import {
+  guardedWrite,
+  GuardBusyError,
+  preferredRequestIdBase,
+  type CommandLocks,
+  type CommandRepository,
+  type GuardOptions,
+  type GuardPartner,
+  type ReadBackStrategy,
+  type ThrottleGate,
+} from '../guard/index.js';
+import type { Logger } from '../logger.js';
+import { metrics } from '../metrics.js';
+import { invalidMessageBatches, parseCommandMessage } from './invalid-message.js';
+import type { ResultPublisher } from './publish-result.js';
+import { isRetriable } from './retry-policy.js';
+import type { Acting, Destinations, Origin } from './outcome-events.js';
+
+/** Trying a command again after the guard could not decide: 1 s doubled, at most 30 s. */
+const COMMAND_RETRY: BackoffPolicy = { initialRetryTime: 1000, maxRetryTime: 30_000, maxGrowths: 5 };
+
+export interface CommandHandlerDeps {
+  dest: Destinations;
+  repository: CommandRepository;
+  locks: CommandLocks;
+  /** The client (and its read-back strategy) acting for a source: its own key, else the deployment's. */
+  actingFor(source: string): {
+    partner: GuardPartner;
+    key: Acting['key'];
+    strategy: ReadBackStrategy<unknown>;
+  };
+  publisher: ResultPublisher;
+  throttle: ThrottleGate;
+  /** Aborted on stop: the command in hand is left as it is (its row keeps its state). */
+  signal: AbortSignal;
+  guard?: GuardOptions;
+}
+
+/** One valid command, with everything its attempts share. */
+interface Work {
+  origin: Origin;
+  command: unknown;
+  identity: CommandIdentity;
+  targetId: string;
+  acting: Acting;
+  tools: StepTools;
+  strategy: ReadBackStrategy<unknown>;
+  log: Logger;
+}
+
+/**
+ * Handles one message of a command topic, start to end: an invalid message is dead-lettered; a
+ * command runs its type's steps and the guarded write, and its result is published. Resolves once
+ * everything it publishes is on Kafka (the caller then commits the offset).
+ */
+export function createCommandHandler(deps: CommandHandlerDeps) {
+  const { dest, publisher } = deps;
+  const { type } = dest;
+
+  /** One try: the guarded write (with its type's check), the step after, the publish. */
+  async function attemptOnce(work: Work, log: Logger): Promise<void> {
+    const { origin, command, identity, targetId, acting, tools } = work;
+    const check = type.check?.wants(command) ? type.check : undefined;
+    const { record, alreadyFinal, conflict, settled } = await guardedWrite(
+      {
+        repository: deps.repository,
+        locks: deps.locks,
+        strategy: work.strategy,
+        logger: log, // the guard adds commandId itself
+        throttle: deps.throttle,
+        signal: deps.signal,
+        ...(deps.guard && { options: deps.guard }),
+      },
+      { ...identity, targetId, command, ...(check && { check: () => check.run(command, tools) }) },
+    );
+    if (conflict) {
+      await Promise.all([publisher.publishConflict(origin, identity, targetId, record), settled]);
+      return;
+    }
+    if (alreadyFinal)
+      work.log.info({ state: record.state }, 'command already final: outcome published again');
+    // Both must hold before the offset is committed.
+    const completion = type.complete ? await type.complete(command, record, tools) : {};
+    await Promise.all([publisher.publishResult(origin, record, alreadyFinal, completion, acting), settled]);
+  }
+
+  /**
+   * Tries the command until it is published. Only a failure the retry policy calls retriable is
+   * tried again (the row keeps its state, so that is safe); anything else is a bug and is thrown.
+   */
+  async function runCommand(work: Work, log: Logger): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await attemptOnce(work, log);
+      } catch (error) {
+        // On shutdown, leave it: the next owner of the partition takes it up.
+        if (deps.signal.aborted) throw error;
+        if (!isRetriable(error)) {
+          work.log.error({ err: error }, 'command failed with an error that is not retried: a bug');
+          throw error;
+        }
+        const waitMs = backoffDelay(COMMAND_RETRY, attempt);
+        if (error instanceof GuardBusyError)
+          work.log.warn({ waitMs }, 'command still worked on by another process: trying again');
+        // Transient (a read or the database did not answer in time) and retried: a person is
+        // needed only when it keeps happening.
+        else
+          work.log[attempt >= 5 ? 'error' : 'warn'](
+            { err: error, waitMs, attempt },
+            'command interrupted: trying again',
+          );
+        await sleep(waitMs, undefined, { signal: deps.signal });
+      }
+    }
+  }
+
+  return async function handle(origin: Origin, log: Logger): Promise<void> {
+    const parsed = parseCommandMessage(type, origin);
+    if (!parsed.ok) {
+      log.warn({ err: parsed.error }, 'invalid message: dead-lettered');
+      await publisher.send(invalidMessageBatches(dest, origin, parsed.error));
+      metrics.deadLetters.inc({ topic: type.topic, reason: 'invalid_message' });
+      return;
+    }
+    const { command, eventId, ceSource } = parsed;
+    const commandId = commandIdOf(type, command);
+    const identity: CommandIdentity = {
+      source: commandSourceOf(ceSource),
+      commandType: type.kind,
+      commandId,
+    };
+    // Every Partner API call of this command (steps, snapshot, write, read-back) with one key: its
+    // source's own, else the deployment's.
+    const { partner, key, strategy } = deps.actingFor(identity.source);
+    // The CloudEvent id ties this command to its webhook and outbox row; its identity to its
+    // Partner API attempts (request ids `<base>.a<n>`), outcome and dead letter.
+    const clog = log.child({ commandId, commandSource: identity.source, eventId, partnerKey: key });
+    let steps = 0;
+    const tools: StepTools = {
+      identity,
+      partner,
+      repository: deps.repository,
+      logger: clog,
+      // Before its row exists the command's base is the one it asks for; steps run before the row.
+      nextRequestId: () => `${preferredRequestIdBase(identity)}.s${++steps}`,
+    };
+    const acting: Acting = { source: identity.source, ceSource, key };
+    const targetId = targetIdOf(type, command);
+    await runCommand({ origin, command, identity, targetId, acting, tools, strategy, log: clog }, log);
+  };
+}
