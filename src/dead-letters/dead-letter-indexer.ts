@@ -112,8 +112,14 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
         // The DLQ topics rentbridge creates; kafkajs reads the pattern's matches at start.
         topics: () => COMMAND_TOPICS.map((t) => topicName(options.topicPrefix, TOPICS.dlq(t))),
       });
-      await consumer.connect();
-      await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
+      } catch (error) {
+        // Started while Kafka is away: the next start makes a consumer of its own.
+        await consumer.disconnect().catch(() => undefined);
+        throw error;
+      }
       await consumer.run({
         autoCommit: false,
         // Chunk by chunk (indexChunk): one INSERT, then one offset commit each.

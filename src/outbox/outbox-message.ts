@@ -17,6 +17,8 @@ export interface OutboxMessageRow {
   data: unknown;
   headers: Record<string, string>;
   createdAt: Date;
+  /** The message value built when the row was written (`messageValue`); absent for older rows. */
+  messageValue?: Buffer | null;
 }
 
 /** Most bytes per Kafka request the relay sends by default (RELAY_MAX_BATCH_BYTES). */
@@ -44,22 +46,41 @@ export function messageBytes(message: Message): number {
  */
 export const TOMBSTONE_TYPE = 'rentbridge.tombstone';
 
-/** An outbox row as the Kafka message the relay sends: a CloudEvent in structured mode, or a tombstone. */
-export function toKafkaMessage(row: OutboxMessageRow): Message {
-  // The row's own headers only (trace context): a null value is no CloudEvent, so no ce_* headers.
-  if (row.type === TOMBSTONE_TYPE) return { key: row.key, value: null, headers: { ...row.headers } };
+/**
+ * The value of the message an outbox row becomes: the CloudEvent's JSON bytes, or null for a
+ * tombstone. Writers store it with the row (`message_value`), so the relay only reads and sends
+ * bytes; the row's time is in it, so a repeat is byte-for-byte the same event.
+ */
+export function messageValue(row: OutboxMessageRow): Buffer | null {
+  const text = messageValueText(row);
+  return text === null ? null : Buffer.from(text);
+}
+
+/** `messageValue` as text (the receiver's one-statement writer passes it inside its JSON batch). */
+export function messageValueText(row: OutboxMessageRow): string | null {
+  if (row.type === TOMBSTONE_TYPE) return null;
   const event = toCloudEvent({
     id: row.eventId,
     source: row.source,
     type: row.type,
     subject: row.subject,
-    // The row's time, so that a repeat is byte-for-byte the same event.
     time: row.createdAt,
     data: row.data,
   });
+  return JSON.stringify(withTraceExtension(event, row.headers));
+}
+
+/**
+ * An outbox row as the Kafka message the relay sends: a CloudEvent in structured mode (its value
+ * as written with the row, or built now for a row written before values were stored), or a
+ * tombstone.
+ */
+export function toKafkaMessage(row: OutboxMessageRow): Message {
+  // The row's own headers only (trace context): a null value is no CloudEvent, so no ce_* headers.
+  if (row.type === TOMBSTONE_TYPE) return { key: row.key, value: null, headers: { ...row.headers } };
   return {
     key: row.key,
-    value: JSON.stringify(withTraceExtension(event, row.headers)),
+    value: row.messageValue ?? messageValue(row),
     headers: {
       ...row.headers,
       'content-type': CLOUDEVENT_CONTENT_TYPE,

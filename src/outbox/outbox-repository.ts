@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '@prisma/client';
+import { messageValue } from './outbox-message.js';
 
 /**
  * The transactional outbox. Writers call `insertOutboxRows` inside their own transaction (state
@@ -44,17 +45,24 @@ export async function insertOutboxRows(
   messages: OutboxMessageInput[],
 ): Promise<{ id: bigint; eventId: string }[]> {
   if (messages.length === 0) return [];
+  const createdAt = new Date();
   const rows = await tx.outboxMessage.createManyAndReturn({
-    data: messages.map((m) => ({
-      eventId: m.eventId ?? randomUUID(),
-      topic: m.topic,
-      key: m.key,
-      type: m.type,
-      source: m.source,
-      subject: m.subject ?? null,
-      data: m.data,
-      headers: m.headers ?? {},
-    })),
+    data: messages.map((m) => {
+      const row = {
+        eventId: m.eventId ?? randomUUID(),
+        topic: m.topic,
+        key: m.key,
+        type: m.type,
+        source: m.source,
+        subject: m.subject ?? null,
+        data: m.data,
+        headers: m.headers ?? {},
+        createdAt,
+      };
+      // The message the relay will send, built now: the relay only reads and sends its bytes.
+      const value = messageValue(row);
+      return value ? { ...row, messageValue: value as Uint8Array<ArrayBuffer> } : row;
+    }),
     select: { id: true, eventId: true },
   });
   return rows;

@@ -37,23 +37,53 @@ export async function prunePublished(db: Db, retentionHours: number, chunk = 500
   }
 }
 
-/** Rows waiting to be published (parked rows apart) and the oldest one's time; parked rows. */
-export async function backlog(db: Db): Promise<{ count: number; oldest: Date | null; parked: number }> {
-  const [row] = await db.$queryRaw<{ count: bigint; oldest: Date | null; parked: bigint }[]>`
-    SELECT count(*) FILTER (WHERE parked_at IS NULL) AS count,
-           min(created_at) FILTER (WHERE parked_at IS NULL) AS oldest,
-           count(*) FILTER (WHERE parked_at IS NOT NULL) AS parked
-    FROM outbox WHERE published_at IS NULL`;
+/**
+ * The oldest waiting row of each topic, found through the partial index of unpublished rows (a
+ * loose index scan: one probe per topic), never a scan of the whole backlog: the first row by id
+ * of each topic stands for its oldest.
+ */
+const OLDEST_SQL = `
+  WITH RECURSIVE t(topic) AS (
+    (SELECT topic FROM outbox WHERE published_at IS NULL AND parked_at IS NULL ORDER BY topic LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.topic FROM outbox o
+             WHERE o.published_at IS NULL AND o.parked_at IS NULL AND o.topic > t.topic
+             ORDER BY o.topic LIMIT 1)
+      FROM t WHERE t.topic IS NOT NULL)
+  SELECT min(f.created_at) AS oldest
+    FROM t CROSS JOIN LATERAL (
+      SELECT created_at FROM outbox o
+       WHERE o.topic = t.topic AND o.published_at IS NULL AND o.parked_at IS NULL
+       ORDER BY o.id LIMIT 1) f
+   WHERE t.topic IS NOT NULL`;
+
+/**
+ * Rows waiting to be published (parked rows apart), the oldest one's time, and parked rows. The
+ * count is an index-only scan of the whole backlog (tens of ms at 100,000 rows): with
+ * `count: false` it is left out (null) and only the cheap figures are read.
+ */
+export async function backlog(
+  db: Db,
+  options: { count?: boolean } = {},
+): Promise<{ count: number | null; oldest: Date | null; parked: number }> {
+  const [oldest, parked, count] = await Promise.all([
+    oldestUnpublished(db),
+    db.$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND parked_at IS NOT NULL`,
+    options.count === false
+      ? null
+      : db.$queryRaw<{ n: bigint }[]>`
+          SELECT count(*) AS n FROM outbox WHERE published_at IS NULL AND parked_at IS NULL`,
+  ]);
   return {
-    count: Number(row?.count ?? 0),
-    oldest: row?.oldest ?? null,
-    parked: Number(row?.parked ?? 0),
+    count: count === null ? null : Number(count[0]?.n ?? 0),
+    oldest,
+    parked: Number(parked[0]?.n ?? 0),
   };
 }
 
-/** Creation time of the oldest row still to publish (parked rows apart), or null. */
+/** Creation time of the oldest row still to publish (parked rows apart), or null: see OLDEST_SQL. */
 export async function oldestUnpublished(db: Db): Promise<Date | null> {
-  const [row] = await db.$queryRaw<{ oldest: Date | null }[]>`
-    SELECT min(created_at) AS oldest FROM outbox WHERE published_at IS NULL AND parked_at IS NULL`;
+  const [row] = await db.$queryRawUnsafe<{ oldest: Date | null }[]>(OLDEST_SQL);
   return row?.oldest ?? null;
 }

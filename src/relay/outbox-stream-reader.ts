@@ -21,15 +21,15 @@ export interface OutboxStreamReader {
 interface Raw {
   id: string;
   event_id: string;
-  topic: string;
   key: string;
   type: string;
-  source: string;
+  source: string | null;
   subject: string | null;
   data: unknown;
   headers: Record<string, string> | null;
-  created_at: Date;
+  created_at: Date | null;
   attempts: number;
+  message_value: Buffer | null;
 }
 
 export function createOutboxStreamReader(options: {
@@ -55,7 +55,13 @@ export function createOutboxStreamReader(options: {
       // 20,000 published rows, and growing with them.
       const { rows } = await pool.query<Raw>({
         name: 'relay-fetch',
-        text: `SELECT id, event_id, topic, key, type, source, subject, data, headers, created_at, attempts
+        // What the message is built from only for a row whose message was not built when it was
+        // written (older rows, tombstones): parsing `data` is most of what the stored value saves.
+        text: `SELECT id, event_id, key, type, headers, attempts, message_value,
+                      CASE WHEN message_value IS NULL THEN source END AS source,
+                      CASE WHEN message_value IS NULL THEN subject END AS subject,
+                      CASE WHEN message_value IS NULL THEN created_at END AS created_at,
+                      CASE WHEN message_value IS NULL THEN data END AS data
                  FROM outbox
                 WHERE id = ANY(ARRAY(
                         SELECT id FROM outbox
@@ -67,15 +73,17 @@ export function createOutboxStreamReader(options: {
       return rows.map((r) => ({
         id: BigInt(r.id),
         eventId: r.event_id,
-        topic: r.topic,
+        topic,
         key: r.key,
         type: r.type,
-        source: r.source,
+        source: r.source ?? '',
         subject: r.subject,
         data: r.data,
         headers: r.headers ?? {},
-        createdAt: r.created_at,
+        // Read only when the message was not stored (it is built from these fields then).
+        createdAt: r.created_at ?? new Date(0),
         attempts: r.attempts,
+        messageValue: r.message_value,
       }));
     },
     async markPublished(ids, positions = new Map()) {
@@ -85,10 +93,11 @@ export function createOutboxStreamReader(options: {
                       kafka_partition = p.partition, kafka_offset = p.kafka_offset
                  FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS p(id, partition, kafka_offset)
                 WHERE o.id = p.id`,
+        // Array literals joined here: node-postgres escapes an array parameter element by element.
         values: [
-          ids.map(String),
-          ids.map((id) => positions.get(id)?.partition ?? null),
-          ids.map((id) => positions.get(id)?.offset ?? null),
+          `{${ids.join(',')}}`,
+          `{${ids.map((id) => positions.get(id)?.partition ?? 'NULL').join(',')}}`,
+          `{${ids.map((id) => positions.get(id)?.offset ?? 'NULL').join(',')}}`,
         ],
       });
     },

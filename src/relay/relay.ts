@@ -1,20 +1,17 @@
-import type { Kafka, Message, Producer } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
-import { topicName } from '../kafka/topics.js';
-import { sendWhole, type MessagePosition } from '../kafka/message-positions.js';
-import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
-import { metrics } from '../metrics.js';
 import { backoffDelay } from '../backoff.js';
-import { toError } from '../errors.js';
 import { createOutboxListener } from './outbox-listener.js';
-import { backlog, markFailed, markParked, prunePublished, type OutboxRow } from './outbox-reader.js';
+import { prunePublished, type OutboxRow } from './outbox-reader.js';
 import { createOutboxStreamReader } from './outbox-stream-reader.js';
 import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-status.js';
-import { runTopicStream, type Acked, type RowPositions, type StreamItem } from './topic-stream.js';
+import { runTopicStream, type RowPositions } from './topic-stream.js';
 import { exposeRelayMetrics } from './relay-metrics.js';
+import { createRelaySender, isTooLarge } from './relay-sender.js';
+import { createRelayGauges } from './relay-gauges.js';
 
 /**
  * The relay: publishes outbox rows to Kafka as CloudEvents, each topic in id order in a stream of
@@ -80,29 +77,13 @@ export interface Relay {
   readiness(): true | string;
 }
 
-export { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage };
+export { DEFAULT_MAX_BATCH_BYTES, isTooLarge, messageBytes, toKafkaMessage };
 export type { RelayStatus };
 
 const PRUNE_EVERY_MS = 60_000;
 const METRICS_EVERY_MS = 1_000;
 /** A stream that never catches up still reads from the start this often (rows committed out of order). */
 const RESCAN_MS = 1_000;
-/** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
-export function isTooLarge(error: unknown): boolean {
-  const seen = new Set<unknown>();
-  const stack: unknown[] = [error];
-  while (stack.length > 0) {
-    const e = stack.pop() as
-      | { type?: string; message?: string; cause?: unknown; originalError?: unknown; errors?: unknown[] }
-      | undefined;
-    if (!e || typeof e !== 'object' || seen.has(e)) continue;
-    seen.add(e);
-    if (e.type === 'MESSAGE_TOO_LARGE' || e.type === 'RECORD_LIST_TOO_LARGE') return true;
-    if (typeof e.message === 'string' && /larger than the max message size/i.test(e.message)) return true;
-    stack.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
-  }
-  return false;
-}
 
 export function createRelay(options: RelayOptions): Relay {
   const { db, kafka, topicPrefix } = options;
@@ -134,9 +115,6 @@ export function createRelay(options: RelayOptions): Relay {
   let wake: (() => void) | null = null;
   let notified = false;
   let lastPrune = 0;
-  let lastProgressLog = 0;
-  let catchingUp = false;
-  let measuring = false;
   let measureTimer: NodeJS.Timeout | null = null;
 
   const poke = () => {
@@ -150,6 +128,25 @@ export function createRelay(options: RelayOptions): Relay {
     onLost: () => logger.warn('publisher lock lost with the session'),
   });
   const going = () => !closed && listener.isLeader();
+  const sender = createRelaySender({
+    db,
+    producer,
+    logger,
+    topicPrefix,
+    maxBatchBytes,
+    sendTimeoutMs,
+    progress,
+    afterSend: options.afterSend,
+  });
+  const gauges = createRelayGauges({
+    db,
+    logger,
+    progress,
+    stallSeconds,
+    progressEveryMs,
+    isLeader: () => listener.isLeader(),
+    status: () => status(),
+  });
 
   function sleep(ms: number): Promise<void> {
     if (notified) {
@@ -168,106 +165,9 @@ export function createRelay(options: RelayOptions): Relay {
     });
   }
 
-  /** Rejects after `ms`: a send stuck in kafkajs's retries must not hold the flow. */
-  function within<T>(ms: number, p: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no ack from Kafka within ${ms} ms (RELAY_SEND_TIMEOUT_MS)`)),
-        ms,
-      );
-    });
-    return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-  }
-
   function rowsPerRead(): number {
     // A little below the bound, so that a read rarely spills into a second, nearly empty request.
     return Math.max(1, Math.min(maxRows, Math.floor((maxBatchBytes * 0.95) / averageBytes)));
-  }
-
-  /** Sends one topic's rows in requests of at most maxBatchBytes, one after the other. */
-  async function send(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
-    let chunk: StreamItem[] = [];
-    let chunkBytes = 0;
-    for (const item of items) {
-      if (item.bytes > maxBatchBytes) {
-        await park(
-          [item.row],
-          `CloudEvent of ${item.bytes} bytes is larger than RELAY_MAX_BATCH_BYTES (${maxBatchBytes})`,
-        );
-        continue;
-      }
-      if (chunk.length > 0 && chunkBytes + item.bytes > maxBatchBytes) {
-        await sendRequest(topic, chunk, acked);
-        chunk = [];
-        chunkBytes = 0;
-      }
-      chunk.push(item);
-      chunkBytes += item.bytes;
-    }
-    if (chunk.length > 0) await sendRequest(topic, chunk, acked);
-  }
-
-  /**
-   * One request and its ack. A request the broker refuses as too large is split; one row it
-   * refuses alone is parked. Other errors (a time-out too) mark the rows failed, rebuild the
-   * producer and throw: the topic backs off and its rows are retried, in order.
-   */
-  async function sendRequest(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
-    const rows = items.map((i) => i.row);
-    const traced = tracePublish(rows);
-    for (const item of items) traced.stamp(item.message, item.row.eventId);
-    let p: Producer | undefined;
-    let landed = new Map<Message, MessagePosition>();
-    try {
-      await within(
-        sendTimeoutMs,
-        (async () => {
-          p = await producer.get();
-          const messages = items.map((i) => i.message);
-          // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
-          landed = await sendWhole(p, topicName(topicPrefix, topic), messages);
-        })(),
-      );
-    } catch (error) {
-      traced.end(error);
-      if (isTooLarge(error)) {
-        if (items.length === 1) {
-          await park(rows, `the broker refused the message as too large: ${toError(error).message}`);
-          return;
-        }
-        const half = Math.ceil(items.length / 2);
-        await sendRequest(topic, items.slice(0, half), acked);
-        await sendRequest(topic, items.slice(half), acked);
-        return;
-      }
-      await markFailed(
-        db,
-        rows.map((r) => r.id),
-        toError(error).message,
-      ).catch(() => undefined);
-      // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
-      if (p) await within(2000, producer.reset(p)).catch(() => undefined);
-      throw error;
-    }
-    traced.end();
-    await options.afterSend?.(rows);
-    progress.acked(rows.length);
-    metrics.relayPublished.inc({ topic }, rows.length);
-    logger.debug(
-      {
-        topic,
-        count: rows.length,
-        firstOutboxId: rows[0]!.id.toString(),
-        lastOutboxId: rows.at(-1)!.id.toString(),
-      },
-      'outbox rows published',
-    );
-    // Where each row landed (topic, partition, offset), kept with its mark for the trace.
-    acked(
-      rows,
-      new Map(items.flatMap((i) => (landed.has(i.message) ? [[i.row.id, landed.get(i.message)!]] : []))),
-    );
   }
 
   /** Marks acknowledged rows; a failure leaves them to be sent again (at least once). */
@@ -282,22 +182,6 @@ export function createRelay(options: RelayOptions): Relay {
       });
   }
 
-  /** A row that can never be published: kept with its reason, never blocking the rows behind it. */
-  async function park(rows: OutboxRow[], reason: string): Promise<void> {
-    await markParked(
-      db,
-      rows.map((r) => r.id),
-      reason,
-    );
-    for (const row of rows) {
-      metrics.relayParked.inc({ topic: row.topic });
-      logger.error(
-        { eventId: row.eventId, topic: row.topic, outboxId: row.id.toString(), reason },
-        'outbox row parked: it can never be published',
-      );
-    }
-  }
-
   function stream(topic: string): Promise<void> {
     return runTopicStream({
       topic,
@@ -305,7 +189,7 @@ export function createRelay(options: RelayOptions): Relay {
       going,
       rowsPerRead,
       rescanMs: RESCAN_MS,
-      send: (items, acked) => send(topic, items, acked),
+      send: (items, acked) => sender.send(topic, items, acked),
       mark,
       sized: (bytes, count) => {
         averageBytes = Math.max(1, averageBytes * 0.8 + (bytes / count) * 0.2);
@@ -334,50 +218,6 @@ export function createRelay(options: RelayOptions): Relay {
         poke();
       });
     streams.set(topic, s);
-  }
-
-  /**
-   * The backlog, lag and stall gauges, on their own schedule (every second, whatever the streams
-   * are doing), and the progress log while rows wait.
-   */
-  async function measure(): Promise<void> {
-    if (measuring) return;
-    measuring = true;
-    try {
-      const b = await backlog(db);
-      const now = Date.now();
-      const lag = b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0;
-      progress.measured(b.count, lag, now);
-      metrics.outboxBacklog.set(b.count);
-      metrics.outboxParked.set(b.parked);
-      metrics.relayLagSeconds.set(lag);
-      // The same rule as /readyz's relay check (src/readiness.ts), so that two writers of the
-      // gauge in one process (`start`) agree; the relay's own readiness is the ack-based one.
-      metrics.relayStalled.set(lag > stallSeconds ? 1 : 0);
-      if (!listener.isLeader()) return;
-      if (b.count > 0 && now - lastProgressLog >= progressEveryMs) {
-        lastProgressLog = now;
-        catchingUp = true;
-        const s = status();
-        logger.info(
-          {
-            backlog: s.backlog,
-            ratePerSecond: s.ratePerSecond,
-            etaSeconds: s.etaSeconds,
-            oldestAgeSeconds: Math.round(lag),
-          },
-          'relay progress: rows waiting',
-        );
-      } else if (b.count === 0 && catchingUp) {
-        catchingUp = false;
-        lastProgressLog = 0;
-        logger.info({ ratePerSecond: status().ratePerSecond }, 'relay caught up');
-      }
-    } catch (error) {
-      logger.warn({ err: error }, 'relay gauges not measured');
-    } finally {
-      measuring = false;
-    }
   }
 
   async function prune(): Promise<void> {
@@ -447,9 +287,9 @@ export function createRelay(options: RelayOptions): Relay {
       running = true;
       closed = false;
       loop = run();
-      measureTimer = setInterval(() => void measure(), METRICS_EVERY_MS);
+      measureTimer = setInterval(() => void gauges.measure(), METRICS_EVERY_MS);
       measureTimer.unref();
-      void measure();
+      void gauges.measure();
       logger.info({ maxRows, maxBatchBytes, sweepMs, sendTimeoutMs, stallSeconds }, 'relay started');
     },
     async stop() {

@@ -39,10 +39,44 @@ export interface TopicStreamOptions {
   sized?: (bytes: number, count: number) => void;
 }
 
+/** Reads a stream keeps ahead of its sends (each at most about one request). */
+const READ_AHEAD = 3;
+
+interface Read {
+  items: StreamItem[];
+  /** Whether the scan goes on after this read (it was full and the rescan time has not come). */
+  more: boolean;
+}
+
 export async function runTopicStream(options: TopicStreamOptions): Promise<void> {
-  const { topic, reader } = options;
   const marking = new Set<Promise<void>>();
-  const read = async (after: bigint): Promise<{ items: StreamItem[]; asked: number }> => {
+  const settle = async () => {
+    while (marking.size > 0) await Promise.allSettled([...marking]);
+  };
+  const acked: Acked = (rows, positions) => {
+    const marked = options.mark(rows, positions);
+    marking.add(marked);
+    void marked.finally(() => marking.delete(marked));
+  };
+  try {
+    // A scan that found rows is followed by one from the start, once its marks are in (rows
+    // committed out of id order); the stream ends when a scan from the start finds nothing.
+    while (options.going() && (await scan(options, acked))) await settle();
+  } finally {
+    await settle();
+  }
+}
+
+/**
+ * One scan of a topic from its first unpublished row: reads run up to READ_AHEAD ahead of the
+ * sends, one after the other (keyset: each starts after the last id of the one before), so a
+ * read's latency hides behind the sends instead of adding to them. Returns whether it found rows.
+ */
+async function scan(options: TopicStreamOptions, acked: Acked): Promise<boolean> {
+  const { topic, reader } = options;
+  const rescanAt = Date.now() + options.rescanMs;
+  let stopped = false;
+  const read = async (after: bigint): Promise<Read> => {
     const asked = options.rowsPerRead();
     const rows = await reader.fetch(topic, after, asked);
     let bytes = 0;
@@ -53,49 +87,32 @@ export async function runTopicStream(options: TopicStreamOptions): Promise<void>
       return { row, message, bytes: size };
     });
     if (items.length > 0) options.sized?.(bytes, items.length);
-    return { items, asked };
+    return { items, more: items.length >= asked && Date.now() < rescanAt };
   };
-  const settle = async () => {
-    while (marking.size > 0) await Promise.allSettled([...marking]);
+  const ahead: Array<Promise<Read>> = [read(0n)];
+  const topUp = () => {
+    while (ahead.length < READ_AHEAD) {
+      const next = ahead
+        .at(-1)!
+        .then((r) =>
+          r.more && !stopped && options.going() ? read(r.items.at(-1)!.row.id) : { items: [], more: false },
+        );
+      next.catch(() => undefined); // awaited in turn below; a failure is thrown there
+      ahead.push(next);
+    }
   };
-
-  let fromStart = true;
-  let rescanAt = Date.now() + options.rescanMs;
-  let next: Promise<{ items: StreamItem[]; asked: number }> | null = read(0n);
+  let found = false;
   try {
-    while (next && options.going()) {
-      const { items, asked } = await next;
-      next = null;
-      if (items.length === 0) {
-        if (fromStart) return;
-        // Caught up: once the marks are in, read from the start (rows committed out of id order).
-        await settle();
-        fromStart = true;
-        rescanAt = Date.now() + options.rescanMs;
-        next = read(0n);
-        continue;
+    for (;;) {
+      topUp();
+      const { items, more } = await ahead.shift()!;
+      if (items.length > 0) {
+        found = true;
+        await options.send(items, acked);
       }
-      fromStart = false;
-      const after = items.at(-1)!.row.id;
-      const more = items.length >= asked && Date.now() < rescanAt;
-      // The next rows are read and built while this request waits for its ack.
-      if (more) {
-        next = read(after);
-        next.catch(() => undefined);
-      }
-      await options.send(items, (rows, positions) => {
-        const marked = options.mark(rows, positions);
-        marking.add(marked);
-        void marked.finally(() => marking.delete(marked));
-      });
-      if (!more) {
-        await settle();
-        fromStart = true;
-        rescanAt = Date.now() + options.rescanMs;
-        next = read(0n);
-      }
+      if (!more || !options.going()) return found;
     }
   } finally {
-    await settle();
+    stopped = true;
   }
 }
