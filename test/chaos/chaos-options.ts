@@ -10,6 +10,12 @@ export interface ChaosOptions {
   rate: number;
   /** Longest wait for the system to settle after the load stops. `CHAOS_DRAIN_SECONDS`, default 150. */
   drainSeconds: number;
+  /**
+   * Longest wait, after the drain, for every outcome callback to be delivered (a callbacks role
+   * killed late rejoins its group only when Kafka gives up on the dead member, about 30 s).
+   * `CHAOS_CALLBACK_SETTLE_SECONDS`, default 120.
+   */
+  callbackSettleSeconds: number;
   /** Seed of every random choice (faults, timings, load mix). `CHAOS_SEED`, default: random. */
   seed: number;
   pgPort: number;
@@ -42,6 +48,7 @@ export function chaosOptions(): ChaosOptions {
     seconds: num('CHAOS_SECONDS', 120),
     rate: num('CHAOS_RATE', 5),
     drainSeconds: num('CHAOS_DRAIN_SECONDS', 150),
+    callbackSettleSeconds: num('CHAOS_CALLBACK_SETTLE_SECONDS', 120),
     seed: num('CHAOS_SEED', Math.floor(Math.random() * 2 ** 31) + 1),
     pgPort: num('CHAOS_PG_PORT', 15432),
     kafkaPort: num('CHAOS_KAFKA_PORT', 29092),

@@ -19,6 +19,12 @@ import pg from 'pg';
 import * as prettier from 'prettier';
 import { allTopics, ensureTopics } from '../../src/kafka/topics.js';
 import { createSandboxControl, type SandboxControl } from '../../src/sandbox/control-client.js';
+import {
+  analyseCallbacks,
+  planOutages,
+  startCallbackEndpoint,
+  type CallbackEndpoint,
+} from './callback-endpoint.js';
 import { chaosOptions, createRandom } from './chaos-options.js';
 import {
   CHAOS_CLIENT_TIMEOUT_MS,
@@ -60,6 +66,7 @@ const ROLES = [
   'consumer-rental-payments',
   'consumer-customer-registrations',
   'consumer-enrollments',
+  'callbacks',
 ];
 
 const started = Date.now();
@@ -86,6 +93,7 @@ interface Resources {
   kafka?: KafkaBroker;
   supervisor?: Supervisor;
   pool?: pg.Pool;
+  callbackEndpoint?: CallbackEndpoint;
   tmp: string[];
 }
 
@@ -95,6 +103,7 @@ function cleanup(r: Resources): Promise<string[]> {
   cleaning ??= (async () => {
     log('stopping every process the run started');
     await r.pool?.end().catch(() => undefined);
+    await r.callbackEndpoint?.close().catch(() => undefined);
     await r.supervisor?.stopAll().catch(() => undefined);
     await r.kafka?.stop().catch((e: Error) => log(`kafka stop: ${e.message}`));
     await r.pg?.stop().catch((e: Error) => log(`postgres stop: ${e.message}`));
@@ -156,6 +165,15 @@ async function main(): Promise<number> {
     const partnerSecret = `whsec_${randomBytes(24).toString('base64')}`;
     const sandboxUrl = `http://127.0.0.1:${options.sandboxPort}`;
     const receiverUrl = `http://127.0.0.1:${options.httpPortBase}`;
+    // Outcome callbacks (issue 27): both sources have an endpoint the run serves itself; each goes
+    // down for a while (callback-endpoint.ts).
+    const callbackSecrets = {
+      [PRIMARY_SOURCE]: [`whsec_${randomBytes(24).toString('base64')}`],
+      [SECOND_SOURCE]: [`whsec_${randomBytes(24).toString('base64')}`],
+    };
+    resources.callbackEndpoint = await startCallbackEndpoint(callbackSecrets);
+    const callbackEndpoint = resources.callbackEndpoint;
+    const outages = planOutages(options.seconds, PRIMARY_SOURCE, SECOND_SOURCE);
     const env: Record<string, string> = {
       DATABASE_URL: databaseUrl,
       KAFKA_BROKERS: kafka.brokers,
@@ -170,6 +188,19 @@ async function main(): Promise<number> {
       PMS_PARTNER_KEYS: JSON.stringify({ [SECOND_SOURCE]: { ...betaKey, scoped: true } }),
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
       OPS_TOKEN: 'chaos-ops-token-0123456789',
+      PMS_CALLBACKS: JSON.stringify(
+        Object.fromEntries(
+          Object.entries(callbackSecrets).map(([source, secrets]) => [
+            source,
+            { url: callbackEndpoint.url(source), secrets, timeout_ms: 3000 },
+          ]),
+        ),
+      ),
+      // Retries and the breaker scaled to a run of minutes, not a day.
+      CALLBACK_RETRY_INITIAL_MS: '500',
+      CALLBACK_RETRY_MAX_DELAY_MS: '4000',
+      CALLBACK_BREAKER_COOLDOWN_MS: '2000',
+      CALLBACK_POLL_MS: '250',
       LOG_LEVEL: 'info',
     };
 
@@ -237,6 +268,7 @@ async function main(): Promise<number> {
       'consumer-rental-payments': options.httpPortBase + 3,
       'consumer-customer-registrations': options.httpPortBase + 4,
       'consumer-enrollments': options.httpPortBase + 5,
+      callbacks: options.httpPortBase + 6,
     };
     const args: Record<string, string[]> = {
       receiver: ['receiver'],
@@ -245,6 +277,7 @@ async function main(): Promise<number> {
       'consumer-rental-payments': ['consumer', 'rental-payments'],
       'consumer-customer-registrations': ['consumer', 'customer-registrations'],
       'consumer-enrollments': ['consumer', 'enrollments'],
+      callbacks: ['callbacks', 'run'],
     };
     for (const role of ROLES) {
       supervisor.start({ name: role, args: args[role]!, env: { ...env, HTTP_PORT: String(ports[role]) } });
@@ -349,6 +382,7 @@ async function main(): Promise<number> {
     const t0 = Date.now();
     load.start();
     const faults = injector.run(plan, t0);
+    const outagesOver = callbackEndpoint.runOutages(outages, t0, log);
     const progress = setInterval(() => {
       const acked = load.state.webhooks.filter((h) => h.ackAt !== undefined).length;
       log(
@@ -363,6 +397,7 @@ async function main(): Promise<number> {
     log('load stops; waiting for requests in flight and the last recovery measurements');
     await load.stop();
     await faults.settled;
+    await outagesOver;
     const loadEndedAt = Date.now();
 
     // ---- drain ------------------------------------------------------------------------------
@@ -402,6 +437,13 @@ async function main(): Promise<number> {
     log(
       `${settledFor >= 3 ? 'settled' : 'drain timed out'} after ${(drainMs / 1000).toFixed(1)} s: ${lastStatus}`,
     );
+
+    const callbacksSettle = await settleCallbacks(
+      scalar,
+      Object.keys(callbackSecrets),
+      options.callbackSettleSeconds,
+    );
+    log(callbacksSettle);
 
     // ---- evidence and verdict ---------------------------------------------------------------
     const physical = await readTopics(
@@ -457,6 +499,13 @@ async function main(): Promise<number> {
       );
     }
     const customersAfter = await sandbox.records('customers');
+    const callbacks = analyseCallbacks({
+      topics,
+      received: [...callbackEndpoint.received],
+      sources: Object.keys(callbackSecrets),
+      outages,
+      t0,
+    });
     const analysis = analyse({
       load: load.state,
       topics,
@@ -465,6 +514,8 @@ async function main(): Promise<number> {
       deliveries,
       customers: customersAfter,
     });
+    analysis.checks.push(...callbacks.checks);
+    callbacks.figures['callbacks settled'] = callbacksSettle;
     // Late writes (issue 13): what the storm injected, what the ledger says came of it, and the
     // time an ambiguous write (time-out, 5xx) added: from its end to the command's next write or
     // its final state.
@@ -559,6 +610,12 @@ async function main(): Promise<number> {
       '| figure | value |',
       '|---|---|',
       ...Object.entries(lateWrites).map(([k, v]) => `| ${k} | ${v} |`),
+      '',
+      '### Outcome callbacks',
+      '',
+      '| figure | value |',
+      '|---|---|',
+      ...Object.entries(callbacks.figures).map(([k, v]) => `| ${k} | ${v} |`),
     ].join('\n');
     console.log(`\n${figuresMarkdown(figures, analysis.checks)}\n\n${lateMarkdown}\n`);
     for (const c of analysis.checks.filter((x) => !x.ok)) {
@@ -567,7 +624,7 @@ async function main(): Promise<number> {
     }
     writeFileSync(
       join(artifacts, 'figures.json'),
-      JSON.stringify({ figures, lateWrites, checks: analysis.checks }, null, 2),
+      JSON.stringify({ figures, lateWrites, callbacks: callbacks.figures, checks: analysis.checks }, null, 2),
     );
     if (options.writeDocs) await writeDocs(`${figuresMarkdown(figures, analysis.checks)}\n\n${lateMarkdown}`);
     const failed = analysis.checks.filter((c) => !c.ok);
@@ -577,6 +634,44 @@ async function main(): Promise<number> {
     const left = await cleanup(resources);
     if (left.length > 0) console.error(`left running: ${left.join(', ')}`);
   }
+}
+
+/**
+ * After the drain: waits until every finished command of a source with callbacks has a delivered
+ * callback and none is pending, three checks in a row (the callbacks role may have been killed
+ * late, and its intake rejoins its group only when Kafka gives up on the dead member). Returns
+ * how it ended, for the figures; the invariants then check against Kafka itself.
+ */
+async function settleCallbacks(
+  scalar: (sql: string, params?: unknown[]) => Promise<number | null>,
+  sources: string[],
+  limitSeconds: number,
+): Promise<string> {
+  const begun = Date.now();
+  let settledFor = 0;
+  let status = '';
+  while (Date.now() - begun < limitSeconds * 1000 && settledFor < 3) {
+    await sleep(1000);
+    try {
+      const pending =
+        (await scalar(`SELECT count(*) AS v FROM callback_deliveries WHERE state <> 'delivered'`)) ?? 0;
+      const undelivered =
+        (await scalar(
+          `SELECT count(*) AS v FROM commands c
+            WHERE c.source = ANY($1) AND c.state = ANY($2)
+              AND NOT EXISTS (SELECT 1 FROM callback_deliveries d
+                               WHERE d.source = c.source AND d.command_id = c.command_id AND d.state = 'delivered')`,
+          [sources, [...FINAL_STATES]],
+        )) ?? 0;
+      status = `callbacks not delivered ${pending}, finished commands without a delivered callback ${undelivered}`;
+      settledFor = pending === 0 && undelivered === 0 ? settledFor + 1 : 0;
+    } catch (error) {
+      status = `callback settle check failed: ${(error as Error).message}`;
+      settledFor = 0;
+    }
+  }
+  const took = ((Date.now() - begun) / 1000).toFixed(1);
+  return `${settledFor >= 3 ? 'settled' : 'not settled'} after ${took} s (${status})`;
 }
 
 const START = '<!-- chaos:figures:start -->';

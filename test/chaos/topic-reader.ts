@@ -9,6 +9,8 @@ export interface ReadMessage {
   key: string | null;
   value: string;
   headers: Record<string, string>;
+  /** The message's Kafka timestamp (ms since epoch, as a string): when it landed on the topic. */
+  timestamp?: string;
 }
 
 /**
@@ -79,6 +81,7 @@ export async function readTopics(brokers: string, topics: string[]): Promise<Map
             key: message.key?.toString() ?? null,
             value: message.value?.toString() ?? '',
             headers,
+            timestamp: message.timestamp,
           });
           const id = `${topic}/${partition}`;
           lastSeen.set(id, BigInt(message.offset));
