@@ -118,15 +118,15 @@ export function planOutages(seconds: number, primary: string, second: string): O
   return [
     {
       source: second,
-      fromMs: Math.round(total * 0.08),
-      toMs: Math.round(total * 0.45),
+      fromMs: Math.round(total * 0.15),
+      toMs: Math.round(total * 0.5),
       detail: '500, then refused',
       checkIsolation: true,
     },
     {
       source: primary,
-      fromMs: Math.round(total * 0.56),
-      toMs: Math.round(total * 0.72),
+      fromMs: Math.round(total * 0.75),
+      toMs: Math.round(total * 0.92),
       detail: '500, then refused',
       checkIsolation: false,
     },
@@ -263,7 +263,7 @@ export function analyseCallbacks(input: {
           (e) =>
             !ownDown.some(
               (x) =>
-                e.publishedAt >= input.t0 + x.fromMs - 1000 && e.publishedAt <= input.t0 + x.toMs + 15_000,
+                e.publishedAt >= input.t0 + x.fromMs - 1000 && e.publishedAt <= input.t0 + x.toMs + 10_000,
             ),
         )
         .flatMap((e) => {
