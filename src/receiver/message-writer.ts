@@ -26,8 +26,10 @@ WITH input AS (
                             subject, data, headers, created_at, message_value, ord)
   ORDER BY i.ord
 ), receipts AS (
-  INSERT INTO webhook_receipts (source, webhook_id, event_type, outbox_id)
-  SELECT source, webhook_id, event_type, outbox_id FROM input
+  -- Received at the instant its outbox row and message say (one clock, so a trace never shows
+  -- the row before the webhook that wrote it).
+  INSERT INTO webhook_receipts (source, webhook_id, event_type, outbox_id, received_at)
+  SELECT source, webhook_id, event_type, outbox_id, created_at FROM input
   ON CONFLICT DO NOTHING
   RETURNING source, webhook_id
 ), written AS (

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 import { backoffDelay } from '../backoff.js';
 import { createOutboxListener } from './outbox-listener.js';
 import { prunePublished, type OutboxRow } from './outbox-reader.js';
+import { createOutboxVacuum } from './outbox-vacuum.js';
 import { createOutboxStreamReader } from './outbox-stream-reader.js';
 import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-status.js';
 import { runTopicStream, type RowPositions } from './topic-stream.js';
@@ -60,6 +61,11 @@ export interface RelayOptions {
   maxBackoffMs?: number;
   /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
   producer?: SharedProducer;
+  /**
+   * Published rows after which a drained relay vacuums the outbox (src/relay/outbox-vacuum.ts).
+   * Default 100000.
+   */
+  vacuumAfterRows?: number;
   /** Test hook: runs after Kafka's ack and before the rows are marked (a crash here repeats them). */
   afterSend?: (rows: OutboxRow[]) => Promise<void>;
 }
@@ -105,6 +111,7 @@ export function createRelay(options: RelayOptions): Relay {
   const producer = options.producer ?? createSharedProducer(kafka);
   const reader = createOutboxStreamReader({ databaseUrl: options.databaseUrl, logger });
   const progress = createRelayProgress();
+  const vacuum = createOutboxVacuum({ db, logger, afterRows: options.vacuumAfterRows ?? 100_000 });
   /** The topic streams under way, by topic. */
   const streams = new Map<string, Promise<void>>();
   /** Average message size (bytes), to size reads to about one request. */
@@ -177,6 +184,7 @@ export function createRelay(options: RelayOptions): Relay {
         rows.map((r) => r.id),
         positions,
       )
+      .then(() => vacuum.count(rows.length))
       .catch((error: unknown) => {
         logger.warn({ err: error, count: rows.length }, 'published rows not marked: they will be sent again');
       });
@@ -264,6 +272,7 @@ export function createRelay(options: RelayOptions): Relay {
       try {
         await schedule();
         await prune();
+        vacuum.maybeRun();
       } catch (error) {
         logger.warn({ err: error }, 'relay pass failed: rows wait, retrying');
       }
@@ -300,7 +309,7 @@ export function createRelay(options: RelayOptions): Relay {
       wake?.();
       // A stream stuck on an unreachable broker must not hold the shutdown: its rows stay unpublished.
       const stuck = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-      await Promise.race([Promise.allSettled([loop, ...streams.values()]), stuck]);
+      await Promise.race([Promise.allSettled([loop, ...streams.values(), vacuum.settled()]), stuck]);
       loop = null;
       await listener.close();
       await reader.close();

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exposeCallbackMetrics } from '../../src/callbacks/callback-metrics.js';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { createLogger } from '../../src/logger.js';
 import { exposeMetrics, METRIC_GROUPS, type MetricGroup } from '../../src/metrics.js';
@@ -31,6 +32,8 @@ describe('monitoring', () => {
   beforeAll(async () => {
     // Every role's metrics, as `rentbridge start` exposes them.
     exposeMetrics(...(Object.keys(METRIC_GROUPS) as MetricGroup[]));
+    // And the outcome callbacks' (`start` with PMS_CALLBACKS set runs that role too).
+    exposeCallbackMetrics(['acme']);
     const app = createHttpApp({ logger: createLogger({ level: 'silent' }), mounts: [] });
     server = await new Promise<typeof server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));

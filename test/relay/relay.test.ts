@@ -160,4 +160,28 @@ describe('relay', () => {
       // Webhook receipts are pruned by their owner, the receiver: test/receiver/receipt-pruner.test.ts.
     });
   });
+
+  describe('when it has published more rows than its vacuum bound', () => {
+    it('vacuums the outbox, so the next drain does not walk the published rows', async () => {
+      const vacuums = async () =>
+        Number(
+          (
+            await database.sql.query<{ n: string }>(
+              `SELECT vacuum_count AS n FROM pg_stat_user_tables
+                WHERE relname = 'outbox' AND schemaname = current_schema()`,
+            )
+          ).rows[0]?.n ?? 0,
+        );
+      const before = await vacuums();
+      const r = relay({ vacuumAfterRows: 3, sweepMs: 50 });
+      await r.start();
+      try {
+        await ingest(4, 'enr-vacuum');
+        await eventually(async () => (await unpublished()) === 0);
+        await eventually(async () => (await vacuums()) > before);
+      } finally {
+        await r.stop();
+      }
+    });
+  });
 });
