@@ -23,14 +23,17 @@ function callbacksCard() {
 }
 
 async function redeliver(body) {
-  const out = $('callbacks-result');
+  let message;
   try {
     const { redelivered } = await api('callbacks/redeliver', { method: 'POST', body });
-    out.textContent = `redelivering ${redelivered.length} callback(s)`;
+    message = `redelivering ${redelivered.length} callback(s)`;
   } catch (error) {
-    out.textContent = error.message;
+    message = error.message;
   }
+  // The card is drawn anew by the reload: the result goes into the new one, or it is lost.
   await loadCallbacks();
+  const out = $('callbacks-result');
+  if (out) out.textContent = message;
 }
 
 function sourcesTable(sources) {
