@@ -65,6 +65,8 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     const slog = log.child({ source, endpoint: new URL(endpoint.url).origin });
     const inFlight = new Set<Promise<void>>();
     let disabled = false;
+    /** When this process last met a 410 (a read of PostgreSQL begun before it is stale). */
+    let goneAt = 0;
     let running = false;
     let again = false;
     let stopped = true;
@@ -92,7 +94,10 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
 
     /** Whether a 410 disabled this URL (PostgreSQL says, for every process); another URL enables it again. */
     async function readDisabled(): Promise<void> {
+      const asked = Date.now();
       const row = (await endpointStates(options.db)).find((e) => e.source === source);
+      // A 410 met while this read was under way is newer than what it read.
+      if (goneAt >= asked) return;
       // Disabled at another URL: the endpoint was configured again, so it is enabled again.
       if (row?.disabledUrl && row.disabledUrl !== endpoint.url) await enableEndpoint(options.db, source);
       const was = disabled;
@@ -109,6 +114,15 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
         timeoutMs,
       });
       callbackMetrics.deliveries.inc({ source, result: outcome.result });
+      // Saved before the next poll re-reads PostgreSQL, which would otherwise clear `disabled`
+      // and let a 410 endpoint get one more attempt.
+      if (outcome.result === 'gone') {
+        disabled = true;
+        goneAt = Date.now();
+        await disableEndpoint(options.db, source, endpoint.url).catch((err: unknown) =>
+          slog.error({ err }, 'endpoint disabled here but not saved'),
+        );
+      }
       await recordAttempt(options.db, delivery, endpoint.url, outcome, next(delivery, outcome));
     }
 
@@ -127,10 +141,6 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
       if (outcome.result === 'gone') {
         // 410: the PMS says the endpoint is gone. Disabled until configured again; the delivery
         // waits (pending) for that.
-        disabled = true;
-        void disableEndpoint(options.db, source, endpoint.url).catch((err: unknown) =>
-          slog.error({ err }, 'endpoint disabled here but not saved'),
-        );
         slog.warn({ ...fields }, 'callback endpoint answered 410 Gone: disabled until configured again');
         return { state: 'pending' as const, nextAttemptAt: new Date(), failures: delivery.failures };
       }
