@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
+import { secretJson } from './secret-json.js';
 
 /**
  * The configuration of outcome callbacks (docs/decisions/029-outcome-callbacks.md), spread into
@@ -41,21 +42,9 @@ function isSigningSecret(secret: string): boolean {
 }
 
 /** PMS_CALLBACKS: JSON, source → endpoint. */
-export const callbacksBySource = z
-  .string()
-  .transform((v, ctx) => {
-    try {
-      return JSON.parse(v) as unknown;
-    } catch {
-      // Never echo the value: it holds secrets.
-      ctx.addIssue({
-        code: 'custom',
-        message: 'must be JSON, e.g. {"acme":{"url":"https://pms.example/outcomes","secrets":["whsec_..."]}}',
-      });
-      return z.NEVER;
-    }
-  })
-  .pipe(z.record(z.string().regex(/^[a-z0-9_-]+$/i), endpoint));
+export const callbacksBySource = secretJson(
+  '{"acme":{"url":"https://pms.example/outcomes","secrets":["whsec_..."]}}',
+).pipe(z.record(z.string().regex(/^[a-z0-9_-]+$/i), endpoint));
 
 const positiveInt = z.coerce.number().int().positive();
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
 
 /**
@@ -28,17 +29,9 @@ const brokers = z
   );
 
 /** A JSON object of source name → list of Standard Webhooks secrets (`whsec_...`). */
-const secretsBySource = z
-  .string()
-  .transform((v, ctx) => {
-    try {
-      return JSON.parse(v) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"acme":["whsec_..."]}' });
-      return z.NEVER;
-    }
-  })
-  .pipe(z.record(z.string().regex(/^[a-z0-9_-]+$/i), z.array(z.string().min(1)).min(1)));
+const secretsBySource = secretJson('{"acme":["whsec_..."]}').pipe(
+  z.record(z.string().regex(/^[a-z0-9_-]+$/i), z.array(z.string().min(1)).min(1)),
+);
 
 /**
  * A JSON object of source name → that source's own Partner API key pair (issue 34): every Partner
@@ -46,33 +39,19 @@ const secretsBySource = z
  * the source can reach. `read_only` / `scoped` say what the key is meant to be; `rentbridge probe`
  * checks them.
  */
-const partnerKeysBySource = z
-  .string()
-  .transform((v, ctx) => {
-    try {
-      return JSON.parse(v) as unknown;
-    } catch {
-      // Never echo the value: it holds secret keys.
-      ctx.addIssue({
-        code: 'custom',
-        message: 'must be JSON, e.g. {"acme":{"access_key":"...","secret_key":"..."}}',
-      });
-      return z.NEVER;
-    }
-  })
-  .pipe(
-    z.record(
-      z.string().regex(/^[a-z0-9_-]+$/i),
-      z
-        .object({
-          access_key: z.string().min(1),
-          secret_key: z.string().min(1),
-          read_only: z.boolean().optional(),
-          scoped: z.boolean().optional(),
-        })
-        .strict(),
-    ),
-  );
+const partnerKeysBySource = secretJson('{"acme":{"access_key":"...","secret_key":"..."}}').pipe(
+  z.record(
+    z.string().regex(/^[a-z0-9_-]+$/i),
+    z
+      .object({
+        access_key: z.string().min(1),
+        secret_key: z.string().min(1),
+        read_only: z.boolean().optional(),
+        scoped: z.boolean().optional(),
+      })
+      .strict(),
+  ),
+);
 
 const secretList = z
   .string()

@@ -13,3 +13,13 @@ export function addGuardRow(
 ): void {
   ctx.add({ ...row, guard_assumption: assumption.id, assumption: assumption.statement });
 }
+
+/** The row of a check that needs a payment report, on a run without `--write --enrollment`. */
+export function needsPaymentWrite(ctx: ProbeContext, assumption: GuardAssumption, step: string): void {
+  addGuardRow(ctx, assumption, {
+    step,
+    result: 'could_not_tell',
+    evidence: 'needs --write --enrollment ID (a sandbox enrollment it may report a payment to)',
+    request_ids: [],
+  });
+}

@@ -1,5 +1,5 @@
 import { PAYMENT_VISIBLE_ON_ENROLLMENT } from '../../partner/assumptions.js';
-import { addGuardRow, type GuardCheck } from './check.js';
+import { addGuardRow, needsPaymentWrite, type GuardCheck } from './check.js';
 
 const PAYMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.field;
 
@@ -11,15 +11,7 @@ const PAYMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.field;
 export const check: GuardCheck = async (ctx, assumption) => {
   const step = 'payment visible';
   const seen = await ctx.paymentWrite();
-  if (!seen) {
-    addGuardRow(ctx, assumption, {
-      step,
-      result: 'could_not_tell',
-      evidence: 'needs --write --enrollment ID (a sandbox enrollment it may report a payment to)',
-      request_ids: [],
-    });
-    return;
-  }
+  if (!seen) return needsPaymentWrite(ctx, assumption, step);
   const { writeError, visibleMs, hasList } = seen;
   addGuardRow(ctx, assumption, {
     step,

@@ -1,5 +1,5 @@
 import { REPORT_MOVES_UPDATED_AT } from '../../partner/assumptions.js';
-import { addGuardRow, type GuardCheck } from './check.js';
+import { addGuardRow, needsPaymentWrite, type GuardCheck } from './check.js';
 
 const UPDATED_AT = REPORT_MOVES_UPDATED_AT.field;
 
@@ -7,15 +7,7 @@ const UPDATED_AT = REPORT_MOVES_UPDATED_AT.field;
 export const check: GuardCheck = async (ctx, assumption) => {
   const step = 'report moves updated_at';
   const seen = await ctx.paymentWrite();
-  if (!seen) {
-    addGuardRow(ctx, assumption, {
-      step,
-      result: 'could_not_tell',
-      evidence: 'needs --write --enrollment ID (a sandbox enrollment it may report a payment to)',
-      request_ids: [],
-    });
-    return;
-  }
+  if (!seen) return needsPaymentWrite(ctx, assumption, step);
   const { before, after, movedMs } = seen;
   addGuardRow(ctx, assumption, {
     step,
