@@ -57,7 +57,8 @@ export interface IngestWriterOptions {
   /**
    * Longest wait for PostgreSQL per write (WEBHOOK_STORAGE_TIMEOUT_MS), also the statements'
    * statement_timeout. A write already in a transaction is answered by its outcome instead, within
-   * about twice this, so that a StorageTimeoutError means nothing was stored. Default 5000 ms.
+   * about twice this plus a second, so that a StorageTimeoutError means nothing was stored.
+   * Default 5000 ms.
    */
   timeoutMs?: number;
 }
@@ -76,6 +77,9 @@ interface Pending {
   resolve(result: IngestResult): void;
   reject(error: unknown): void;
 }
+
+/** How long past its statement_timeout a write in a transaction waits for the transaction's answer. */
+const ANSWER_GRACE_MS = 1000;
 
 export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
   const { db, logger } = options;
@@ -199,9 +203,11 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
           // In a transaction, which started after this write was queued: its statements reach
           // statement_timeout a little later, so a 503 now could be followed by a commit. Its
           // outcome answers instead, so that a 503 always means nothing stored. Past a second
-          // bound PostgreSQL is not answering at all: given up on (should the transaction commit
-          // all the same, the sender's retry is answered as a duplicate).
-          timer = setTimeout(giveUp, timeoutMs);
+          // bound, with a grace beyond the statement's own timeout (a cancellation that lands a
+          // moment late must still be the answer: under load the two raced, and a 503 was
+          // followed by a commit), PostgreSQL is not answering at all: given up on (should the
+          // transaction commit all the same, the sender's retry is answered as a duplicate).
+          timer = setTimeout(giveUp, timeoutMs + ANSWER_GRACE_MS);
         }, timeoutMs);
         const settle = () => {
           clearTimeout(timer);
