@@ -107,8 +107,14 @@ async function startHttp(
     logger,
     timeoutMs: config.WEBHOOK_STORAGE_TIMEOUT_MS,
   });
-  // The receiver owns its receipts: it prunes them (after OUTBOX_RETENTION_HOURS, as the outbox).
-  const receipts = createReceiptPruner({ db, logger, retentionHours: config.OUTBOX_RETENTION_HOURS });
+  // The receiver owns its receipts: it prunes them (after OUTBOX_RETENTION_HOURS, as the outbox,
+  // and never inside the window a signed copy could be replayed in).
+  const receipts = createReceiptPruner({
+    db,
+    logger,
+    retentionHours: config.OUTBOX_RETENTION_HOURS,
+    toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+  });
   const ops = createOpsRouter({
     db,
     kafka: runtime.kafka,

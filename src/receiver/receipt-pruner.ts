@@ -5,7 +5,10 @@ import { pruneReceipts } from './receipt-repository.js';
 /**
  * The receiver prunes its own receipts (webhook_receipts, its dedupe): at start, then every
  * `everyMs`, those older than OUTBOX_RETENTION_HOURS — as long as the outbox rows they produced
- * are kept (the relay prunes those). Several receivers may prune at once: each deletes a chunk at
+ * are kept (the relay prunes those) — and never before two WEBHOOK_TOLERANCE_SECONDS have passed:
+ * a signature is accepted from the tolerance before its timestamp to the tolerance after it, so a
+ * replayed copy (of a webhook or of a customer-token request, issue 34) can come that long after
+ * the first one and must still find its receipt. Several receivers may prune at once: each deletes a chunk at
  * a time, so they only share the work. A failed pass is logged and tried again on the next one.
  */
 export interface ReceiptPruner {
@@ -14,14 +17,22 @@ export interface ReceiptPruner {
   stop(): Promise<void>;
 }
 
+/** How long receipts are kept: the retention, or the whole replay window when that is longer. */
+export function keptHours(retentionHours: number, toleranceSeconds: number): number {
+  return Math.max(retentionHours, (2 * toleranceSeconds + 60) / 3600);
+}
+
 export function createReceiptPruner(options: {
   db: Db;
   logger: Logger;
   retentionHours: number;
+  /** WEBHOOK_TOLERANCE_SECONDS: receipts are kept at least twice as long (plus a minute of skew). */
+  toleranceSeconds?: number;
   /** Default one minute (the relay's former pace). */
   everyMs?: number;
 }): ReceiptPruner {
-  const { db, logger, retentionHours } = options;
+  const { db, logger } = options;
+  const retentionHours = keptHours(options.retentionHours, options.toleranceSeconds ?? 0);
   const everyMs = options.everyMs ?? 60_000;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<void> | null = null;

@@ -49,4 +49,48 @@ describe('the receiver pruning its receipts', () => {
       expect(Number(receipts.rows[0]?.n)).toBe(0);
     });
   });
+
+  describe('when the tolerance window is longer than the retention', () => {
+    it('keeps every receipt a replayed copy could still be checked against', async () => {
+      const { db } = database;
+      await db.$transaction((tx) =>
+        insertReceipts(tx, [
+          { source: 'pms-token:beta', webhookId: 'in-window', eventType: 'customer.access_token_requested' },
+          {
+            source: 'pms-token:beta',
+            webhookId: 'past-window',
+            eventType: 'customer.access_token_requested',
+          },
+        ]),
+      );
+      // A tolerance of 2 h: a copy signed at T is accepted until T + 2 h and could have been
+      // first seen at T - 2 h, so a receipt 3.5 h old must still be there; one 4.5 h old may go.
+      await database.sql.query(
+        `UPDATE webhook_receipts SET received_at = now() - interval '210 minutes' WHERE webhook_id = 'in-window'`,
+      );
+      await database.sql.query(
+        `UPDATE webhook_receipts SET received_at = now() - interval '270 minutes' WHERE webhook_id = 'past-window'`,
+      );
+      const pruner = createReceiptPruner({
+        db,
+        logger: createLogger({ level: 'silent' }),
+        retentionHours: 1,
+        toleranceSeconds: 7200,
+      });
+      pruner.start();
+      try {
+        await vi.waitFor(
+          async () => {
+            const { rows } = await database.sql.query<{ webhook_id: string }>(
+              `SELECT webhook_id FROM webhook_receipts WHERE source = 'pms-token:beta' ORDER BY webhook_id`,
+            );
+            expect(rows.map((r) => r.webhook_id)).toEqual(['in-window']);
+          },
+          { timeout: 10_000, interval: 100 },
+        );
+      } finally {
+        await pruner.stop();
+      }
+    });
+  });
 });
