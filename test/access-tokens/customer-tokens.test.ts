@@ -30,7 +30,8 @@ async function startProcess(database: TestDatabase, sandbox: Sandbox) {
     partnerUrl: sandbox.url,
     logger,
     fetch: counting,
-    waitMs: 1500,
+    // Room for a cold first request (authenticate, then issue) on a loaded machine.
+    waitMs: 5000,
     config: {
       PARTNER_ACCESS_KEY: 'sandbox-access-key',
       PARTNER_SECRET_KEY: 'sandbox-secret-key',
@@ -208,6 +209,7 @@ describe('customer access tokens', () => {
 
   describe('when a source has a scoped Partner API key of its own', () => {
     it("gets a token for a customer in its scope and 404 for another source's customer", async () => {
+      const tokenSlots = await slotsOf(TOKEN_BUDGET_NAME);
       const own = await send(one.url, BETA_PATH, { customer_id: betaCustomerId }, { secret: beta });
       expect(own.status).toBe(200);
       expect(own.json).toMatchObject({ customer_id: betaCustomerId, token: expect.any(String) });
@@ -220,6 +222,11 @@ describe('customer access tokens', () => {
       // acme, without a key of its own, still reaches every customer with the deployment key.
       const acmeOwn = await send(one.url, PATH, { customer_id: betaCustomerId }, { secret: acme });
       expect(acmeOwn.status).toBe(200);
+
+      // beta's key, like the deployment's, spends the one token budget of the IP (its
+      // authentication included), never the 650/min one.
+      expect(await slotsOf(TOKEN_BUDGET_NAME)).toBeGreaterThanOrEqual(tokenSlots + 4);
+      expect(await slotsOf('partner-api')).toBe(0);
     });
   });
 
