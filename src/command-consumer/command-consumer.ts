@@ -9,6 +9,7 @@ import {
   createSnapshotPageCache,
   createThrottleGate,
   FINAL_STATES,
+  keyPinnedReadBack,
   VERDICTS,
   type GuardOptions,
   type GuardPartner,
@@ -88,21 +89,24 @@ function countFromZero(type: AnyCommandType) {
 
 /**
  * The client acting for each source, each with one read-back strategy (and snapshot page cache):
- * a scoped key sees another list, so a page read with one key never serves another key's reads.
+ * a scoped key sees another list, so a page read with one key never serves another key's reads,
+ * and a snapshot names the key that read it, so a read-back with another key (PMS_PARTNER_KEYS
+ * changed in between) is no evidence (src/guard/key-pinned-read-back.ts).
  */
 function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;
   const strategies = new Map<GuardPartner, ReadBackStrategy<unknown>>();
   return (source: string) => {
-    const { partner, key } = deps.partners?.forSource(source) ?? {
+    const { partner, key, keyId } = deps.partners?.forSource(source) ?? {
       partner: deps.partner,
       key: 'deployment' as const,
+      keyId: 'deployment',
     };
     let strategy = strategies.get(partner);
     if (!strategy) {
-      strategy = type.readBack(
-        partner,
-        ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {},
+      strategy = keyPinnedReadBack(
+        type.readBack(partner, ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {}),
+        keyId,
       );
       strategies.set(partner, strategy);
     }

@@ -20,6 +20,7 @@ export type {
 export { APPLIED_STATES, RESETTABLE_STATES, redriveReset } from './guard-machine.js';
 export type { ReadBackStrategy, Snapshot, Verdict } from './read-back.js';
 export { VERDICTS } from './read-back.js';
+export { keyPinnedReadBack, SNAPSHOT_KEY_FACT } from './key-pinned-read-back.js';
 export { applicationDecisionReadBack, DECISION_TARGET_STATUS } from './application-decision-read-back.js';
 export { rentalPaymentReadBack } from './rental-payment-read-back.js';
 export { customerRegistrationReadBack, sameEmail } from './customer-registration-read-back.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { exposeMetrics, metrics } from '../metrics.js';
 
@@ -28,6 +29,17 @@ export interface SourceKey {
 export interface SourcePartner<P> {
   partner: P;
   key: KeyUse;
+  /**
+   * Names the key that reads for the source, never showing it: `deployment`, or `own:` and the
+   * first 12 hex digits of the SHA-256 of its access key (a new key for the source is a new id).
+   * A command's snapshot carries it, so its read-back can tell it reads with the same key.
+   */
+  keyId: string;
+}
+
+/** The id of a source's own key: a digest of its access key, never the key. */
+export function ownKeyId(accessKey: string): string {
+  return `own:${createHash('sha256').update(accessKey).digest('hex').slice(0, 12)}`;
 }
 
 export interface SourcePartners<P> {
@@ -69,13 +81,14 @@ export function createSourcePartners<P>(options: {
   return {
     keyOf: (source) => (has(source) ? 'own' : 'deployment'),
     forSource(source) {
-      if (!has(source)) return { partner: options.deployment(), key: 'deployment' };
+      if (!has(source)) return { partner: options.deployment(), key: 'deployment', keyId: 'deployment' };
+      const key = options.keys[source]!;
       let client = clients.get(source);
       if (!client) {
-        client = options.build(source, options.keys[source]!);
+        client = options.build(source, key);
         clients.set(source, client);
       }
-      return { partner: client, key: 'own' };
+      return { partner: client, key: 'own', keyId: ownKeyId(key.accessKey) };
     },
     built: () => [...clients.values()],
   };

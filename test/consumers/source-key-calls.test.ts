@@ -6,6 +6,7 @@ import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
+import { ownKeyId } from '../../src/partner/source-partners.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { createHarness, FAST_GUARD, headersOf, uid, type Harness } from './support/harness.js';
 
@@ -168,6 +169,13 @@ describe('the key of every Partner API call made for a PMS source', () => {
       expect(write).toBeGreaterThan(0); // a snapshot read came first
       expect(mine.slice(write + 1).some((c) => c.method === 'GET')).toBe(true); // and a read-back after
       expect(new Set(mine.map((c) => c.key))).toEqual(new Set([BETA.access_key]));
+      // The stored snapshot names the key that read it (a digest): a read-back with another key
+      // (PMS_PARTNER_KEYS changed in between) would not be compared with it.
+      const { rows } = await h.database.sql.query<{ snapshot: Record<string, unknown> }>(
+        `SELECT snapshot FROM commands WHERE source = 'beta' AND command_id = $1`,
+        [decisionId],
+      );
+      expect(rows[0]!.snapshot.partner_key).toBe(ownKeyId(BETA.access_key));
       // beta's requests took slots of the deployment's one budget, as every other key's do.
       const slots = await slotsSince(before);
       expect(slots.map((s) => s.budget)).toEqual(['partner-api']);
