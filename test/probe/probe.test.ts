@@ -222,6 +222,49 @@ describe('rentbridge probe', () => {
       const report = JSON.parse(readFileSync(out, 'utf8')) as ProbeReport;
       expect(report.guard_assumptions_hold).toBe(false);
     });
+
+    it('checks each PMS_PARTNER_KEYS key, exits 1 when one is not as configured, shows no secret', async () => {
+      await records();
+      await control.addRecords('applications', [{ status: 'submitted', owner_id: 'owner-beta' }]);
+      await control.createKey({
+        access_key: 'beta-ak',
+        secret_key: 'beta-sk-cli-0123',
+        owner_ids: ['owner-beta'],
+      });
+      await control.createKey({ access_key: 'gamma-ak', secret_key: 'gamma-sk-cli-0123' });
+      const out = join(dir, 'sources.json');
+      const result = await runCli(['probe', '--out', out], {
+        ...env(),
+        PMS_WEBHOOK_SECRETS: JSON.stringify({
+          beta: ['whsec_c2VjcmV0LWJldGE='],
+          gamma: ['whsec_c2VjcmV0LWdhbW1h'],
+        }),
+        PMS_PARTNER_KEYS: JSON.stringify({
+          beta: { access_key: 'beta-ak', secret_key: 'beta-sk-cli-0123', scoped: true, read_only: false },
+          // Configured read-only, but the platform lets it write: the probe must say so.
+          gamma: { access_key: 'gamma-ak', secret_key: 'gamma-sk-cli-0123', read_only: true },
+        }),
+      });
+      expect(result.code, result.stderr).toBe(1);
+      const report = JSON.parse(readFileSync(out, 'utf8')) as ProbeReport;
+      expect(
+        report.rows.filter((r) => r.step.startsWith('source ')).map((r) => `${r.step}: ${r.result}`),
+      ).toEqual([
+        'source beta: key authenticates: holds',
+        'source beta: key may write: holds',
+        'source beta: key scoped: holds',
+        'source gamma: key authenticates: holds',
+        'source gamma: key read-only: does_not_hold',
+      ]);
+      // The exit code is the source key's doing: every guard assumption checked holds.
+      expect(report.guard_assumptions_hold).toBe(true);
+      expect(report.source_keys_hold).toBe(false);
+      expect(result.stdout).toMatch(/PMS source key is not as configured/);
+      const everything = `${result.stdout}${result.stderr}${readFileSync(out, 'utf8')}`;
+      for (const secret of ['beta-sk-cli-0123', 'gamma-sk-cli-0123', 'sandbox-secret-key'])
+        expect(everything).not.toContain(secret);
+      expect((await control.ledger()).writes.filter((w) => w.applied)).toEqual([]);
+    });
   });
 
   describe('when a consumer starts with a probe result that says a guard assumption does not hold', () => {
