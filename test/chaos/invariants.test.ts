@@ -252,7 +252,8 @@ describe('chaos invariants', () => {
   });
 
   describe("when a scoped source's command outside its scope was applied, or one inside refused for scope", () => {
-    const SCOPE = "a scoped source's command outside its scope is rejected as such, never applied";
+    const SCOPE =
+      "a scoped source's command outside its scope is rejected as such, never applied, never written again";
     // beta's pay_1 on its scoped key (issue 34), known by source + id (issue 35).
     const betaCommand = () => buildCommand({ source: 'beta', key: 'beta/pay_1', outsideScope: true });
     const betaEvent = () =>
@@ -318,6 +319,22 @@ describe('chaos invariants', () => {
         false,
       );
       expect(failed(refusedInside)).toEqual([SCOPE]);
+
+      const writtenAgain = betaEvidence(
+        {
+          ledger: [
+            write({ applied: false, status: 404 }),
+            write({ applied: false, status: 404, request_id: 'pay_1.a2' }),
+          ],
+          topics: new Map([
+            ['commands.rental-payments', [betaEvent()]],
+            ['outcomes.rental-payments', [betaOutcome('rejected')]],
+            ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+          ]),
+        },
+        true,
+      );
+      expect(failed(writtenAgain)).toEqual([SCOPE]);
     });
 
     it('passes when it ended rejected as outside the scope, with no applied write', () => {

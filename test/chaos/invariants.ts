@@ -441,9 +441,11 @@ export function analyse(evidence: Evidence): Analysis {
   checks.push(parked);
 
   // 6b. A scoped source acts only within its scope (issue 34): its commands on records of another
-  //     owner end rejected with a dead letter saying so, never applied; none of its other
-  //     commands is refused for scope.
-  const scoped = check("a scoped source's command outside its scope is rejected as such, never applied");
+  //     owner end rejected with a dead letter saying so, never applied, with no write after the
+  //     refusal; none of its other commands is refused for scope.
+  const scoped = check(
+    "a scoped source's command outside its scope is rejected as such, never applied, never written again",
+  );
   const scopeLetters = new Set<string>();
   for (const topic of COMMAND_TOPICS) {
     for (const m of topics.get(`${topic}.dlq`) ?? []) {
@@ -462,6 +464,18 @@ export function analyse(evidence: Evidence): Analysis {
         scoped.fail(`command ${id} (${command.source}) outside its scope: ${state ?? 'no row'}`);
       if ((appliedByLedger.get(id) ?? 0) > 0) scoped.fail(`command ${id} outside its scope was applied`);
       if (!scopeLetters.has(id)) scoped.fail(`command ${id} outside its scope: no dead letter saying so`);
+      // The refusal is final: no write attempt of the command after its 404 / 403.
+      const writes = evidence.ledger.filter(
+        (w) => w.method === 'POST' && isWritePath(w.path) && attributeWrite(w, load.commands) === id,
+      );
+      const refusal = writes.findIndex((w) => w.status === 404 || w.status === 403);
+      if (refusal >= 0 && refusal < writes.length - 1)
+        scoped.fail(
+          `command ${id} outside its scope was written again after its ${writes[refusal]!.status}: ${writes
+            .slice(refusal + 1)
+            .map((w) => w.request_id)
+            .join(', ')}`,
+        );
     } else if (scopeLetters.has(id)) {
       scoped.fail(`command ${id} (${command.source}) inside its scope was refused as outside it`);
     }
