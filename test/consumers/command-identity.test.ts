@@ -201,6 +201,22 @@ describe('command identity: source + command type + command id', () => {
       for (const id of ids) expect(id).toMatch(REQUEST_ID_PATTERN);
       expect(ids[0]).toBe('42.a1'); // the first keeps its id unchanged, as before identities
       expect([decided, acmePaid, betaPaid].map((o) => o!.partner_request_ids[0])).toEqual(ids);
+      // Every call of the three (snapshot reads made before a row exists included) has a request
+      // id of its own identity: none is shared, so the partner's logs tell the three apart.
+      const { rows: calls } = await h.database.sql.query<{ identity: string; request_id: string }>(
+        `SELECT DISTINCT source || '/' || command_type AS identity, request_id FROM command_attempts
+          WHERE command_id = '42' AND kind <> 'outcome' AND request_id <> ''`,
+      );
+      expect(new Set(calls.map((c) => c.identity))).toEqual(
+        new Set(['acme/application_decision', 'acme/rental_payment', 'beta/rental_payment']),
+      );
+      const owners = new Map<string, Set<string>>();
+      for (const c of calls)
+        owners.set(c.request_id, (owners.get(c.request_id) ?? new Set()).add(c.identity));
+      expect(
+        [...owners].filter(([, of]) => of.size > 1).map(([id, of]) => `${id}: ${[...of].join(', ')}`),
+      ).toEqual([]);
+      for (const c of calls) expect(c.request_id).toMatch(REQUEST_ID_PATTERN);
 
       // trace: "42" names three commands, so it lists them; a request id names one.
       const options = { topicPrefix: h.kafka.prefix, retentionHours: 72 };
