@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Logger } from '../logger.js';
 import { UsageError } from '../errors.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -73,15 +73,17 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   }
 
   const pgPaths = postgresPaths(options.pgDir ?? join(root, '.postgres'));
+  // scripts/kafka.sh's folder: KAFKA_DIR as the script reads it (relative to the project), else `.kafka/`.
+  const kafkaDir = env.KAFKA_DIR ? resolve(root, env.KAFKA_DIR) : join(root, '.kafka');
   if (options.fresh) {
     if (startPg) await rm(pgPaths.dataDir, { recursive: true, force: true });
     if (startKafka) {
-      await rm(join(root, '.kafka', 'data'), { recursive: true, force: true });
-      await rm(join(root, '.kafka', 'server.properties'), { force: true });
+      await rm(join(kafkaDir, 'data'), { recursive: true, force: true });
+      await rm(join(kafkaDir, 'server.properties'), { force: true });
     }
     logger.info(
       {
-        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(root, '.kafka', 'data'))].filter(
+        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(kafkaDir, 'data'))].filter(
           Boolean,
         ),
       },
@@ -93,7 +95,13 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   const [pgResult, kafkaResult] = await Promise.allSettled([
     startPg ? startEmbeddedPostgres({ ...pgPaths, port: options.pgPort }) : Promise.resolve(undefined),
     startKafka
-      ? startLocalKafka({ root, port: options.kafkaPort, controllerPort: kafkaController, logger: parent })
+      ? startLocalKafka({
+          root,
+          dir: kafkaDir,
+          port: options.kafkaPort,
+          controllerPort: kafkaController,
+          logger: parent,
+        })
       : Promise.resolve(undefined),
   ]);
   const postgres: EmbeddedPostgres | undefined = pgResult.status === 'fulfilled' ? pgResult.value : undefined;
