@@ -60,8 +60,10 @@ describe('rentbridge start without DATABASE_URL', () => {
         timeout: 90_000,
         interval: 500,
       });
-      const first = log.split('\n').find((l) => l.includes('"component":"local-servers"'));
-      expect(first).toContain('started an embedded PostgreSQL');
+      const lines = log.split('\n').filter((l) => l.includes('"component":"local-servers"'));
+      // The first says what it is starting (Kafka's start can take a minute), the next what started.
+      expect(lines[0]).toContain(`nothing answers on 127.0.0.1:${pgPort}: starting an embedded PostgreSQL`);
+      const first = lines.find((l) => l.includes('started an embedded PostgreSQL'));
       expect(first).toContain(`"address":"127.0.0.1:${pgPort}"`);
       // Outside the project, the data folder is named by its absolute path.
       expect(first).toContain(`"dataDir":"${join(dir, 'data')}"`);

@@ -83,14 +83,24 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
     }
     logger.info(
       {
-        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(kafkaDir, 'data'))].filter(
-          Boolean,
-        ),
+        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(kafkaDir, 'data'))].filter(Boolean),
       },
       '--fresh: the embedded servers start from empty folders (servers that were already running keep their data)',
     );
   }
 
+  // Said first: Kafka's start takes a while (a minute or more the first time, its jars fetched).
+  if (startPg || startKafka) {
+    const where = [startPg && pgAddress, startKafka && kafkaAddress].filter(Boolean).join(' or ');
+    const what = [startPg && 'an embedded PostgreSQL', startKafka && 'the Kafka broker of scripts/kafka.sh'];
+    logger.info(
+      {
+        ...(startPg && { postgres: pgAddress, postgresData: show(pgPaths.dataDir) }),
+        ...(startKafka && { kafka: kafkaAddress, kafkaData: show(join(kafkaDir, 'data')) }),
+      },
+      `nothing answers on ${where}: starting ${what.filter(Boolean).join(' and ')}`,
+    );
+  }
   // Both at once: PostgreSQL takes about a second, Kafka several (longer the first time: its jars).
   const [pgResult, kafkaResult] = await Promise.allSettled([
     startPg ? startEmbeddedPostgres({ ...pgPaths, port: options.pgPort }) : Promise.resolve(undefined),
