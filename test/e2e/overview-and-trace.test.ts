@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { requestId } from '../../src/http/request-id.js';
@@ -12,6 +10,7 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { createHarness, uid, type Harness } from '../consumers/support/harness.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
+import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
 import {
   buildRentPayment,
   buildSecret,
@@ -20,14 +19,11 @@ import {
   type TestReceiver,
 } from '../receiver/webhooks.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-ops-token-0123456789';
-const available = existsSync(CHROMIUM);
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
 const secret = buildSecret();
+const betaSecret = buildSecret();
 
-// Locally, a machine without Chromium skips this file; in CI its absence is a failure.
-describe.skipIf(!available && !inCi)('console overview and trace in a real browser', () => {
+describe.skipIf(skipWithoutChromium)('console overview and trace in a real browser', () => {
   let h: Harness;
   let receiver: TestReceiver;
   let relay: Relay;
@@ -43,18 +39,13 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
   const notFound: string[] = [];
 
   beforeAll(async () => {
-    if (!available) {
-      throw new Error(
-        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
-      );
-    }
     h = await createHarness();
     await h.startConsumer(rentalPayments);
     receiver = await startReceiver({
       db: h.database.db,
       databaseUrl: h.database.url,
       partnerSecrets: [],
-      pmsSecrets: { acme: [secret] },
+      pmsSecrets: { acme: [secret], beta: [betaSecret] },
     });
     relay = createRelay({
       db: h.database.db,
@@ -126,24 +117,9 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       topicPrefix: h.kafka.prefix,
     });
     app.use('/ops', router);
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await serveApp(app));
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     page.on('response', (res) => {
       if (res.status() === 404) notFound.push(res.url());
@@ -153,7 +129,7 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
 
   afterAll(async () => {
     await browser?.close();
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await closeServer(server);
     await router?.close();
     await relay?.stop();
     await receiver?.close();
@@ -304,6 +280,51 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       await expect
         .poll(() => page.textContent('[data-testid=trace-ends]'))
         .toContain('no trace of "no-such-id"');
+    });
+  });
+
+  describe('when the id is the own id of two commands (another PMS numbers its payments alike)', () => {
+    it('lists both, and a click traces the chosen one alone', async () => {
+      const shared = flows[1]!.paymentId;
+      const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const body = buildRentPayment({ payment_id: shared, enrollment_id: Number(record!.id) });
+      const res = await send(receiver.url, '/webhooks/pms/beta', body, { secret: betaSecret });
+      expect(res.status).toBe(202);
+      await expect
+        .poll(
+          async () =>
+            (
+              await h.database.sql.query<{ state: string }>(
+                `SELECT state FROM commands WHERE source = 'beta' AND command_id = $1`,
+                [shared],
+              )
+            ).rows[0]?.state,
+          { timeout: 60_000, interval: 250 },
+        )
+        .toBe('applied');
+
+      await page.fill('#trace-id', shared);
+      await page.click('#trace-submit');
+      const candidates = page.locator('[data-testid=trace-candidate] button');
+      await expect.poll(() => candidates.count()).toBe(2);
+      expect((await candidates.allTextContents()).sort()).toEqual([
+        `acme rental_payment "${shared}"`,
+        `beta rental_payment "${shared}"`,
+      ]);
+      expect(await page.isHidden('#trace-table')).toBe(true);
+
+      await page.click(`[data-testid=trace-candidate] button[data-source="beta"]`);
+      await expect
+        .poll(() => page.textContent('#trace-title'))
+        .toBe(`Trace of ${shared} (beta rental_payment)`);
+      await expect
+        .poll(() => page.textContent('[data-testid=trace-ends]'))
+        .toContain(`command beta rental_payment "${shared}" ended applied`);
+      const ends = await page.textContent('[data-testid=trace-ends]');
+      expect(ends).not.toContain('acme');
+      // Only beta's webhook: acme's payment with the same id is another command's trail.
+      expect(await page.textContent('#trace-table')).toContain(res.webhookId);
+      expect(await page.textContent('#trace-table')).not.toContain(flows[1]!.webhookId);
     });
   });
 
