@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,8 +60,10 @@ describe('rentbridge start without DATABASE_URL', () => {
         timeout: 90_000,
         interval: 500,
       });
-      const first = log.split('\n').find((l) => l.includes('"component":"local-servers"'));
-      expect(first).toContain('started an embedded PostgreSQL');
+      const lines = log.split('\n').filter((l) => l.includes('"component":"local-servers"'));
+      // The first says what it is starting (Kafka's start can take a minute), the next what started.
+      expect(lines[0]).toContain(`nothing answers on 127.0.0.1:${pgPort}: starting an embedded PostgreSQL`);
+      const first = lines.find((l) => l.includes('started an embedded PostgreSQL'));
       expect(first).toContain(`"address":"127.0.0.1:${pgPort}"`);
       // Outside the project, the data folder is named by its absolute path.
       expect(first).toContain(`"dataDir":"${join(dir, 'data')}"`);
@@ -110,6 +112,62 @@ describe('rentbridge start without DATABASE_URL', () => {
         expect(result.stderr).toContain('set KAFKA_BROKERS');
       } finally {
         await rm(bin, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('when no Kafka answers, Java is installed but Maven is not, and the jars are not fetched yet', () => {
+    it('exits 2 naming what to install, or KAFKA_BROKERS', async () => {
+      const bin = await mkdtemp(join(tmpdir(), 'rentbridge-path-'));
+      const kafkaDir = await mkdtemp(join(tmpdir(), 'rentbridge-nojars-'));
+      await symlink('/bin/bash', join(bin, 'bash'));
+      await writeFile(join(bin, 'java'), '#!/bin/bash\nexit 0\n', { mode: 0o755 });
+      try {
+        const result = await runCli(['start'], {
+          PATH: bin,
+          HTTP_PORT: String(await freePort()),
+          SANDBOX_PORT: String(await freePort()),
+          PARTNER_API_URL: '',
+          DATABASE_URL: inject('databaseUrl'),
+          KAFKA_BROKERS: undefined,
+          KAFKA_DIR: kafkaDir,
+          LOCAL_KAFKA_PORT: String(await freePort()),
+        });
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain('Maven');
+        expect(result.stderr).toContain('apt-get install maven');
+        expect(result.stderr).toContain('set KAFKA_BROKERS');
+      } finally {
+        await rm(bin, { recursive: true, force: true });
+        await rm(kafkaDir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe("when no Kafka answers and the local broker's controller port is taken", () => {
+    it('exits 2 before starting anything, naming the port and KAFKA_CONTROLLER_PORT', async () => {
+      const controller = createServer();
+      const controllerPort = await freePort();
+      await new Promise<void>((r) => controller.listen(controllerPort, '127.0.0.1', () => r()));
+      const pgPort = await freePort();
+      try {
+        const result = await runCli(['start'], {
+          HTTP_PORT: String(await freePort()),
+          SANDBOX_PORT: String(await freePort()),
+          PARTNER_API_URL: '',
+          DATABASE_URL: undefined,
+          LOCAL_PG_PORT: String(pgPort),
+          KAFKA_BROKERS: undefined,
+          LOCAL_KAFKA_PORT: String(await freePort()),
+          KAFKA_CONTROLLER_PORT: String(controllerPort),
+        });
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain(
+          `port ${controllerPort} (the local Kafka's controller, KAFKA_CONTROLLER_PORT)`,
+        );
+        expect(await answers('127.0.0.1', pgPort)).toBe(false);
+      } finally {
+        controller.close();
       }
     });
   });

@@ -7,12 +7,14 @@ import { UsageError } from '../errors.js';
 /**
  * The Apache Kafka broker of scripts/kafka.sh (KRaft, one node, jars from Maven Central, fetched
  * once), started and stopped through the script so that `npm start`, `npm test` and
- * `npm run kafka:start` share one broker and one folder (`.kafka/`).
+ * `npm run kafka:start` share one broker and one folder (`.kafka/`, or KAFKA_DIR as the script reads it).
  */
 
 export interface LocalKafkaOptions {
-  /** The project's folder: scripts/kafka.sh and `.kafka/` are there. */
+  /** The project's folder: scripts/kafka.sh is there. */
   root: string;
+  /** The broker's folder (jars, data, pid, log): KAFKA_DIR, as scripts/kafka.sh reads it; default `.kafka/`. */
+  dir: string;
   port: number;
   controllerPort: number;
   logger: Logger;
@@ -41,6 +43,7 @@ function script(
       cwd: options.root,
       env: {
         ...process.env,
+        KAFKA_DIR: options.dir,
         KAFKA_HOST: '127.0.0.1',
         KAFKA_PORT: String(options.port),
         KAFKA_CONTROLLER_PORT: String(options.controllerPort),
@@ -74,7 +77,7 @@ function script(
 }
 
 export async function startLocalKafka(options: LocalKafkaOptions): Promise<LocalKafka> {
-  const kafkaDir = join(options.root, '.kafka');
+  const kafkaDir = options.dir;
   const where = `127.0.0.1:${options.port}`;
   if (!has('java', ['-version'])) {
     throw new UsageError(

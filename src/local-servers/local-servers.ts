@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Logger } from '../logger.js';
 import { UsageError } from '../errors.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -73,27 +73,45 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   }
 
   const pgPaths = postgresPaths(options.pgDir ?? join(root, '.postgres'));
+  // scripts/kafka.sh's folder: KAFKA_DIR as the script reads it (relative to the project), else `.kafka/`.
+  const kafkaDir = env.KAFKA_DIR ? resolve(root, env.KAFKA_DIR) : join(root, '.kafka');
   if (options.fresh) {
     if (startPg) await rm(pgPaths.dataDir, { recursive: true, force: true });
     if (startKafka) {
-      await rm(join(root, '.kafka', 'data'), { recursive: true, force: true });
-      await rm(join(root, '.kafka', 'server.properties'), { force: true });
+      await rm(join(kafkaDir, 'data'), { recursive: true, force: true });
+      await rm(join(kafkaDir, 'server.properties'), { force: true });
     }
     logger.info(
       {
-        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(root, '.kafka', 'data'))].filter(
-          Boolean,
-        ),
+        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(kafkaDir, 'data'))].filter(Boolean),
       },
       '--fresh: the embedded servers start from empty folders (servers that were already running keep their data)',
     );
   }
 
+  // Said first: Kafka's start takes a while (a minute or more the first time, its jars fetched).
+  if (startPg || startKafka) {
+    const where = [startPg && pgAddress, startKafka && kafkaAddress].filter(Boolean).join(' or ');
+    const what = [startPg && 'an embedded PostgreSQL', startKafka && 'the Kafka broker of scripts/kafka.sh'];
+    logger.info(
+      {
+        ...(startPg && { postgres: pgAddress, postgresData: show(pgPaths.dataDir) }),
+        ...(startKafka && { kafka: kafkaAddress, kafkaData: show(join(kafkaDir, 'data')) }),
+      },
+      `nothing answers on ${where}: starting ${what.filter(Boolean).join(' and ')}`,
+    );
+  }
   // Both at once: PostgreSQL takes about a second, Kafka several (longer the first time: its jars).
   const [pgResult, kafkaResult] = await Promise.allSettled([
     startPg ? startEmbeddedPostgres({ ...pgPaths, port: options.pgPort }) : Promise.resolve(undefined),
     startKafka
-      ? startLocalKafka({ root, port: options.kafkaPort, controllerPort: kafkaController, logger: parent })
+      ? startLocalKafka({
+          root,
+          dir: kafkaDir,
+          port: options.kafkaPort,
+          controllerPort: kafkaController,
+          logger: parent,
+        })
       : Promise.resolve(undefined),
   ]);
   const postgres: EmbeddedPostgres | undefined = pgResult.status === 'fulfilled' ? pgResult.value : undefined;

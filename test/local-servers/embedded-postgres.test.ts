@@ -2,7 +2,7 @@ import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { UsageError } from '../../src/errors.js';
 import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
@@ -91,6 +91,38 @@ describe('the embedded PostgreSQL of npm start', () => {
         await again.stop();
       }
       expect(await answers('127.0.0.1', port)).toBe(false);
+    });
+  });
+
+  describe('when a PostgreSQL and a broker already answer on the local ports', () => {
+    it('uses them and leaves them running when it stops', async () => {
+      const port = await freePort();
+      const running = await startEmbeddedPostgres({
+        dataDir: join(dir, 'running', 'data'),
+        logFile: join(dir, 'running', 'postgres.log'),
+        port,
+      });
+      try {
+        // The suite's broker: found on its local port like a broker already running (when it is local).
+        const brokers = inject('kafkaBrokers');
+        const [host, kafkaPort] = brokers.split(',')[0]!.split(':');
+        const isLocal = host === '127.0.0.1' || host === 'localhost';
+        const local = await startLocalServers({
+          root: projectRoot(),
+          pgDir: join(dir, 'unused'),
+          env: isLocal ? {} : { KAFKA_BROKERS: brokers },
+          pgPort: port,
+          kafkaPort: Number(kafkaPort),
+          logger,
+        });
+        expect(local.databaseUrl).toBe(`postgresql://postgres@127.0.0.1:${port}/postgres`);
+        if (isLocal) expect(local.kafkaBrokers).toEqual([`127.0.0.1:${kafkaPort}`]);
+        await local.stop();
+        expect(await query(running.url, 'SELECT 1 AS one')).toMatchObject({ rows: [{ one: 1 }] });
+        if (isLocal) expect(await answers('127.0.0.1', Number(kafkaPort))).toBe(true);
+      } finally {
+        await running.stop();
+      }
     });
   });
 

@@ -65,7 +65,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
           const dir = process.env.LOCAL_PG_DIR || join(projectRoot(), '.postgres');
           const pg = await startEmbeddedPostgres({ ...postgresPaths(dir), port: pgPort });
           stops.push(() => pg.stop());
-          console.log(`test servers: embedded PostgreSQL on 127.0.0.1:${pgPort} (.postgres/)`);
+          console.log(`test servers: embedded PostgreSQL on 127.0.0.1:${pgPort} (data in ${dir})`);
           databaseUrl = pg.url;
         }
       }
