@@ -108,7 +108,7 @@ describe.skipIf(!BROKERS)('a three-broker cluster', () => {
     );
   }, 240_000);
   afterAll(async () => {
-    for (const b of ['2', '3']) cluster('revive', b);
+    // The relay first: a revival that fails must not leave its process running.
     if (relay && relay.exitCode === null) {
       const exited = new Promise((resolve) => relay.once('exit', resolve));
       relay.kill('SIGTERM');
@@ -116,7 +116,11 @@ describe.skipIf(!BROKERS)('a three-broker cluster', () => {
       await exited;
       clearTimeout(timer);
     }
-    await database?.drop();
+    try {
+      for (const b of ['2', '3']) cluster('revive', b);
+    } finally {
+      await database?.drop();
+    }
   }, 900_000);
 
   it('with one broker killed mid-run, loses nothing acknowledged and goes on', async () => {
