@@ -27,7 +27,7 @@ import { readWholeTopic } from '../changelog/read-topic.js';
 const BROKERS = process.env.RENTBRIDGE_CLUSTER_BROKERS;
 // A broker's JVM took over two minutes to start on a machine at load 36: waits are generous.
 const cluster = (...args: string[]) =>
-  execFileSync('bash', [`${ROOT}scripts/kafka.sh`, 'cluster', ...args], { stdio: 'pipe', timeout: 300_000 });
+  execFileSync('bash', [`${ROOT}scripts/kafka.sh`, 'cluster', ...args], { stdio: 'pipe', timeout: 600_000 });
 const STALL_SECONDS = 3;
 
 interface Readyz {
