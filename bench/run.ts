@@ -30,6 +30,14 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './callbacks.js',
     what: 'outcome callbacks: delivered, duplicates, latency alone and beside a dead and a slow endpoint (issue 27)',
   },
+  resync: {
+    module: './resync.js',
+    what: 'rentbridge resync of 10,000 and 100,000 records: time and Partner API requests vs one per 1,000 (issue 29)',
+  },
+  changelog: {
+    module: './changelog.js',
+    what: 'partner.* read from offset 0: compacted changelog vs the same changes kept by time (issue 29)',
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',

@@ -1,7 +1,8 @@
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import type { Config } from './config/config.js';
 import { createDb, type Db } from './db/prisma.js';
 import { createKafka } from './kafka/kafka.js';
+import { pendingChanges, readTopicPlan } from './kafka/topic-plan.js';
 import { ensureTopics } from './kafka/topics.js';
 import { topicSettingsFromConfig } from './kafka/topic-settings.js';
 import { createLogger, type Logger } from './logger.js';
@@ -46,6 +47,7 @@ export function createRuntime(config: Config, logger = createLogger({ level: con
           kafkaFor: (broker) => createKafka({ brokers: [broker], clientId: config.KAFKA_CLIENT_ID, logger }),
         });
         if (created.length > 0) logger.info({ component: 'topics', created }, 'topics created');
+        await warnOfDifferingTopics(admin, config, logger);
       } finally {
         await admin.disconnect();
       }
@@ -54,4 +56,27 @@ export function createRuntime(config: Config, logger = createLogger({ level: con
       await db?.$disconnect();
     },
   };
+}
+
+/**
+ * Existing topics are never altered at start (decision 024): when some differ from the wanted
+ * settings (a deployment from before changelogs, a changed KAFKA_* setting), says so and how to
+ * see and apply the change. A failure to read them is not the start's business: debug only.
+ */
+async function warnOfDifferingTopics(admin: Admin, config: Config, logger: Logger): Promise<void> {
+  try {
+    const plan = await readTopicPlan(admin, {
+      prefix: config.KAFKA_TOPIC_PREFIX,
+      settings: topicSettingsFromConfig(config),
+    });
+    const differing = pendingChanges(plan).map((t) => t.topic);
+    if (differing.length > 0) {
+      logger.warn(
+        { component: 'topics', differing },
+        'some topics differ from the wanted settings: `rentbridge topics` shows how, `rentbridge topics --apply` alters them in place',
+      );
+    }
+  } catch (error) {
+    logger.debug({ component: 'topics', err: error }, 'topic settings not compared');
+  }
 }

@@ -54,7 +54,10 @@ describe('partner.<resource> changelogs', () => {
   async function publish(resource: Resource, changes: StateChangeInput[][]): Promise<void> {
     for (const batch of changes) {
       for (let i = 0; i < batch.length; i += 250) {
-        await database.db.$transaction((tx) => recordChanges(tx, batch.slice(i, i + 250)));
+        await database.db.$transaction((tx) => recordChanges(tx, batch.slice(i, i + 250)), {
+          timeout: 60_000,
+          maxWait: 60_000,
+        });
       }
     }
     const relay = createRelay({

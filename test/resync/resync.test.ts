@@ -1,19 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { topicName, TOPICS } from '../../src/kafka/topics.js';
 import { LIST_PATHS } from '../../src/partner/index.js';
+import { createRelay } from '../../src/relay/relay.js';
 import { createResync } from '../../src/resync/resync.js';
+import { readWholeTopic } from '../changelog/read-topic.js';
 import { createPollerHarness, silent, type PollerHarness } from '../poller/poller-harness.js';
+import { createTestKafka, type TestKafka } from '../support/kafka.js';
 
 /**
  * `rentbridge resync` through its entry (createResync) against the sandbox over HTTP, with the
- * shared rate budget in PostgreSQL: what it publishes, what it costs, and where it goes on.
+ * shared rate budget in PostgreSQL: what it publishes (read back from the real broker), what it
+ * costs, and where it goes on.
  */
 
 const RECORDS = 10_000;
 
 describe('resync', () => {
   let h: PollerHarness;
+  let kafka: TestKafka;
 
   beforeAll(async () => {
+    kafka = createTestKafka();
+    await kafka.createTopics([TOPICS.partner('leads')]);
     // The sandbox's own limit: the budget learns the API's X-RateLimit-Remaining against it.
     h = await createPollerHarness({ limitPerMinute: 650 });
     for (let i = 0; i < RECORDS; i += 2000) {
@@ -30,6 +39,7 @@ describe('resync', () => {
     }
   }, 120_000);
   afterAll(async () => {
+    await kafka?.close();
     await h?.close();
   });
 
@@ -65,7 +75,33 @@ describe('resync', () => {
         poll: RECORDS / 1000,
         write: 1,
       });
-    }, 120_000);
+
+      // On the broker, as a consumer reads it: each record once, a CloudEvent marked as a resync.
+      const relay = createRelay({
+        db: h.database.db,
+        kafka: kafka.kafka,
+        logger: silent,
+        databaseUrl: h.database.url,
+        topicPrefix: kafka.prefix,
+        retentionHours: 72,
+      });
+      try {
+        await relay.drain();
+      } finally {
+        await relay.stop();
+      }
+      const read = await readWholeTopic(kafka.kafka, topicName(kafka.prefix, TOPICS.partner('leads')));
+      expect(read).toHaveLength(RECORDS);
+      const events = read.map((r) => ({
+        key: r.message.key!.toString(),
+        event: parseCloudEvent(r.message.value),
+      }));
+      expect(new Set(events.map((e) => e.key)).size).toBe(RECORDS);
+      for (const { key, event } of events) {
+        expect(event).toMatchObject({ type: 'partner.lead.updated', source: '/resync/leads', subject: key });
+        expect(event.data).toMatchObject({ id: key, via: 'resync', removed: false });
+      }
+    }, 180_000);
   });
 
   describe('when a resync is stopped and run again', () => {
