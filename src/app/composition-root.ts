@@ -199,8 +199,7 @@ export function createCompositionRoot(
       const relay = createRelay({
         db: runtime.db,
         kafka: runtime.kafka,
-        // Its own producer in a worker thread: kafkajs's encoding beside the reads (decision 001).
-        sendWorker: { brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID },
+        producer: sharedProducer(),
         logger,
         databaseUrl: config.DATABASE_URL,
         topicPrefix: config.KAFKA_TOPIC_PREFIX,

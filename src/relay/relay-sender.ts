@@ -1,5 +1,8 @@
+import type { Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
+import type { SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
+import { sendWhole, type MessagePosition } from '../kafka/message-positions.js';
 import { tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
@@ -7,9 +10,6 @@ import { toError } from '../errors.js';
 import { markFailed, markParked, type OutboxRow } from './outbox-reader.js';
 import type { RelayProgress } from './relay-status.js';
 import type { Acked, StreamItem } from './topic-stream.js';
-import { isTooLarge, type Position, type RelayPublisher } from './relay-publisher.js';
-
-export { isTooLarge };
 
 /**
  * The relay's sends: one topic's rows in requests of at most maxBatchBytes, one after the other,
@@ -18,7 +18,7 @@ export { isTooLarge };
  */
 export interface RelaySenderOptions {
   db: Db;
-  publisher: RelayPublisher;
+  producer: SharedProducer;
   logger: Logger;
   topicPrefix: string;
   maxBatchBytes: number;
@@ -27,10 +27,39 @@ export interface RelaySenderOptions {
   afterSend?: (rows: OutboxRow[]) => Promise<void>;
 }
 
+/** Whether Kafka refused a message (or request) as larger than it accepts: never retriable as is. */
+export function isTooLarge(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  const stack: unknown[] = [error];
+  while (stack.length > 0) {
+    const e = stack.pop() as
+      | { type?: string; message?: string; cause?: unknown; originalError?: unknown; errors?: unknown[] }
+      | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    if (e.type === 'MESSAGE_TOO_LARGE' || e.type === 'RECORD_LIST_TOO_LARGE') return true;
+    if (typeof e.message === 'string' && /larger than the max message size/i.test(e.message)) return true;
+    stack.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return false;
+}
+
+/** Rejects after `ms`: a send stuck in kafkajs's retries must not hold the flow. */
+export function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no ack from Kafka within ${ms} ms (RELAY_SEND_TIMEOUT_MS)`)),
+      ms,
+    );
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
 export function createRelaySender(options: RelaySenderOptions): {
   send(topic: string, items: StreamItem[], acked: Acked): Promise<void>;
 } {
-  const { db, publisher, logger, topicPrefix, maxBatchBytes, sendTimeoutMs, progress } = options;
+  const { db, producer, logger, topicPrefix, maxBatchBytes, sendTimeoutMs, progress } = options;
 
   /** Sends one topic's rows in requests of at most maxBatchBytes, one after the other. */
   async function send(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
@@ -64,13 +93,17 @@ export function createRelaySender(options: RelaySenderOptions): {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
-    let landed: Array<Position | undefined> = [];
+    let p: Producer | undefined;
+    let landed = new Map<Message, MessagePosition>();
     try {
-      // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
-      landed = await publisher.send(
-        topicName(topicPrefix, topic),
-        items.map((i) => i.message),
+      await within(
         sendTimeoutMs,
+        (async () => {
+          p = await producer.get();
+          const messages = items.map((i) => i.message);
+          // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
+          landed = await sendWhole(p, topicName(topicPrefix, topic), messages);
+        })(),
       );
     } catch (error) {
       traced.end(error);
@@ -89,6 +122,8 @@ export function createRelaySender(options: RelaySenderOptions): {
         rows.map((r) => r.id),
         toError(error).message,
       ).catch(() => undefined);
+      // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
+      if (p) await within(2000, producer.reset(p)).catch(() => undefined);
       throw error;
     }
     traced.end();
@@ -106,10 +141,10 @@ export function createRelaySender(options: RelaySenderOptions): {
     );
     // Where each row landed (topic, partition, offset), kept with its mark for the trace.
     const positions = new Map<bigint, { partition: number; offset: string }>();
-    items.forEach((item, i) => {
-      const at = landed[i];
+    for (const item of items) {
+      const at = landed.get(item.message);
       if (at) positions.set(item.row.id, at);
-    });
+    }
     acked(rows, positions);
   }
 

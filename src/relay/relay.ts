@@ -12,8 +12,6 @@ import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-s
 import { runTopicStream, type RowPositions } from './topic-stream.js';
 import { exposeRelayMetrics } from './relay-metrics.js';
 import { createRelaySender, isTooLarge } from './relay-sender.js';
-import { sharedProducerPublisher } from './relay-publisher.js';
-import { createSendWorkerPublisher } from './send-worker.js';
 import { createRelayGauges } from './relay-gauges.js';
 
 /**
@@ -64,13 +62,6 @@ export interface RelayOptions {
   /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
   producer?: SharedProducer;
   /**
-   * Send from a producer of the relay's own in a worker thread (src/relay/send-worker.ts), made from
-   * these settings (KAFKA_BROKERS, KAFKA_CLIENT_ID) as src/kafka/kafka.ts makes the process's:
-   * kafkajs's encoding then runs beside the reads instead of taking turns with them. Without it the
-   * relay sends through `producer` on the main thread.
-   */
-  sendWorker?: { brokers: string[]; clientId: string };
-  /**
    * Published rows after which a drained relay vacuums the outbox (src/relay/outbox-vacuum.ts).
    * Default 100000.
    */
@@ -117,9 +108,7 @@ export function createRelay(options: RelayOptions): Relay {
   const topicBackoff = new Map<string, { failures: number; until: number }>();
 
   // Idempotent with one request in flight: Kafka drops a retried duplicate and keeps order.
-  const publisher = options.sendWorker
-    ? createSendWorkerPublisher({ ...options.sendWorker, logger })
-    : sharedProducerPublisher(options.producer ?? createSharedProducer(kafka), !options.producer);
+  const producer = options.producer ?? createSharedProducer(kafka);
   const reader = createOutboxStreamReader({ databaseUrl: options.databaseUrl, logger });
   const progress = createRelayProgress();
   const vacuum = createOutboxVacuum({ db, logger, afterRows: options.vacuumAfterRows ?? 100_000 });
@@ -148,7 +137,7 @@ export function createRelay(options: RelayOptions): Relay {
   const going = () => !closed && listener.isLeader();
   const sender = createRelaySender({
     db,
-    publisher,
+    producer,
     logger,
     topicPrefix,
     maxBatchBytes,
@@ -325,7 +314,7 @@ export function createRelay(options: RelayOptions): Relay {
       await listener.close();
       await reader.close();
       // The process's shared producer is closed by its owner, after every user has stopped.
-      await publisher.close();
+      if (!options.producer) await producer.close();
       logger.info('relay stopped');
     },
     isPublisher: () => listener.isLeader(),

@@ -69,9 +69,6 @@ export function useRelayFixture(options: {
         retentionHours: 72,
         sweepMs: 200,
         maxBackoffMs: 500,
-        // As production sends (src/app/composition-root.ts): from a worker thread, unless the test
-        // gives a Kafka client of its own (then through it, on the main thread).
-        ...(!overrides.kafka && { sendWorker: { brokers: kafka.brokers, clientId: 'rentbridge-test' } }),
         ...overrides,
       });
       relays.push(r);
