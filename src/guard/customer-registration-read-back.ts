@@ -23,10 +23,10 @@ function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand
  * so the read-back works by position (src/guard/newest-first.ts): the customer list is newest
  * first by `created_at` (spec 4.2), records created while paging appear at the start (4.6.4).
  *
- * - snapshot: page 1 of the list; its newest record is the marker; a customer on it with the
- *   command's e-mail is noted (`existing_customer_id`: the e-mail was taken before the write).
  * - snapshot: page 1 of the list; its newest record is the marker, and the ids of page 1's
- *   records sharing its `created_at` are kept (they predate the write, so none is ours).
+ *   records sharing its `created_at` are kept (they predate the write, so none is ours); a
+ *   customer on it with the command's e-mail is noted (`existing_customer_id`: the e-mail was
+ *   taken before the write).
  * - verdict: walk from page 1 to the first record strictly older than the marker: the customers
  *   created since the snapshot are the newer ones and those tied with the marker that the snapshot
  *   did not hold, before or after it, whichever way the API breaks ties and however precise its

@@ -206,10 +206,14 @@ export const DATE_FILTERS = guardAssumption({
  * broken by id"; neither the tie direction nor the precision of `created_at` is shown. The
  * onboarding read-back (src/guard/newest-first.ts, decision 018) walks the newest-first list down to
  * the first customer strictly older than the snapshot's newest one. It also assumes that
- * `created_at` and `id` never change, that the snapshot's page 1 holds every customer sharing the
- * newest `created_at` (else a tied customer with the e-mail is only "maybe ours": `unknown`), and
- * that a customer created shows in the list within the processing bound. A customer or marker
- * without `created_at` gives `unknown`, never "not applied".
+ * `created_at` and `id` never change; that ties are broken by id one way or the other, the same on
+ * every page (a total order: pages neither overlap nor skip); that `created_at` is cut to its
+ * precision by truncating or rounding (either keeps "created later, never older"); that the e-mail
+ * is unique (spec 2.2); and that a customer created shows in the list within the processing bound
+ * (else the retry is refused and the refusal read back). Where the snapshot's page 1 did not hold
+ * every customer sharing the newest `created_at`, a tied customer with the e-mail is only "maybe
+ * ours" (`unknown`). A customer or marker without `created_at` gives `unknown`, never "not
+ * applied".
  */
 export const CUSTOMERS_NEWEST_FIRST = guardAssumption({
   id: 'customers_newest_first',

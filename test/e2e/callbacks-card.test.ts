@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallbackDeliverer, type CallbackDeliverer } from '../../src/callbacks/callback-deliverer.js';
 import { insertDeliveries, type NewDelivery } from '../../src/callbacks/callback-repository.js';
@@ -15,11 +13,9 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { startReceiver, until } from '../callbacks/callback-receiver.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-ops-token-0123456789';
-const available = existsSync(CHROMIUM);
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
 
 function outcome(source: string, commandId: string): NewDelivery {
   const id = `outcome.${commandId}`;
@@ -51,7 +47,7 @@ function outcome(source: string, commandId: string): NewDelivery {
  * endpoints and the dead one; Redeliver in the browser sends it again, with the same webhook-id,
  * to an endpoint that now answers 200.
  */
-describe.skipIf(!available && !inCi)('the console callbacks card in a real browser', () => {
+describe.skipIf(skipWithoutChromium)('the console callbacks card in a real browser', () => {
   let database: TestDatabase;
   let router: OpsRouter;
   let server: Server;
@@ -66,11 +62,6 @@ describe.skipIf(!available && !inCi)('the console callbacks card in a real brows
   const beta = outcome('beta', 'pay-beta-1');
 
   beforeAll(async () => {
-    if (!available) {
-      throw new Error(
-        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
-      );
-    }
     database = await createTestDatabase();
     receiver = await startReceiver(
       { acme: () => ({ status: acmeUp ? 200 : 500 }), beta: () => ({ status: 410 }) },
@@ -103,27 +94,15 @@ describe.skipIf(!available && !inCi)('the console callbacks card in a real brows
       topicPrefix: 'e2e.',
     });
     app.use('/ops', router);
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await serveApp(app));
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 1200 } });
   });
 
   afterAll(async () => {
     await browser?.close();
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await closeServer(server);
     await router?.close();
     await deliverer?.stop();
     await receiver?.close();

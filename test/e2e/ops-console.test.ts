@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Producer } from 'kafkajs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
@@ -15,15 +13,12 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-ops-token-0123456789';
 const SCREENSHOT = 'test-artifacts/ops-console.png';
-const available = existsSync(CHROMIUM);
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
 
-// Locally, a machine without Chromium skips this file; in CI its absence is a failure.
-describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
+describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -62,11 +57,6 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
   };
 
   beforeAll(async () => {
-    if (!available) {
-      throw new Error(
-        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
-      );
-    }
     database = await createTestDatabase();
     kafka = createTestKafka();
     await kafka.createTopics([TOPICS.applicationDecisions]);
@@ -96,30 +86,15 @@ describe.skipIf(!available && !inCi)('ops console in a real browser', () => {
       topicPrefix: kafka.prefix,
     });
     app.use('/ops', router);
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await serveApp(app));
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   });
 
   afterAll(async () => {
     await browser?.close();
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await closeServer(server);
     await router?.close();
     await producer?.disconnect();
     await kafka?.close();

@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { requestId } from '../../src/http/request-id.js';
@@ -12,6 +10,7 @@ import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { createHarness, uid, type Harness } from '../consumers/support/harness.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
+import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
 import {
   buildRentPayment,
   buildSecret,
@@ -20,14 +19,10 @@ import {
   type TestReceiver,
 } from '../receiver/webhooks.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-ops-token-0123456789';
-const available = existsSync(CHROMIUM);
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
 const secret = buildSecret();
 
-// Locally, a machine without Chromium skips this file; in CI its absence is a failure.
-describe.skipIf(!available && !inCi)('console overview and trace in a real browser', () => {
+describe.skipIf(skipWithoutChromium)('console overview and trace in a real browser', () => {
   let h: Harness;
   let receiver: TestReceiver;
   let relay: Relay;
@@ -43,11 +38,6 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
   const notFound: string[] = [];
 
   beforeAll(async () => {
-    if (!available) {
-      throw new Error(
-        `Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium)`,
-      );
-    }
     h = await createHarness();
     await h.startConsumer(rentalPayments);
     receiver = await startReceiver({
@@ -126,24 +116,9 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
       topicPrefix: h.kafka.prefix,
     });
     app.use('/ops', router);
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await serveApp(app));
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     page.on('response', (res) => {
       if (res.status() === 404) notFound.push(res.url());
@@ -153,7 +128,7 @@ describe.skipIf(!available && !inCi)('console overview and trace in a real brows
 
   afterAll(async () => {
     await browser?.close();
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await closeServer(server);
     await router?.close();
     await relay?.stop();
     await receiver?.close();

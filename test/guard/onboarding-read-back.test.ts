@@ -106,6 +106,7 @@ describe('onboarding read-back strategies', () => {
     ['ascending', 'seconds'],
     ['descending', 'seconds'],
     ['ascending', 'milliseconds'],
+    ['descending', 'milliseconds'],
   ] as const)('when ties are broken by %s id and created_at is to the %s', (tieBreak, precision) => {
     const strategy = () => customerRegistrationReadBack(partner);
     // Far in the future and later at each call: these records are the newest whatever else exists.
@@ -155,6 +156,27 @@ describe('onboarding read-back strategies', () => {
       const snapshot = await strategy().snapshot(command, ctx);
       await control.addRecords('customers', [person(buildRegistration(), at)]);
       expect(await strategy().verdict(command, snapshot, ctx)).toBe('not_applied');
+    });
+
+    // Enrollments are newest first by id (spec 4.6.2), which neither setting touches: the
+    // read-back must give the same verdicts under each.
+    it('finds an enrollment of the customer created after the snapshot, and only that', async () => {
+      const [c] = await control.addRecords('customers', [person(buildRegistration(), later())]);
+      const customerId = Number(c!.id);
+      const enrollment = () => ({ enrollment_request_id: `e-${++seq}`, customer_id: String(customerId) });
+      const [before] = await control.addRecords('enrollments', [
+        { customer_id: customerId, status: 'ended' },
+      ]);
+      await control.addRecords('enrollments', [{ customer_id: 999_999, status: 'active' }]);
+      const enrollments = enrollmentReadBack(partner);
+      const snapshot = await enrollments.snapshot(enrollment(), ctx);
+      expect(snapshot.marker).not.toMatchObject({ id: String(before!.id) });
+      expect(await enrollments.verdict(enrollment(), snapshot, ctx)).toBe('not_applied');
+      await control.addRecords('enrollments', [{ customer_id: 999_998, status: 'active' }]);
+      expect(await enrollments.verdict(enrollment(), snapshot, ctx)).toBe('not_applied');
+      await control.addRecords('enrollments', [{ customer_id: customerId, status: 'active' }]);
+      await control.addRecords('enrollments', [{ customer_id: 999_997, status: 'active' }]);
+      expect(await enrollments.verdict(enrollment(), snapshot, ctx)).toBe('applied');
     });
   });
 

@@ -111,6 +111,65 @@ describe('sandbox control API', () => {
     });
   });
 
+  // Issue 30: the orderings spec 4.6.3 allows ("ties broken by id", no direction, no precision).
+  describe('when created_at_precision and tie_break are set', () => {
+    const customerIds = async (query = '') =>
+      (await h.api('GET', `/partner/v1/customers${query}`)).body.items.map((r: { id: number }) => r.id);
+
+    it('DESIGN sandbox: seconds gives customers created through the API or the control API a created_at to the second', async () => {
+      expect(await h.control.setConfig({ created_at_precision: 'seconds' })).toMatchObject({
+        created_at_precision: 'seconds',
+        tie_break: null,
+      });
+      const created = await h.api('POST', '/v1/partners/customers', {
+        body: { first_name: 'A', last_name: 'B', email: 'a@example.com', phone: '5551234567' },
+      });
+      const [added] = await h.control.addRecords('customers', [{ email: 'b@example.com' }]);
+      const secondOnly = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+      expect(created.status).toBe(201);
+      expect(created.body.created_at).toMatch(secondOnly);
+      expect(added!.created_at).toMatch(secondOnly);
+      await h.control.setConfig({ created_at_precision: 'milliseconds' });
+      const [precise] = await h.control.addRecords('customers', [{ email: 'c@example.com' }]);
+      expect(precise!.created_at).toMatch(/\.\d{3}Z$/);
+    });
+
+    it.each([
+      ['ascending', 'desc', [4, 2, 3, 1]],
+      ['descending', 'desc', [4, 3, 2, 1]],
+      ['ascending', 'asc', [1, 2, 3, 4]],
+      ['descending', 'asc', [1, 3, 2, 4]],
+      [null, 'desc', [4, 3, 2, 1]],
+      [null, 'asc', [1, 2, 3, 4]],
+    ] as const)(
+      'DESIGN sandbox: tie_break %s orders customers sharing created_at by id that way (order_direction %s)',
+      async (tieBreak, direction, expected) => {
+        await h.control.setConfig({ tie_break: tieBreak });
+        await h.control.addRecords('customers', [
+          { created_at: '2026-01-01T00:00:00Z' },
+          { created_at: '2026-01-02T00:00:00Z' },
+          { created_at: '2026-01-02T00:00:00Z' },
+          { created_at: '2026-01-03T00:00:00Z' },
+        ]);
+        expect(await customerIds(`?order_by=created_at&order_direction=${direction}`)).toEqual(expected);
+      },
+    );
+
+    it('DESIGN sandbox: rejects a precision or tie-break outside the choices, and reset restores the defaults', async () => {
+      for (const bad of [{ created_at_precision: 'minutes' }, { tie_break: 'random' }]) {
+        const response = await control('PUT', '/config', bad);
+        expect(response.status).toBe(400);
+        expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_error');
+      }
+      await h.control.setConfig({ created_at_precision: 'seconds', tie_break: 'ascending' });
+      await h.control.reset();
+      expect(await (await control('GET', '/config')).json()).toMatchObject({
+        created_at_precision: 'milliseconds',
+        tie_break: null,
+      });
+    });
+  });
+
   describe('when a fault is added', () => {
     it('DESIGN sandbox: rejects an unknown kind with 400 validation_error', async () => {
       expect((await control('POST', '/faults', { method: 'GET', path: '/x', kind: 'explode' })).status).toBe(
