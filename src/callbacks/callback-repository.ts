@@ -238,7 +238,9 @@ export async function queueBySource(db: Db): Promise<SourceQueue[]> {
 export interface DeliveryFilter {
   state?: DeliveryState;
   source?: string;
+  /** With source and commandType, one command's deliveries (a command is its identity). */
   commandId?: string;
+  commandType?: string;
   ids?: readonly string[];
   limit?: number;
 }
@@ -248,6 +250,7 @@ function where(filter: DeliveryFilter): Prisma.Sql {
   if (filter.state) parts.push(Prisma.sql`state = ${filter.state}`);
   if (filter.source) parts.push(Prisma.sql`source = ${filter.source}`);
   if (filter.commandId !== undefined) parts.push(Prisma.sql`command_id = ${filter.commandId}`);
+  if (filter.commandType !== undefined) parts.push(Prisma.sql`command_type = ${filter.commandType}`);
   if (filter.ids) parts.push(Prisma.sql`id = ANY(${filter.ids.map(BigInt)}::bigint[])`);
   return Prisma.join(parts, ' AND ');
 }

@@ -19,10 +19,9 @@ export async function withCallbackSteps(db: Db, trace: Trace): Promise<TraceWith
   const ends = [...trace.ends];
   for (const c of commands) {
     const { source, commandId, commandType } = c.details;
-    if (typeof source !== 'string' || typeof commandId !== 'string') continue;
-    const deliveries = (await listDeliveries(db, { source, commandId })).filter(
-      (d) => d.commandType === commandType,
-    );
+    if (typeof source !== 'string' || typeof commandId !== 'string' || typeof commandType !== 'string')
+      continue;
+    const deliveries = await listDeliveries(db, { source, commandId, commandType });
     for (const d of deliveries.reverse()) {
       const details = {
         deliveryId: d.id,

@@ -20,12 +20,22 @@ export function registerCallbacks(program: Command): void {
     .description('list callback deliveries (dead letters by default)')
     .option('--state <state>', 'pending | delivered | dead | all', 'dead')
     .option('--source <source>', 'only this PMS source')
-    .option('--command-id <id>', "only this command's deliveries")
+    .option(
+      '--command-id <id>',
+      'only deliveries of commands with this id (with --source and --command-type: one command)',
+    )
+    .option('--command-type <type>', 'only this command type (application_decision, rental_payment, ...)')
     .option('--limit <n>', 'at most this many', '100')
     .option('--json', 'print JSON')
     .action(
-      async (opts: { state: string; source?: string; commandId?: string; limit: string; json?: boolean }) =>
-        (await load()).list(opts),
+      async (opts: {
+        state: string;
+        source?: string;
+        commandId?: string;
+        commandType?: string;
+        limit: string;
+        json?: boolean;
+      }) => (await load()).list(opts),
     );
   callbacks
     .command('show')

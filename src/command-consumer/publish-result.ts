@@ -77,7 +77,7 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
     const outcome = { ...toOutcome(type.kind, record), ...completion.fields };
     const identity = { source: record.source, commandType: type.kind, commandId: record.commandId };
     // Inside the outcome's span, so the trace context the messages carry is that span's.
-    await traceOutcome(record.commandId, record.state, async () => {
+    await traceOutcome(identity, record.state, async () => {
       const traceContext = traceContextFor(origin.message.headers);
       // Stable per command identity (its request-id base is unique to it and is the command id
       // when that fits): a republished outcome carries the same id.

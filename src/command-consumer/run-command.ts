@@ -48,6 +48,8 @@ interface Work {
   targetId: string;
   acting: Acting;
   tools: StepTools;
+  /** The base of the command's request ids, as far as known (its steps' `.s<n>` use it too). */
+  base: { current: string };
   strategy: ReadBackStrategy<unknown>;
   log: Logger;
 }
@@ -65,6 +67,8 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
   async function attemptOnce(work: Work, log: Logger): Promise<void> {
     const { origin, command, identity, targetId, acting, tools } = work;
     const check = type.check?.wants(command) ? type.check : undefined;
+    // Before any call: unique to this identity (another one may hold the plain command id).
+    work.base.current = await deps.repository.requestIdBaseFor(identity);
     const { record, alreadyFinal, conflict, settled } = await guardedWrite(
       {
         repository: deps.repository,
@@ -75,8 +79,15 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
         signal: deps.signal,
         ...(deps.guard && { options: deps.guard }),
       },
-      { ...identity, targetId, command, ...(check && { check: () => check.run(command, tools) }) },
+      {
+        ...identity,
+        targetId,
+        command,
+        requestIdBase: work.base.current,
+        ...(check && { check: () => check.run(command, tools) }),
+      },
     );
+    work.base.current = record.requestIdBase;
     if (conflict) {
       await Promise.all([publisher.publishConflict(origin, identity, targetId, record), settled]);
       return;
@@ -140,16 +151,17 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
     // Partner API attempts (request ids `<base>.a<n>`), outcome and dead letter.
     const clog = log.child({ commandId, commandSource: identity.source, eventId, partnerKey: key });
     let steps = 0;
+    const base = { current: preferredRequestIdBase(identity) };
     const tools: StepTools = {
       identity,
       partner,
       repository: deps.repository,
       logger: clog,
-      // Before its row exists the command's base is the one it asks for; steps run before the row.
-      nextRequestId: () => `${preferredRequestIdBase(identity)}.s${++steps}`,
+      // The command's base: looked up before its first call, its row's once the guard has it.
+      nextRequestId: () => `${base.current}.s${++steps}`,
     };
     const acting: Acting = { source: identity.source, ceSource, key };
     const targetId = targetIdOf(type, command);
-    await runCommand({ origin, command, identity, targetId, acting, tools, strategy, log: clog }, log);
+    await runCommand({ origin, command, identity, targetId, acting, tools, base, strategy, log: clog }, log);
   };
 }

@@ -28,7 +28,13 @@ export async function discardDeadLetter(
       action: 'discard',
       target: deadLetterTarget(id),
       reason,
-      details: { commandId: letter.commandId, reason: letter.reason, errorCode: letter.errorCode },
+      details: {
+        commandId: letter.commandId,
+        commandSource: letter.commandSource,
+        commandType: letter.commandType,
+        reason: letter.reason,
+        errorCode: letter.errorCode,
+      },
     });
     return { id, action: 'discarded', message: 'discarded' };
   });

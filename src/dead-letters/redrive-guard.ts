@@ -1,7 +1,8 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import { UNKNOWN_SOURCE, type CommandIdentity } from '../events/command-identity.js';
-import { letterIdentity } from './command-correction.js';
+import { sameContent } from '../guard/command-record.js';
+import { commandOfValue, letterIdentity } from './command-correction.js';
 import type { DeadLetter } from './dead-letter-repository.js';
 import {
   APPLIED_STATES,
@@ -26,15 +27,44 @@ export interface FoundGuard {
 }
 
 /**
- * The guard row of an identity; else, for a letter written before identities, the row of unknown
- * source with the same type and id (the same command, recorded before its source was kept).
+ * The guard row of an identity; else the row of unknown source (written before identities, its
+ * source lost) with the same type and id AND the same content as `command`: that is the same
+ * command, recorded before its source was kept. A row of unknown source with other content is
+ * another command that shares the id (another source's, most likely): never closed, reset or
+ * shown as this one's (the guard's adoption follows the same rule, command-row-inserts.ts).
  */
-export async function findGuardState(db: Db | Tx, identity: CommandIdentity): Promise<FoundGuard | null> {
-  for (const candidate of [identity, { ...identity, source: UNKNOWN_SOURCE }]) {
-    const guard = await getGuardState(db, candidate);
-    if (guard) return { identity: candidate, guard };
-  }
-  return null;
+export async function findGuardState(
+  db: Db | Tx,
+  identity: CommandIdentity,
+  /** The letter's command (its CloudEvent `data`); without it no row of unknown source is taken. */
+  command: unknown,
+): Promise<FoundGuard | null> {
+  const guard = await getGuardState(db, identity);
+  if (guard) return { identity, guard };
+  if (command == null || identity.source === UNKNOWN_SOURCE) return null;
+  const legacy = { ...identity, source: UNKNOWN_SOURCE };
+  const row = await db.command.findUnique({
+    where: { source_commandType_commandId: legacy },
+    select: { payload: true },
+  });
+  if (!row || !sameContent(row.payload, command)) return null;
+  const old = await getGuardState(db, legacy);
+  return old ? { identity: legacy, guard: old } : null;
+}
+
+/** The command a dead letter holds (its CloudEvent `data`, as its type's schema reads it). */
+export function letterCommand(letter: DeadLetter, topicPrefix: string): unknown {
+  return commandOfValue(letter.value, letter.originalTopic, topicPrefix)?.data ?? null;
+}
+
+/** The guard row of the command `letter` holds, found under `identity` (the letter's). */
+export function findLetterGuard(
+  db: Db | Tx,
+  identity: CommandIdentity,
+  letter: DeadLetter,
+  topicPrefix: string,
+): Promise<FoundGuard | null> {
+  return findGuardState(db, identity, letterCommand(letter, topicPrefix));
 }
 
 /** The guard row of the command a dead letter holds (for `dlq show` and the console). */
@@ -44,7 +74,7 @@ export async function letterGuardState(
   topicPrefix: string,
 ): Promise<GuardStateView | null> {
   const identity = letterIdentity(letter, topicPrefix);
-  return identity ? ((await findGuardState(db, identity))?.guard ?? null) : null;
+  return identity ? ((await findLetterGuard(db, identity, letter, topicPrefix))?.guard ?? null) : null;
 }
 
 /** The command reached the Partner API: a redrive must not send it again. */

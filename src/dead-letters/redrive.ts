@@ -15,7 +15,7 @@ import type { DeadLetterState } from './dead-letter-filters.js';
 import { lockDeadLetter, resolveDeadLetter, type DeadLetter } from './dead-letter-repository.js';
 import type { GuardStateView } from './guard-state-repository.js';
 import {
-  findGuardState,
+  findLetterGuard,
   isApplied,
   redriveResetTo,
   reopenGuardRow,
@@ -253,7 +253,7 @@ async function planRedrive(
   const ctx = contextOf(deps, letter, options, log);
   const refused = refusal(ctx);
   if (refused) return refused;
-  const found = ctx.identity ? await findGuardState(tx, ctx.identity) : null;
+  const found = ctx.identity ? await findLetterGuard(tx, ctx.identity, letter, deps.topicPrefix) : null;
   const guard = found?.guard ?? null;
   if (guard && isApplied(guard)) return closeApplied(tx, ctx, guard);
   const correction = correctedValueOf(deps, ctx, guard);

@@ -85,6 +85,27 @@ export function createCommandRepository(db: Db) {
       return row;
     },
 
+    /**
+     * The request-id base of the identity's Partner API calls, known before its first call (the
+     * snapshot read and a registration's check go out before the row exists): its row's when it
+     * has one; else the command id when that fits and no other identity holds it; else the
+     * encoded one. So acme's payment 42 never reads with `42.a0.r1` once acme's decision 42 holds
+     * `42`. (Two identities arriving at once may both ask for the free plain id: the one whose row
+     * is second takes the encoded base for its writes; only its first reads shared the id.)
+     */
+    async requestIdBaseFor(id: CommandIdentity): Promise<string> {
+      const preferred = preferredRequestIdBase(id);
+      const rows = await db.$queryRaw<Array<{ base: string; own: boolean }>>`
+        SELECT request_id_base AS base,
+               (source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}) AS own
+          FROM commands
+         WHERE (source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId})
+            OR request_id_base = ${preferred}`;
+      const own = rows.find((r) => r.own);
+      if (own) return own.base;
+      return rows.length > 0 ? hashedRequestIdBase(id) : preferred;
+    },
+
     createInFlight: (input: Parameters<typeof createInFlight>[1]) => createInFlight(db, input),
 
     /**

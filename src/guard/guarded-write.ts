@@ -91,6 +91,11 @@ export interface GuardInput<C> extends CommandIdentity {
   targetId: string;
   command: C;
   /**
+   * The request-id base for calls made before the row is known (CommandRepository
+   * `requestIdBaseFor`); default the base the command id asks for.
+   */
+  requestIdBase?: string;
+  /**
    * A check the command must pass before its write (a registration's eligibility check; no side
    * effect): run unless the row shows it checked already. Answers null when it passes, else the
    * refusal the command ends `rejected` with; throws on a transient failure (try again later).
@@ -184,7 +189,7 @@ async function walk<C>(deps: GuardDeps<C>, input: GuardInput<C>, owned: EffectCo
       type: 'began',
       commandId: input.commandId,
       // Until the row is known (the snapshot is read before it is created), the base it asks for.
-      base: preferredRequestIdBase(identity),
+      base: input.requestIdBase ?? preferredRequestIdBase(identity),
       payload: input.command,
       check: input.check !== undefined,
     },

@@ -277,14 +277,26 @@ export function tracePartnerCall<T>(endpoint: string, requestId: string, call: (
   );
 }
 
-/** Command consumer: the `outcome publish` span (inside the command span). */
-export function traceOutcome<T>(commandId: string, state: string, publish: () => Promise<T>): Promise<T> {
+/**
+ * Command consumer: the `outcome publish` span (inside the command span), naming the command by
+ * its identity (source + type + id: two commands may share an id).
+ */
+export function traceOutcome<T>(
+  command: { source: string; commandType: string; commandId: string },
+  state: string,
+  publish: () => Promise<T>,
+): Promise<T> {
   if (!enabled) return publish();
   return inSpan(
     'outcome publish',
     {
       kind: SpanKind.PRODUCER,
-      attributes: { 'rentbridge.command.id': commandId, 'rentbridge.command.state': state },
+      attributes: {
+        'rentbridge.command.source': command.source,
+        'rentbridge.command.type': command.commandType,
+        'rentbridge.command.id': command.commandId,
+        'rentbridge.command.state': state,
+      },
     },
     () => publish(),
   );

@@ -1,4 +1,5 @@
 import type { Db } from '../db/prisma.js';
+import { commandTypeOfTopic } from '../commands/command-types.js';
 import { commandSourceOf } from '../events/command-identity.js';
 import {
   ID_KINDS,
@@ -63,6 +64,15 @@ function byKey<T>(rows: T[], key: (r: T) => string): T[] {
 type Query = <T>(sql: string, ...params: unknown[]) => Promise<T[]>;
 type Identity = { source: string; commandType: string; commandId: string };
 type MaybeIdentity = { source: string | null; commandType: string | null; commandId: string | null };
+
+/** The identity of the command an outbox row of a command topic carries (its topic names its type). */
+function outboxIdentity(o: OutboxRow): MaybeIdentity {
+  return {
+    source: commandSourceOf(o.source),
+    commandType: commandTypeOfTopic(o.topic)?.kind ?? null,
+    commandId: o.subject,
+  };
+}
 
 /** Round one's rows: those the id names, kept to the picked kind when there is one. */
 interface NamedRows {
@@ -171,19 +181,34 @@ function commandsNamed(
   first.letters.forEach((l) =>
     add({ source: l.commandSource, commandType: l.commandType, commandId: l.commandId }),
   );
+  // A command message names its identity too (its CloudEvent source, its topic's type, its id):
+  // traced by its webhook id, beta's payment 42 is not acme's.
+  first.outbox.filter((o) => commandTopicSet.has(o.topic)).forEach((o) => add(outboxIdentity(o)));
   const commandIds = uniq([
     ...[...identities.values()].map((c) => c.commandId),
     ...first.letters
       .filter((l) => l.commandSource == null && inScope({ source: null, commandType: null }))
       .map((l) => l.commandId),
     ...first.outbox
-      .filter(
-        (o) =>
-          commandTopicSet.has(o.topic) && inScope({ source: commandSourceOf(o.source), commandType: null }),
-      )
+      .filter((o) => commandTopicSet.has(o.topic) && inScope(outboxIdentity(o)))
       .map((o) => o.subject),
   ]);
   return { identities, commandIds };
+}
+
+/**
+ * An audit row found by the command id its details name: kept when it is about one of the traced
+ * commands (its details name their source and type), or names no identity (rows from before them).
+ */
+function auditOfCommands(a: AuditRow, commands: Identity[]): boolean {
+  const d = a.details;
+  if (typeof d.commandSource !== 'string' && typeof d.commandType !== 'string') return true;
+  return commands.some(
+    (c) =>
+      c.commandId === d.commandId &&
+      (d.commandSource == null || d.commandSource === c.source) &&
+      (d.commandType == null || d.commandType === c.commandType),
+  );
 }
 
 export async function readTraceRows(
@@ -200,7 +225,18 @@ export async function readTraceRows(
     (scope.source === undefined || c.source === scope.source) &&
     (scope.commandType === undefined || c.commandType === scope.commandType);
   const commandTopicSet = new Set(commandTopics);
-  const first = await readNamedRows(q, id, commandTopicSet, as);
+  const named = await readNamedRows(q, id, commandTopicSet, as);
+  // A scope (`--source` / `--type`) drops the command messages and letters of other commands
+  // before their links are followed: their webhooks are another command's trail.
+  const first: NamedRows = {
+    ...named,
+    outbox: named.outbox.filter((o) => !commandTopicSet.has(o.topic) || inScope(outboxIdentity(o))),
+    letters: named.letters.filter(
+      (l) =>
+        (l.commandSource == null || scope.source === undefined || l.commandSource === scope.source) &&
+        (l.commandType == null || scope.commandType === undefined || l.commandType === scope.commandType),
+    ),
+  };
 
   // Round two: follow the links, by identity (two commands may share an id).
   const webhookIds = uniq([
@@ -247,23 +283,23 @@ export async function readTraceRows(
   );
   const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
   const auditIds = uniq(commands.map((c) => c.commandId));
-  const audit =
+  const audit = (
     targets.length || auditIds.length
       ? await q<AuditRow>(
           `${AUDIT} WHERE target = ANY($1::text[]) OR details->>'commandId' = ANY($2::text[]) ORDER BY at, id`,
           targets,
           auditIds,
         )
-      : [];
+      : []
+  ).filter((a) => targets.includes(a.target) || auditOfCommands(a, commands));
   // Found from the command side (command or request id): the receipts of those outbox rows too.
-  const outbox = byKey([...first.outbox, ...outbox2], (o) => o.id).filter(
-    (o) =>
-      !commandTopicSet.has(o.topic) ||
-      identities.size === 0 ||
-      [...identities.values()].some(
-        (c) => c.commandId === o.subject && c.source === commandSourceOf(o.source),
-      ),
-  );
+  // A command's outbox row is kept when it is of an identity followed (or, with none, in scope):
+  // acme's payment 42 is not acme's decision 42, nor beta's payment 42.
+  const outbox = byKey([...first.outbox, ...outbox2], (o) => o.id).filter((o) => {
+    if (!commandTopicSet.has(o.topic)) return true;
+    const identity = outboxIdentity(o);
+    return identities.size === 0 ? inScope(identity) : followed(identity);
+  });
   const known = new Set([...first.receipts, ...receipts2].map((r) => r.outboxId));
   const unseen = outbox.map((o) => o.id).filter((id) => !known.has(id));
   const receipts3 = unseen.length

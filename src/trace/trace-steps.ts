@@ -1,4 +1,4 @@
-import { COMMAND_TYPE_TABLE, commandTypeOfKind } from '../commands/command-types.js';
+import { COMMAND_TYPE_TABLE, commandTypeOfKind, commandTypeOfTopic } from '../commands/command-types.js';
 import { TOPICS } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
 import type { CommandKind } from '../events/outcomes.js';
@@ -162,13 +162,21 @@ export function outboxSteps(t: Timeline, rows: TraceRows): void {
 export function commandSteps(t: Timeline, rows: TraceRows): void {
   const { logical } = t;
   const commandTopics = new Set<string>(COMMAND_TOPIC_NAMES);
-  const commandKeys = new Set(rows.commands.map((c) => `${c.source}\u001f${c.commandId}`));
+  // By identity: acme's decision 42 having a row says nothing of acme's payment 42.
+  const commandKeys = new Set(rows.commands.map(identityKey));
   for (const o of rows.outbox.filter((x) => commandTopics.has(x.topic) && x.publishedAt)) {
     const source = commandSourceOf(o.source);
+    const commandType = commandTypeOfTopic(o.topic)?.kind ?? '';
+    const identity = { source, commandType, commandId: o.subject ?? '' };
     if (
       o.subject &&
-      !commandKeys.has(`${source}\u001f${o.subject}`) &&
-      !rows.deadLetters.some((l) => l.commandId === o.subject)
+      !commandKeys.has(identityKey(identity)) &&
+      !rows.deadLetters.some(
+        (l) =>
+          l.commandId === o.subject &&
+          (l.commandSource == null || l.commandSource === source) &&
+          (l.commandType == null || l.commandType === commandType),
+      )
     ) {
       t.ends.push(
         `command "${escapeId(o.subject)}" from ${escapeId(source)} was published to ${logical(o.topic)} but has no guard row: not consumed yet (consumer behind or not running)`,

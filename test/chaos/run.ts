@@ -528,9 +528,10 @@ async function main(): Promise<number> {
       `WITH w AS (
          SELECT a.finished_at AS ended,
                 coalesce((SELECT min(b.started_at) FROM command_attempts b
-                           WHERE b.command_id = a.command_id AND b.kind = 'write' AND b.attempt > a.attempt),
+                           WHERE b.source = a.source AND b.command_type = a.command_type
+                             AND b.command_id = a.command_id AND b.kind = 'write' AND b.attempt > a.attempt),
                          c.finished_at) AS next
-           FROM command_attempts a JOIN commands c USING (command_id)
+           FROM command_attempts a JOIN commands c USING (source, command_type, command_id)
           WHERE a.kind = 'write' AND a.result IN ('uncertain', 'interrupted'))
        SELECT count(*) AS n,
               avg(extract(epoch FROM next - ended)) * 1000 AS avg,

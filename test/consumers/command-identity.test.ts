@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { traceId } from '../../src/trace/trace.js';
 import { buildSecret, send, startReceiver, type TestReceiver } from '../receiver/webhooks.js';
+import { ajvErrors, loadContracts, type Contracts } from '../support/contracts.js';
 import { createHarness, headersOf, uid, type Harness, type Received } from './support/harness.js';
 
 /**
@@ -33,8 +34,10 @@ describe('command identity: source + command type + command id', () => {
   let h: Harness;
   let receiver: TestReceiver;
   let relay: Relay;
+  let contracts: Contracts;
 
   beforeAll(async () => {
+    contracts = await loadContracts();
     h = await createHarness();
     for (const spec of [applicationDecisions, rentalPayments, customerRegistrations, enrollments])
       await h.startConsumer(spec as never);
@@ -89,12 +92,19 @@ describe('command identity: source + command type + command id', () => {
     return hits.map((r) => {
       const event = JSON.parse(r.message.value!.toString()) as {
         id: string;
+        type: string;
         commandsource: string;
         commandtype: string;
         data: CommandOutcome;
       };
       expect(event.commandsource).toBe(source);
       expect(event.commandtype).toBe(commandType);
+      // As a back-office holds it: docs/schemas/command-outcome.json and its docs/asyncapi.yaml channel.
+      const schema = contracts.schema('command-outcome');
+      expect(schema(event.data), ajvErrors(schema)).toBe(true);
+      const channel = contracts.channels.get(r.topic)?.get(event.type);
+      expect(channel, `no ${event.type} on ${r.topic} in docs/asyncapi.yaml`).toBeDefined();
+      expect(channel!(event), ajvErrors(channel!)).toBe(true);
       return { id: event.id, ...commandOutcomeSchema.parse(event.data) };
     });
   }
@@ -122,7 +132,7 @@ describe('command identity: source + command type + command id', () => {
       });
 
       // 1. acme: decision 42, approve A.
-      await webhook('acme', 'application.decided', {
+      const w1 = await webhook('acme', 'application.decided', {
         decision_id: '42',
         application_id: A,
         decision: 'approve',
@@ -131,22 +141,22 @@ describe('command identity: source + command type + command id', () => {
       expect(decided).toMatchObject({ status: 'applied', target_id: A, command_source: 'acme' });
 
       // 2. acme: payment 42, enrollment E1.
-      await webhook('acme', 'rent_payment.received', payment(E1));
+      const w2 = await webhook('acme', 'rent_payment.received', payment(E1));
       const [acmePaid] = await outcomes('acme', 'rental_payment', '42');
       expect(acmePaid).toMatchObject({ status: 'applied', target_id: E1, command_source: 'acme' });
 
       // 3. beta: payment 42, enrollment E2.
-      await webhook('beta', 'rent_payment.received', payment(E2));
+      const w3 = await webhook('beta', 'rent_payment.received', payment(E2));
       const [betaPaid] = await outcomes('beta', 'rental_payment', '42');
       expect(betaPaid).toMatchObject({ status: 'applied', target_id: E2, command_source: 'beta' });
 
       // 4. acme: payment 42 again, the same body under a new webhook id (a PMS retry).
-      await webhook('acme', 'rent_payment.received', payment(E1));
+      const w4 = await webhook('acme', 'rent_payment.received', payment(E1));
       const again = await outcomes('acme', 'rental_payment', '42', 2);
       expect(again[1]).toEqual(again[0]); // the same outcome, the same CloudEvent id
 
       // 5. acme: payment 42, same enrollment, another amount: a conflict, never taken for step 2.
-      await webhook('acme', 'rent_payment.received', payment(E1, 99_900));
+      const w5 = await webhook('acme', 'rent_payment.received', payment(E1, 99_900));
       const all = await outcomes('acme', 'rental_payment', '42', 3);
       const refused = all[2]!;
       expect(refused).toMatchObject({
@@ -191,6 +201,22 @@ describe('command identity: source + command type + command id', () => {
       for (const id of ids) expect(id).toMatch(REQUEST_ID_PATTERN);
       expect(ids[0]).toBe('42.a1'); // the first keeps its id unchanged, as before identities
       expect([decided, acmePaid, betaPaid].map((o) => o!.partner_request_ids[0])).toEqual(ids);
+      // Every call of the three (snapshot reads made before a row exists included) has a request
+      // id of its own identity: none is shared, so the partner's logs tell the three apart.
+      const { rows: calls } = await h.database.sql.query<{ identity: string; request_id: string }>(
+        `SELECT DISTINCT source || '/' || command_type AS identity, request_id FROM command_attempts
+          WHERE command_id = '42' AND kind <> 'outcome' AND request_id <> ''`,
+      );
+      expect(new Set(calls.map((c) => c.identity))).toEqual(
+        new Set(['acme/application_decision', 'acme/rental_payment', 'beta/rental_payment']),
+      );
+      const owners = new Map<string, Set<string>>();
+      for (const c of calls)
+        owners.set(c.request_id, (owners.get(c.request_id) ?? new Set()).add(c.identity));
+      expect(
+        [...owners].filter(([, of]) => of.size > 1).map(([id, of]) => `${id}: ${[...of].join(', ')}`),
+      ).toEqual([]);
+      for (const c of calls) expect(c.request_id).toMatch(REQUEST_ID_PATTERN);
 
       // trace: "42" names three commands, so it lists them; a request id names one.
       const options = { topicPrefix: h.kafka.prefix, retentionHours: 72 };
@@ -209,6 +235,31 @@ describe('command identity: source + command type + command id', () => {
         commandType: 'rental_payment',
       });
       expect(scoped.steps.filter((s) => s.stage === 'command').map((s) => s.details.targetId)).toEqual([E1]);
+      // ...and only its own trail: the webhooks of steps 2, 4 and 5 (the refused one is this
+      // identity's too), never acme's decision's nor beta's payment's.
+      const webhooksOf = (t: { steps: Array<{ stage: string; details: Record<string, unknown> }> }) =>
+        t.steps
+          .filter((s) => s.stage === 'webhook')
+          .map((s) => s.details.webhookId)
+          .sort();
+      expect(webhooksOf(scoped)).toEqual([w2, w4, w5].sort());
+      const decisionOnly = await traceId(h.database.db, '42', {
+        ...options,
+        source: 'acme',
+        commandType: 'application_decision',
+      });
+      expect(webhooksOf(decisionOnly)).toEqual([w1]);
+      expect(decisionOnly.steps.filter((s) => s.stage === 'outbox')).toHaveLength(1);
+      // By beta's webhook id: beta's payment alone, not the two other commands numbered 42.
+      const byWebhook = await traceId(h.database.db, w3, options);
+      expect(byWebhook.candidates).toBeUndefined();
+      expect(
+        byWebhook.steps
+          .filter((s) => s.stage === 'command')
+          .map((s) => [s.details.source, s.details.targetId]),
+      ).toEqual([['beta', E2]]);
+      expect(webhooksOf(byWebhook)).toEqual([w3]);
+      expect(byWebhook.ends.join('\n')).not.toContain('acme');
     });
   });
 

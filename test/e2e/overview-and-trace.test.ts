@@ -21,6 +21,7 @@ import {
 
 const TOKEN = 'e2e-ops-token-0123456789';
 const secret = buildSecret();
+const betaSecret = buildSecret();
 
 describe.skipIf(skipWithoutChromium)('console overview and trace in a real browser', () => {
   let h: Harness;
@@ -44,7 +45,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       db: h.database.db,
       databaseUrl: h.database.url,
       partnerSecrets: [],
-      pmsSecrets: { acme: [secret] },
+      pmsSecrets: { acme: [secret], beta: [betaSecret] },
     });
     relay = createRelay({
       db: h.database.db,
@@ -279,6 +280,51 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       await expect
         .poll(() => page.textContent('[data-testid=trace-ends]'))
         .toContain('no trace of "no-such-id"');
+    });
+  });
+
+  describe('when the id is the own id of two commands (another PMS numbers its payments alike)', () => {
+    it('lists both, and a click traces the chosen one alone', async () => {
+      const shared = flows[1]!.paymentId;
+      const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const body = buildRentPayment({ payment_id: shared, enrollment_id: Number(record!.id) });
+      const res = await send(receiver.url, '/webhooks/pms/beta', body, { secret: betaSecret });
+      expect(res.status).toBe(202);
+      await expect
+        .poll(
+          async () =>
+            (
+              await h.database.sql.query<{ state: string }>(
+                `SELECT state FROM commands WHERE source = 'beta' AND command_id = $1`,
+                [shared],
+              )
+            ).rows[0]?.state,
+          { timeout: 60_000, interval: 250 },
+        )
+        .toBe('applied');
+
+      await page.fill('#trace-id', shared);
+      await page.click('#trace-submit');
+      const candidates = page.locator('[data-testid=trace-candidate] button');
+      await expect.poll(() => candidates.count()).toBe(2);
+      expect((await candidates.allTextContents()).sort()).toEqual([
+        `acme rental_payment "${shared}"`,
+        `beta rental_payment "${shared}"`,
+      ]);
+      expect(await page.isHidden('#trace-table')).toBe(true);
+
+      await page.click(`[data-testid=trace-candidate] button[data-source="beta"]`);
+      await expect
+        .poll(() => page.textContent('#trace-title'))
+        .toBe(`Trace of ${shared} (beta rental_payment)`);
+      await expect
+        .poll(() => page.textContent('[data-testid=trace-ends]'))
+        .toContain(`command beta rental_payment "${shared}" ended applied`);
+      const ends = await page.textContent('[data-testid=trace-ends]');
+      expect(ends).not.toContain('acme');
+      // Only beta's webhook: acme's payment with the same id is another command's trail.
+      expect(await page.textContent('#trace-table')).toContain(res.webhookId);
+      expect(await page.textContent('#trace-table')).not.toContain(flows[1]!.webhookId);
     });
   });
 

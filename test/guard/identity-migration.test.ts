@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../src/db/migrate.js';
+import { findGuardState } from '../../src/dead-letters/redrive-guard.js';
 import { createCommandRepository } from '../../src/guard/command-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -132,5 +133,25 @@ describe('migration to command identities', () => {
     expect(other).toMatchObject({ source: 'gamma', state: 'pending', targetId: 'app-10' });
     expect(other.requestIdBase).not.toBe('dec-9');
     expect(other.requestIdBase).toMatch(/^dec-9-[0-9a-f]{16}$/);
+  });
+
+  it("takes a row of unknown source for a dead letter's command only when it holds the same command", async () => {
+    // An applied decision from before identities whose source was lost with its outbox row.
+    const decision = { decision_id: 'dec-7', application_id: 'app-7', decision: 'approve' };
+    await database.sql.query(
+      `INSERT INTO commands (source, command_id, command_type, target_id, state, payload, request_id_base, request_ids)
+       VALUES ('', 'dec-7', 'application_decision', 'app-7', 'applied', $1, 'dec-7', '{dec-7.a1}')`,
+      [JSON.stringify(decision)],
+    );
+    const identity = { source: 'acme', commandType: 'application_decision' as const, commandId: 'dec-7' };
+    // acme's letter holding that decision: the same command, so a redrive closes it as applied.
+    expect(await findGuardState(database.db, identity, { ...decision })).toMatchObject({
+      identity: { source: '' },
+      guard: { state: 'applied', targetId: 'app-7' },
+    });
+    // A letter of another decision under that id (another source's, another application): not
+    // that row, so it is never closed as "already applied" on the strength of another command.
+    expect(await findGuardState(database.db, identity, { ...decision, application_id: 'app-8' })).toBeNull();
+    expect(await findGuardState(database.db, identity, null)).toBeNull();
   });
 });

@@ -8,6 +8,7 @@ import {
   queueBySource,
   type DeliveryState,
 } from '../../callbacks/callback-repository.js';
+import { COMMAND_KINDS } from '../../events/outcomes.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 
@@ -70,12 +71,15 @@ export async function list(opts: {
   state: string;
   source?: string;
   commandId?: string;
+  commandType?: string;
   limit: string;
   json?: boolean;
 }): Promise<void> {
   if (!(STATES as readonly string[]).includes(opts.state)) {
     throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
   }
+  if (opts.commandType !== undefined && !(COMMAND_KINDS as readonly string[]).includes(opts.commandType))
+    throw new UsageError(`--command-type must be one of ${COMMAND_KINDS.join(', ')}`);
   const limit = Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
     throw new UsageError('--limit must be 1 to 10000');
@@ -84,6 +88,7 @@ export async function list(opts: {
       ...(opts.state !== 'all' && { state: opts.state as DeliveryState }),
       ...(opts.source !== undefined && { source: opts.source }),
       ...(opts.commandId !== undefined && { commandId: opts.commandId }),
+      ...(opts.commandType !== undefined && { commandType: opts.commandType }),
       limit,
     });
     const out = opts.json

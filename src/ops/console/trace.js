@@ -1,4 +1,4 @@
-/* global window */
+/* global window, URLSearchParams */
 // The trace view: the life of one event from any of its ids (GET /ops/api/trace/:id).
 import { $, el } from './dom.js';
 import { api, isRefused, signOut } from './session.js';
@@ -74,7 +74,45 @@ function kindsNode(id, trace) {
   return box;
 }
 
-export async function showTrace(id, as = null) {
+/**
+ * When the id is the own id of several commands (acme's decision 42, acme's payment 42, beta's
+ * payment 42): one button per command, tracing it alone by its source and type.
+ */
+function candidatesNodes(id, trace) {
+  const [first] = trace.ends;
+  return [
+    el('li', {}, first ?? ''),
+    ...trace.candidates.map((c) =>
+      el(
+        'li',
+        { 'data-testid': 'trace-candidate' },
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'link mono',
+            'data-source': c.source,
+            'data-command-type': c.commandType,
+            onclick: () => void showTrace(id, null, { source: c.source, type: c.commandType }),
+          },
+          `${c.source === '' ? '(unknown source)' : c.source} ${c.commandType} "${c.commandId}"`,
+        ),
+        ` → ${c.targetId}, ${c.state}`,
+      ),
+    ),
+  ];
+}
+
+function tracePath(id, as, scope) {
+  const query = new URLSearchParams();
+  if (as) query.set('as', as);
+  if (scope?.source !== undefined) query.set('source', scope.source);
+  if (scope?.type) query.set('type', scope.type);
+  const q = query.toString();
+  return `trace/${encodeURIComponent(id)}${q ? `?${q}` : ''}`;
+}
+
+export async function showTrace(id, as = null, scope = null) {
   currentTraceId = id;
   $('trace-id').value = id;
   $('trace-error').textContent = '';
@@ -87,7 +125,8 @@ export async function showTrace(id, as = null) {
   }
   $('trace-title').textContent = `Trace of ${id}`;
   try {
-    const trace = await api(`trace/${encodeURIComponent(id)}${as ? `?as=${encodeURIComponent(as)}` : ''}`);
+    const trace = await api(tracePath(id, as, scope));
+    if (scope) $('trace-title').textContent = `Trace of ${id} (${scope.source} ${scope.type})`;
     kindsNode(id, trace);
     $('trace-table').hidden = trace.steps.length === 0;
     $('trace-table')
@@ -104,7 +143,9 @@ export async function showTrace(id, as = null) {
           ),
         ),
       );
-    $('trace-ends').replaceChildren(...trace.ends.map((e) => el('li', {}, e)));
+    $('trace-ends').replaceChildren(
+      ...(trace.candidates ? candidatesNodes(id, trace) : trace.ends.map((e) => el('li', {}, e))),
+    );
   } catch (error) {
     if (isRefused(error)) return signOut();
     $('trace-error').textContent = `Cannot trace: ${error.message}`;
