@@ -70,7 +70,7 @@ transaction.state.log.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
 log.retention.hours=168
-# Logs closed (flushed) by four threads at shutdown, not one: `npm start` stops within seconds.
+# Logs closed (flushed) by four threads at shutdown, not one: npm start stops within seconds.
 num.recovery.threads.per.data.dir=4
 PROPS
 }
