@@ -164,7 +164,9 @@ describe('rentbridge start with neither DATABASE_URL nor KAFKA_BROKERS', () => {
   it('finds its data again on the next start; a second Ctrl-C exits at once and still stops both servers', async () => {
     const run = startOnce();
     await ready(run);
-    expect(localLines(run).find((l) => String(l.msg).includes('embedded PostgreSQL'))).toMatchObject({
+    expect(
+      localLines(run).find((l) => String(l.msg).includes('started an embedded PostgreSQL')),
+    ).toMatchObject({
       created: false,
     });
     expect((await query('SELECT id FROM kept_across_restart')).rows).toEqual([{ id: 7 }]);
@@ -187,7 +189,9 @@ describe('rentbridge start with neither DATABASE_URL nor KAFKA_BROKERS', () => {
     const run = startOnce(['--fresh']);
     await ready(run);
     expect(run.log).toContain('--fresh: the embedded servers start from empty folders');
-    expect(localLines(run).find((l) => String(l.msg).includes('embedded PostgreSQL'))).toMatchObject({
+    expect(
+      localLines(run).find((l) => String(l.msg).includes('started an embedded PostgreSQL')),
+    ).toMatchObject({
       created: true,
     });
     expect((await query("SELECT to_regclass('kept_across_restart') AS t")).rows).toEqual([{ t: null }]);
