@@ -75,19 +75,8 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
   const pgPaths = postgresPaths(options.pgDir ?? join(root, '.postgres'));
   // scripts/kafka.sh's folder: KAFKA_DIR as the script reads it (relative to the project), else `.kafka/`.
   const kafkaDir = env.KAFKA_DIR ? resolve(root, env.KAFKA_DIR) : join(root, '.kafka');
-  if (options.fresh) {
-    if (startPg) await rm(pgPaths.dataDir, { recursive: true, force: true });
-    if (startKafka) {
-      await rm(join(kafkaDir, 'data'), { recursive: true, force: true });
-      await rm(join(kafkaDir, 'server.properties'), { force: true });
-    }
-    logger.info(
-      {
-        wiped: [startPg && show(pgPaths.dataDir), startKafka && show(join(kafkaDir, 'data'))].filter(Boolean),
-      },
-      '--fresh: the embedded servers start from empty folders (servers that were already running keep their data)',
-    );
-  }
+  if (options.fresh)
+    await wipeFresh({ startPg, startKafka, pgDataDir: pgPaths.dataDir, kafkaDir, logger, show });
 
   // Said first: Kafka's start takes a while (a minute or more the first time, its jars fetched).
   if (startPg || startKafka) {
@@ -131,12 +120,71 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
     throw failed.reason;
   }
 
+  reportServers({
+    postgres,
+    kafka,
+    pgWanted,
+    kafkaWanted,
+    pgAddress,
+    kafkaAddress,
+    pgDataDir: pgPaths.dataDir,
+    pgLog: pgPaths.logFile,
+    logger,
+    show,
+  });
+
+  return {
+    ...(pgWanted && { databaseUrl: postgres?.url ?? `postgresql://postgres@${pgAddress}/postgres` }),
+    ...(kafkaWanted && { kafkaBrokers: [kafka?.brokers ?? kafkaAddress] }),
+    stop,
+  };
+}
+
+interface Reporting {
+  logger: Logger;
+  /** A path as the log shows it: relative inside the project, else absolute. */
+  show: (path: string) => string;
+}
+
+/** `--fresh`: the data folders of the servers about to be started here are emptied first. */
+async function wipeFresh(
+  o: Reporting & { startPg: boolean; startKafka: boolean; pgDataDir: string; kafkaDir: string },
+): Promise<void> {
+  const { startPg, startKafka, pgDataDir, kafkaDir, logger, show } = o;
+  if (startPg) await rm(pgDataDir, { recursive: true, force: true });
+  if (startKafka) {
+    await rm(join(kafkaDir, 'data'), { recursive: true, force: true });
+    await rm(join(kafkaDir, 'server.properties'), { force: true });
+  }
+  logger.info(
+    {
+      wiped: [startPg && show(pgDataDir), startKafka && show(join(kafkaDir, 'data'))].filter(Boolean),
+    },
+    '--fresh: the embedded servers start from empty folders (servers that were already running keep their data)',
+  );
+}
+
+/** Says which servers were started here and which were found, and how to use others instead. */
+function reportServers(
+  o: Reporting & {
+    postgres?: EmbeddedPostgres;
+    kafka?: LocalKafka;
+    pgWanted: boolean;
+    kafkaWanted: boolean;
+    pgAddress: string;
+    kafkaAddress: string;
+    pgDataDir: string;
+    pgLog: string;
+  },
+): void {
+  const { postgres, kafka, pgWanted, kafkaWanted, pgAddress, kafkaAddress, pgDataDir, pgLog, logger, show } =
+    o;
   if (postgres) {
     logger.info(
       {
         address: pgAddress,
-        dataDir: show(pgPaths.dataDir),
-        log: show(pgPaths.logFile),
+        dataDir: show(pgDataDir),
+        log: show(pgLog),
         created: postgres.initialised,
       },
       'DATABASE_URL is unset and nothing answered on 127.0.0.1:LOCAL_PG_PORT: started an embedded PostgreSQL, stopped with rentbridge; its data stays for the next start',
@@ -164,10 +212,4 @@ export async function startLocalServers(options: LocalServersOptions): Promise<L
       'to use your own servers, set DATABASE_URL and KAFKA_BROKERS (README: "Configuration")',
     );
   }
-
-  return {
-    ...(pgWanted && { databaseUrl: postgres?.url ?? `postgresql://postgres@${pgAddress}/postgres` }),
-    ...(kafkaWanted && { kafkaBrokers: [kafka?.brokers ?? kafkaAddress] }),
-    stop,
-  };
 }
