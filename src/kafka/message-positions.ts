@@ -16,14 +16,18 @@ import {
  * partition's messages of the send (one produce request per partition, in order).
  */
 
-const partitionOf = new WeakMap<Message, number>();
+/** The partition a message went to, kept on the message (a WeakMap of every message sent cost the GC). */
+const PARTITION = Symbol('rentbridge.partition');
+type Placed = Message & { [PARTITION]?: number };
+const partitionOf = (message: Message): number | undefined =>
+  message.partition ?? (message as Placed)[PARTITION];
 
 /** kafkajs 2's default partitioner (murmur2 on the key, as the Java client), remembering its pick. */
 export const recordingPartitioner: ICustomPartitioner = () => {
   const pick = Partitioners.DefaultPartitioner();
   return (args) => {
     const partition = pick(args);
-    partitionOf.set(args.message, partition);
+    (args.message as Placed)[PARTITION] = partition;
     return partition;
   };
 };
@@ -35,24 +39,32 @@ export interface MessagePosition {
   offset: string;
 }
 
+/** An offset (int64, as text) plus a small count: in doubles while exact, else in BigInt. */
+function plus(offset: string, n: number): string {
+  const sum = Number(offset) + n;
+  return Number.isSafeInteger(sum) ? String(sum) : (BigInt(offset) + BigInt(n)).toString();
+}
+
 /** The position of every message of `topicMessages` that Kafka acknowledged in `metadata`. */
 export function messagePositions(
   topicMessages: Array<{ topic: string; messages: Message[] }>,
   metadata: RecordMetadata[],
 ): Map<Message, MessagePosition> {
-  const base = new Map(metadata.map((m) => [`${m.topicName}|${m.partition}`, m.baseOffset]));
-  const seen = new Map<string, number>();
   const positions = new Map<Message, MessagePosition>();
   for (const { topic, messages } of topicMessages) {
+    const base = new Map<number, string>();
+    for (const m of metadata) {
+      if (m.topicName === topic && m.baseOffset !== undefined) base.set(m.partition, m.baseOffset);
+    }
+    const seen = new Map<number, number>();
     for (const message of messages) {
-      const partition = message.partition ?? partitionOf.get(message);
+      const partition = partitionOf(message);
       if (partition === undefined) continue;
-      const key = `${topic}|${partition}`;
-      const first = base.get(key);
-      const index = seen.get(key) ?? 0;
-      seen.set(key, index + 1);
+      const first = base.get(partition);
+      const index = seen.get(partition) ?? 0;
+      seen.set(partition, index + 1);
       if (first === undefined) continue;
-      positions.set(message, { topic, partition, offset: (BigInt(first) + BigInt(index)).toString() });
+      positions.set(message, { topic, partition, offset: plus(first, index) });
     }
   }
   return positions;
@@ -77,7 +89,7 @@ export function unacknowledgedPartitions(messages: Message[], answer: RecordMeta
   const acknowledged = new Set(answer.filter((r) => r.errorCode === 0).map((r) => r.partition));
   const missing = new Set<number>();
   for (const message of messages) {
-    const partition = message.partition ?? partitionOf.get(message);
+    const partition = partitionOf(message);
     if (partition === undefined) missing.add(-1);
     else if (!acknowledged.has(partition)) missing.add(partition);
   }

@@ -17,8 +17,11 @@ export interface OutboxMessageRow {
   data: unknown;
   headers: Record<string, string>;
   createdAt: Date;
-  /** The message value built when the row was written (`messageValue`); absent for older rows. */
-  messageValue?: Buffer | null;
+  /**
+   * The message value built when the row was written (`messageValue`), as bytes or as the text
+   * they encode (UTF-8); absent for older rows.
+   */
+  messageValue?: Buffer | string | null;
 }
 
 /** Most bytes per Kafka request the relay sends by default (RELAY_MAX_BATCH_BYTES). */

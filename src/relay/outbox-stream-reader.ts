@@ -29,7 +29,7 @@ interface Raw {
   headers: Record<string, string> | null;
   created_at: Date | null;
   attempts: number;
-  message_value: Buffer | null;
+  message_value: Buffer | string | null;
 }
 
 export function createOutboxStreamReader(options: {
@@ -47,17 +47,32 @@ export function createOutboxStreamReader(options: {
   });
   pool.on('error', (error) => options.logger.warn({ err: error }, 'relay pool connection lost'));
 
+  // The stored value as text where the database is UTF-8 (it holds JSON text written by rentbridge):
+  // half the bytes of bytea's hex on the wire, no hex to decode. Elsewhere (another encoding could
+  // not hold every character) as bytes. Asked once, at the first read that reaches the database.
+  let asText: Promise<boolean> | undefined;
+  const textValues = () =>
+    (asText ??= pool
+      .query<{ server_encoding: string }>('SHOW server_encoding')
+      .then(({ rows }) => rows[0]?.server_encoding === 'UTF8')
+      .catch(() => {
+        asText = undefined;
+        return false;
+      }));
+
   return {
     async fetch(topic, afterId, limit) {
+      const text = await textValues();
       // The ids through the partial index (an index-only scan that never meets a published row),
       // then their rows by primary key. Asked in one query, the planner preferred walking the
       // primary key past every published row (a LIMIT misestimate): 28 ms against 0.3 ms at
       // 20,000 published rows, and growing with them.
       const { rows } = await pool.query<Raw>({
-        name: 'relay-fetch',
+        name: text ? 'relay-fetch-text' : 'relay-fetch',
         // What the message is built from only for a row whose message was not built when it was
         // written (older rows, tombstones): parsing `data` is most of what the stored value saves.
-        text: `SELECT id, event_id, key, type, headers, attempts, message_value,
+        text: `SELECT id, event_id, key, type, headers, attempts,
+                      ${text ? `convert_from(message_value, 'UTF8') AS message_value` : 'message_value'},
                       CASE WHEN message_value IS NULL THEN source END AS source,
                       CASE WHEN message_value IS NULL THEN subject END AS subject,
                       CASE WHEN message_value IS NULL THEN created_at END AS created_at,

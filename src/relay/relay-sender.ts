@@ -2,8 +2,9 @@ import type { Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
+import { withEncodedRecords } from '../kafka/encoded-record.js';
 import { sendWhole, type MessagePosition } from '../kafka/message-positions.js';
-import { tracePublish } from '../telemetry/telemetry.js';
+import { telemetryEnabled, tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
@@ -93,6 +94,8 @@ export function createRelaySender(options: RelaySenderOptions): {
     const rows = items.map((i) => i.row);
     const traced = tracePublish(rows);
     for (const item of items) traced.stamp(item.message, item.row.eventId);
+    // Encoded when read (src/relay/topic-stream.ts); again with the trace context just stamped.
+    if (telemetryEnabled()) withEncodedRecords(items.map((i) => i.message));
     let p: Producer | undefined;
     let landed = new Map<Message, MessagePosition>();
     try {

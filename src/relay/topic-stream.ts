@@ -1,4 +1,5 @@
 import type { Message } from 'kafkajs';
+import { withEncodedRecords } from '../kafka/encoded-record.js';
 import { messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import type { OutboxRow } from './outbox-reader.js';
 import type { OutboxStreamReader } from './outbox-stream-reader.js';
@@ -80,8 +81,10 @@ async function scan(options: TopicStreamOptions, acked: Acked): Promise<boolean>
     const asked = options.rowsPerRead();
     const rows = await reader.fetch(topic, after, asked);
     let bytes = 0;
-    const items = rows.map((row) => {
-      const message = toKafkaMessage(row);
+    // Their records encoded here (one buffer for the read), while the request before waits for its ack.
+    const messages = withEncodedRecords(rows.map(toKafkaMessage));
+    const items = rows.map((row, i) => {
+      const message = messages[i]!;
       const size = messageBytes(message);
       bytes += size;
       return { row, message, bytes: size };
