@@ -2,7 +2,8 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts ./
-# npm ci generates the Prisma client (postinstall), so the schema comes first.
+# npm ci applies patches/ and generates the Prisma client (postinstall), so both come first.
+COPY patches ./patches
 COPY prisma ./prisma
 RUN npm ci --no-audit --no-fund
 COPY . .
