@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT } from '../support/cli.js';
+import { ROOT, stopProcesses } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
@@ -91,16 +91,7 @@ describe('customer-token requests on two receiver processes', () => {
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all(
-      children.map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    await stopProcesses(children);
     await sandbox?.close();
     await kafka?.close();
     await database?.drop();

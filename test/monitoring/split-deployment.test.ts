@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT } from '../support/cli.js';
+import { ROOT, stopProcesses } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
@@ -131,16 +131,7 @@ describe('a split deployment (every role its own process)', () => {
   }, 300_000);
 
   afterAll(async () => {
-    await Promise.all(
-      [...children.values()].map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    await stopProcesses(children.values());
     await sandbox?.close();
     await kafka?.close();
     await database?.drop();

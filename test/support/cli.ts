@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,4 +30,18 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Stops processes a test started: SIGTERM, then SIGKILL after `graceMs`; resolves once all exited. */
+export async function stopProcesses(children: Iterable<ChildProcess>, graceMs = 20_000): Promise<void> {
+  await Promise.all(
+    [...children].map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
 }
