@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ListOptions } from './commands/callbacks.js';
 
 /** `rentbridge callbacks …` (its module is loaded only when one of them runs). */
 export function registerCallbacks(program: Command): void {
@@ -27,16 +28,7 @@ export function registerCallbacks(program: Command): void {
     .option('--command-type <type>', 'only this command type (application_decision, rental_payment, ...)')
     .option('--limit <n>', 'at most this many', '100')
     .option('--json', 'print JSON')
-    .action(
-      async (opts: {
-        state: string;
-        source?: string;
-        commandId?: string;
-        commandType?: string;
-        limit: string;
-        json?: boolean;
-      }) => (await load()).list(opts),
-    );
+    .action(async (opts: ListOptions) => (await load()).list(opts));
   callbacks
     .command('show')
     .argument('<id>')

@@ -67,14 +67,17 @@ export async function status(opts: { json?: boolean }): Promise<void> {
   });
 }
 
-export async function list(opts: {
+/** `callbacks list`'s options, as commander parses them (src/cli/callbacks-program.ts). */
+export interface ListOptions {
   state: string;
   source?: string;
   commandId?: string;
   commandType?: string;
   limit: string;
   json?: boolean;
-}): Promise<void> {
+}
+
+export async function list(opts: ListOptions): Promise<void> {
   if (!(STATES as readonly string[]).includes(opts.state)) {
     throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
   }
