@@ -91,37 +91,27 @@ describe('rentbridge start without DATABASE_URL', () => {
     });
   });
 
-  describe('when no Kafka answers and Java is not installed', () => {
-    it('exits 2 naming what to install, or KAFKA_BROKERS', async () => {
-      // A PATH with bash (for kafka.sh) and nothing else: no `java` to find.
-      const bin = await mkdtemp(join(tmpdir(), 'rentbridge-path-'));
-      await symlink('/bin/bash', join(bin, 'bash'));
-      try {
-        const result = await runCli(['start'], {
-          PATH: bin,
-          HTTP_PORT: String(await freePort()),
-          SANDBOX_PORT: String(await freePort()),
-          PARTNER_API_URL: '',
-          DATABASE_URL: inject('databaseUrl'),
-          KAFKA_BROKERS: undefined,
-          LOCAL_KAFKA_PORT: String(await freePort()),
-        });
-        expect(result.code).toBe(2);
-        expect(result.stderr).toContain('Java is not installed');
-        expect(result.stderr).toContain('openjdk-17-jre-headless');
-        expect(result.stderr).toContain('set KAFKA_BROKERS');
-      } finally {
-        await rm(bin, { recursive: true, force: true });
-      }
-    });
-  });
-
-  describe('when no Kafka answers, Java is installed but Maven is not, and the jars are not fetched yet', () => {
+  // A PATH with bash (for kafka.sh) and, for the second case, a `java` but no `mvn`; KAFKA_DIR an
+  // empty folder, so the jars are still to fetch.
+  describe.each([
+    {
+      when: 'Java is not installed',
+      tools: {},
+      says: ['Java is not installed', 'openjdk-17-jre-headless'],
+    },
+    {
+      when: 'Java is installed but Maven is not, and the jars are not fetched yet',
+      tools: { java: '#!/bin/bash\nexit 0\n' },
+      says: ['Maven', 'apt-get install maven'],
+    },
+  ])('when no Kafka answers and $when', ({ tools, says }) => {
     it('exits 2 naming what to install, or KAFKA_BROKERS', async () => {
       const bin = await mkdtemp(join(tmpdir(), 'rentbridge-path-'));
       const kafkaDir = await mkdtemp(join(tmpdir(), 'rentbridge-nojars-'));
       await symlink('/bin/bash', join(bin, 'bash'));
-      await writeFile(join(bin, 'java'), '#!/bin/bash\nexit 0\n', { mode: 0o755 });
+      for (const [name, script] of Object.entries(tools)) {
+        await writeFile(join(bin, name), script, { mode: 0o755 });
+      }
       try {
         const result = await runCli(['start'], {
           PATH: bin,
@@ -134,9 +124,7 @@ describe('rentbridge start without DATABASE_URL', () => {
           LOCAL_KAFKA_PORT: String(await freePort()),
         });
         expect(result.code).toBe(2);
-        expect(result.stderr).toContain('Maven');
-        expect(result.stderr).toContain('apt-get install maven');
-        expect(result.stderr).toContain('set KAFKA_BROKERS');
+        for (const text of [...says, 'set KAFKA_BROKERS']) expect(result.stderr).toContain(text);
       } finally {
         await rm(bin, { recursive: true, force: true });
         await rm(kafkaDir, { recursive: true, force: true });
