@@ -106,6 +106,9 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
     await local.stop();
   }
   logger.info({ component: 'start' }, 'rentbridge stopped');
+  // pino writes asynchronously: the last lines are written, in order, before the exit (an exit
+  // with a write still under way printed "rentbridge stopped" before the line logged ahead of it).
+  await new Promise<void>((resolve) => logger.flush(() => resolve()));
   // Everything is stopped: nothing left (an idle pool's timer, a socket) may hold the exit back.
   process.exit(0);
 }
