@@ -200,6 +200,8 @@ export async function run(): Promise<BenchResult> {
       duringRun = during?.();
       await waitFor(async () => count >= seeded && (await unpublished()) === 0, 1_800_000);
       await duringRun;
+      // A command accepted while the last rows were counted is published before the relay stops.
+      await waitFor(async () => (await unpublished()) === 0, 60_000);
     } finally {
       await relay.stop();
     }

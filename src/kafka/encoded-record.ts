@@ -4,9 +4,10 @@ import type { IHeaders, Message } from 'kafkajs';
  * A Kafka record's key, value and headers encoded once, in one buffer, by the relay
  * (docs/decisions/001): kafkajs's own encoder allocates a zeroed 512-byte buffer per record and
  * per header, most of what a plain producer spends per message. kafkajs, patched by
- * `patches/kafkajs+2.2.4.patch` (applied by `npm ci`), writes such a record by prefixing the
- * fields that depend on its place in the batch (length, attributes, timestamp and offset deltas);
- * unpatched, it ignores the symbol and encodes the message itself, to the same bytes.
+ * `patches/kafkajs+2.2.4.patch` (applied by `npm ci`), writes a batch of such records into one
+ * buffer, adding only the fields that depend on a record's place in the batch (length,
+ * attributes, timestamp and offset deltas); unpatched, it ignores the symbol and encodes the
+ * messages itself, to the same bytes.
  */
 export const ENCODED_BODY = Symbol.for('kafkajs.encodedRecordBody');
 

@@ -1,26 +1,45 @@
 import { createRequire } from 'node:module';
-import { randomUUID } from 'node:crypto';
-import type { KafkaMessage, Message } from 'kafkajs';
+import { randomBytes } from 'node:crypto';
+import { Partitioners, type Message, type PartitionMetadata } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENCODED_BODY, encodeRecordBody, withEncodedRecords } from '../../src/kafka/encoded-record.js';
-import { sendWhole } from '../../src/kafka/message-positions.js';
+import { murmur2, recordingPartitioner, sendWhole } from '../../src/kafka/message-positions.js';
 import { createSharedProducer, type SharedProducer } from '../../src/kafka/shared-producer.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 
 /**
  * The relay encodes each record's key, value and headers itself, once, and kafkajs (patched by
- * patches/kafkajs+2.2.4.patch) writes only the fields that depend on the record's place in the
- * batch. Held here to kafkajs's own encoder, byte for byte, and to the real broker.
+ * patches/kafkajs+2.2.4.patch, applied by `npm ci`) writes a batch of such records into one buffer,
+ * adding only the fields that depend on a record's place in the batch. Held here to kafkajs's own
+ * encoder, byte for byte, and to the real broker; so are the patch's native CRC-32C and the
+ * relay's murmur2.
  */
-type RecordArgs = Message & { offsetDelta?: number; timestampDelta?: number; [ENCODED_BODY]?: Buffer };
-const Record = createRequire(import.meta.url)('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (
-  args: RecordArgs,
-) => { buffer: Buffer };
+const kafkajs = createRequire(createRequire(import.meta.url).resolve('kafkajs'));
+type Encoded = Message & { [ENCODED_BODY]?: Buffer };
+const produceRequest = kafkajs('./src/protocol/requests/produce/v3/request.js') as (args: {
+  acks: number;
+  timeout: number;
+  compression?: number;
+  topicData: Array<{
+    topic: string;
+    partitions: Array<{ partition: number; firstSequence: number; messages: Message[] }>;
+  }>;
+}) => { encode(): Promise<{ buffer: Buffer }> };
 
-const kafkajsBytes = (message: Message, offsetDelta: number, timestampDelta: number): Buffer =>
-  Record({ ...message, offsetDelta, timestampDelta }).buffer;
-const encodedBytes = (message: Message, offsetDelta: number, timestampDelta: number): Buffer =>
-  Record({ ...message, offsetDelta, timestampDelta, [ENCODED_BODY]: encodeRecordBody(message) }).buffer;
+/** A produce request's bytes for one partition's messages (as the relay's producer sends them). */
+async function requestBytes(messages: Message[], compression = 0): Promise<Buffer> {
+  const request = produceRequest({
+    acks: -1,
+    timeout: 30_000,
+    compression,
+    topicData: [{ topic: 't', partitions: [{ partition: 0, firstSequence: 7, messages }] }],
+  });
+  return (await request.encode()).buffer;
+}
+
+/** The same messages, without the relay's encoding (kafkajs encodes them itself). */
+const plain = (messages: Message[]): Message[] =>
+  messages.map(({ key, value, headers, timestamp }) => ({ key, value, headers, timestamp }));
 
 const MESSAGES: Array<[string, Message]> = [
   [
@@ -49,39 +68,86 @@ const MESSAGES: Array<[string, Message]> = [
   ],
 ];
 
-describe('a record encoded by the relay', () => {
-  it.each(MESSAGES)('is the bytes kafkajs encodes for %s', (_, message) => {
-    for (const [offsetDelta, timestampDelta] of [
-      [0, 0],
-      [1, 0],
-      [63, 5],
-      [64, -3],
-      [999, 1_700_000_000_000],
-    ]) {
-      expect(
-        encodedBytes(message, offsetDelta!, timestampDelta!).equals(
-          kafkajsBytes(message, offsetDelta!, timestampDelta!),
-        ),
-      ).toBe(true);
-    }
+describe('records encoded by the relay', () => {
+  const messages = (): Message[] => MESSAGES.map(([, m]) => ({ ...m, timestamp: '1700000000000' }));
+
+  it.each(MESSAGES)('are the bytes kafkajs encodes for %s', async (_, message) => {
+    // 70 records: offset deltas past one byte. A timestamp of their own: the batch's is the same twice.
+    const batch = Array.from({ length: 70 }, () => ({ ...message, timestamp: '1700000000000' }));
+    const encoded = await requestBytes(withEncodedRecords(batch));
+    expect(encoded.equals(await requestBytes(plain(batch)))).toBe(true);
   });
 
-  it('is taken as given by kafkajs (the patch is applied by npm ci)', () => {
-    // A body that disagrees with the message's fields shows which one kafkajs wrote.
-    const message = { key: 'a', value: 'b', [ENCODED_BODY]: encodeRecordBody({ key: 'x', value: 'y' }) };
-    expect(
-      Record({ ...message, offsetDelta: 0, timestampDelta: 0 }).buffer.equals(
-        kafkajsBytes({ key: 'x', value: 'y' }, 0, 0),
-      ),
-    ).toBe(true);
+  it('are the bytes kafkajs encodes with timestamps of their own, near and far', async () => {
+    const batch = messages().map((m, i) => ({ ...m, timestamp: String(1_700_000_000_000 + i * 1_000) }));
+    batch.push({ key: 'late', value: 'v', timestamp: String(1_700_000_000_000 + 40 * 86_400_000) });
+    expect((await requestBytes(withEncodedRecords(batch))).equals(await requestBytes(plain(batch)))).toBe(
+      true,
+    );
   });
 
-  it('shares one buffer across a read, each record the bytes of its own', () => {
-    const messages = MESSAGES.map(([, m]) => ({ ...m }));
-    withEncodedRecords(messages);
-    const bodies = messages.map((m) => (m as RecordArgs)[ENCODED_BODY]!);
+  it('are written as given by kafkajs: the patch is applied', async () => {
+    // Bodies that disagree with the messages' fields show which ones kafkajs wrote.
+    const batch: Encoded[] = [
+      { key: 'a', value: 'b' },
+      { key: 'c', value: 'd' },
+    ];
+    const others: Message[] = [
+      { key: 'x', value: 'y' },
+      { key: 'z', value: 'w' },
+    ];
+    batch.forEach((m, i) => (m[ENCODED_BODY] = encodeRecordBody(others[i]!)));
+    const withTime = (ms: Message[]) => ms.map((m) => ({ ...m, timestamp: '1' }));
+    expect((await requestBytes(withTime(batch))).equals(await requestBytes(withTime(others)))).toBe(true);
+  });
+
+  it('fall back to kafkajs encoding them when one of the batch is not encoded, or when compressed', async () => {
+    // Bodies that disagree with the fields: kafkajs's own records are of the fields.
+    const stale = messages().map((m) => ({
+      ...m,
+      [ENCODED_BODY]: encodeRecordBody({ key: 'x', value: 'y' }),
+    }));
+    const mixed = [...stale, { key: 'unencoded', value: 'v', timestamp: '1700000000000' }];
+    expect((await requestBytes(mixed)).equals(await requestBytes(plain(mixed)))).toBe(true);
+    const gzip = 1;
+    expect((await requestBytes(stale, gzip)).equals(await requestBytes(plain(stale), gzip))).toBe(true);
+  });
+
+  it('share one buffer across a read, each record the bytes of its own', () => {
+    const batch = MESSAGES.map(([, m]) => ({ ...m }));
+    withEncodedRecords(batch);
+    const bodies = batch.map((m) => (m as Encoded)[ENCODED_BODY]!);
     expect(new Set(bodies.map((b) => b.buffer)).size).toBe(1);
-    bodies.forEach((body, i) => expect(body.equals(encodeRecordBody(messages[i]!))).toBe(true));
+    bodies.forEach((body, i) => expect(body.equals(encodeRecordBody(batch[i]!))).toBe(true));
+  });
+});
+
+describe("the checksum and partitioner of the relay's sends", () => {
+  it('CRC-32C: the native one kafkajs uses is the JavaScript one, on any bytes', () => {
+    const native = kafkajs('./src/protocol/recordBatch/crc32C/index.js') as (b: Buffer) => number;
+    const javascript = kafkajs('./src/protocol/recordBatch/crc32C/crc32C.js') as (b: Buffer) => number;
+    expect(native(Buffer.from('123456789'))).toBe(0xe3069283); // the standard check value
+    for (let n = 0; n < 600; n += 7) {
+      const bytes = randomBytes(n * 13).subarray(n % 5);
+      expect(native(bytes)).toBe(javascript(bytes));
+    }
+    expect(() => kafkajs.resolve('@node-rs/crc32')).not.toThrow();
+  });
+
+  it("murmur2 and the partition it gives are kafkajs's default partitioner's, for any key", () => {
+    const reference = kafkajs('./src/producer/partitioners/default/murmur2.js') as (k: Buffer) => number;
+    const pick = Partitioners.DefaultPartitioner();
+    const recording = recordingPartitioner();
+    for (let i = 0; i < 5_000; i++) {
+      const key = i % 2 ? randomBytes(i % 41) : `app-${i}-é😀`.slice(0, i % 13);
+      expect(murmur2(Buffer.from(key))).toBe(reference(Buffer.from(key)));
+      const partitionMetadata = Array.from({ length: 1 + (i % 12) }, (_, partitionId) => ({
+        partitionId,
+        leader: 1,
+      })) as PartitionMetadata[];
+      const args = { topic: 't', partitionMetadata, message: { key, value: 'v' } };
+      expect(recording(args)).toBe(pick(args));
+    }
   });
 });
 
@@ -109,7 +175,9 @@ describe('records encoded by the relay, on the real broker', () => {
     withEncodedRecords(messages);
     const landed = await sendWhole(await producer.get(), `${kafka.prefix}${TOPIC}`, messages);
 
-    const read = await readWithPositions(kafka, TOPIC, messages.length);
+    const read = new Map(
+      (await kafka.readMessages(TOPIC, messages.length)).map((m) => [`${m.partition}@${m.offset}`, m]),
+    );
     expect(read.size).toBe(messages.length);
     for (const message of messages) {
       const { partition, offset } = landed.get(message)!;
@@ -122,29 +190,3 @@ describe('records encoded by the relay, on the real broker', () => {
     }
   });
 });
-
-/** Every message of `topic`, by `partition@offset`. */
-async function readWithPositions(
-  kafka: TestKafka,
-  topic: string,
-  count: number,
-): Promise<Map<string, KafkaMessage>> {
-  const consumer = kafka.kafka.consumer({ groupId: `encoded-record-${randomUUID()}` });
-  const out = new Map<string, KafkaMessage>();
-  await consumer.connect();
-  await consumer.subscribe({ topic: `${kafka.prefix}${topic}`, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, 20_000);
-    void consumer.run({
-      eachMessage: async ({ message, partition }) => {
-        out.set(`${partition}@${message.offset}`, message);
-        if (out.size >= count) {
-          clearTimeout(timer);
-          resolve();
-        }
-      },
-    });
-  });
-  await consumer.disconnect();
-  return out;
-}

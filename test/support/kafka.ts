@@ -3,6 +3,9 @@ import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
 import { inject } from 'vitest';
 import { ensureTopics } from '../../src/kafka/topics.js';
 
+/** A message read back, with the partition it was read from. */
+export type ReadMessage = KafkaMessage & { partition: number };
+
 export interface TestKafka {
   kafka: Kafka;
   brokers: string[];
@@ -10,8 +13,11 @@ export interface TestKafka {
   prefix: string;
   /** Creates every rentbridge topic under the prefix (or only `topics`). */
   createTopics(topics?: string[]): Promise<void>;
-  /** Reads `topic` (logical name) from the beginning until `count` messages arrived or `timeoutMs`. */
-  readMessages(topic: string, count: number, timeoutMs?: number): Promise<KafkaMessage[]>;
+  /**
+   * Reads `topic` (logical name) from the beginning until `count` messages arrived or `timeoutMs`;
+   * each message says its partition.
+   */
+  readMessages(topic: string, count: number, timeoutMs?: number): Promise<ReadMessage[]>;
   close(): Promise<void>;
 }
 
@@ -36,14 +42,14 @@ export function createTestKafka(): TestKafka {
     async readMessages(topic, count, timeoutMs = 20_000) {
       const consumer = kafka.consumer({ groupId: `test-${randomBytes(6).toString('hex')}` });
       consumers.push(consumer);
-      const messages: KafkaMessage[] = [];
+      const messages: ReadMessage[] = [];
       await consumer.connect();
       await consumer.subscribe({ topic: `${prefix}${topic}`, fromBeginning: true });
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, timeoutMs);
         void consumer.run({
-          eachMessage: async ({ message }) => {
-            messages.push(message);
+          eachMessage: async ({ message, partition }) => {
+            messages.push({ ...message, partition });
             if (messages.length >= count) {
               clearTimeout(timer);
               resolve();
