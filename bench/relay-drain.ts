@@ -4,7 +4,7 @@
  * changes, above BENCH_RELAY_PUBLISHED (50,000) already-published rows still within retention,
  * against a plain kafkajs idempotent producer (acks=all) sending the very same messages (same keys,
  * values, headers, partition count) in requests of the same byte bound, one after the other, in the
- * same run. Figures:
+ * same run, each in a process of its own (bench/plain-producer.ts). Figures:
  * - msgs/s of both (the relay's from its first ack to its last: start-up excluded) and their ratio;
  * - CPU per message of this process (JS and Prisma's engine; PostgreSQL's own CPU is not counted);
  * - while the relay drains: signed rent payments sent to the real receiver one every 250 ms, the
@@ -19,7 +19,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Kafka, logLevel, type Message } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { pino } from 'pino';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
@@ -28,7 +28,6 @@ import { createDb } from '../src/db/prisma.js';
 import { createHttpApp } from '../src/http/http-app.js';
 import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
-import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../src/outbox/outbox-message.js';
 import { createIngestWriter } from '../src/receiver/ingest-writer.js';
 import { createWebhookRouter } from '../src/receiver/webhook-router.js';
 import { createRelay } from '../src/relay/relay.js';
@@ -37,6 +36,7 @@ import type { BenchResult } from './types.js';
 
 const run$ = promisify(execFile);
 const LOAD = fileURLToPath(new URL('./ingest-load.ts', import.meta.url));
+const PLAIN = fileURLToPath(new URL('./plain-producer.ts', import.meta.url));
 const TSX = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url));
 
 function percentile(values: number[], p: number): number {
@@ -218,61 +218,29 @@ export async function run(): Promise<BenchResult> {
   try {
     await sendCommand(); // warm-up: the receiver's path and the consumer's assignment
     await seedBacklog(sql, rows, published, { storedValues });
+    // The backlog: the rows of its topic after the last one seeded as published.
+    const { rows: lastPublished } = await sql.query<{ id: string | null }>(
+      'SELECT max(id) AS id FROM outbox WHERE topic = $1 AND published_at IS NOT NULL',
+      [BACKLOG_TOPIC],
+    );
+    const backlogAfterId = lastPublished[0]?.id ?? '0';
 
-    // The plain producer: the same messages (the same value bytes), built beforehand, in requests
-    // of the same byte bound.
-    const { rows: backlogRows } = await sql.query<{
-      event_id: string;
-      key: string;
-      type: string;
-      source: string;
-      subject: string | null;
-      data: unknown;
-      headers: Record<string, string>;
-      created_at: Date;
-      message_value: Buffer | null;
-    }>('SELECT * FROM outbox WHERE published_at IS NULL ORDER BY id');
-    const batches: Message[][] = [[]];
-    let bytes = 0;
-    for (const r of backlogRows) {
-      const message = toKafkaMessage({
-        eventId: r.event_id,
-        key: r.key,
-        type: r.type,
-        source: r.source,
-        subject: r.subject,
-        data: r.data,
-        headers: r.headers,
-        createdAt: r.created_at,
-        messageValue: r.message_value,
+    /** A warm pass of the plain producer (its own process) over the backlog's rows: msgs/s, CPU µs/msg. */
+    const plainPass = async (): Promise<{ rate: number; cpu: number }> => {
+      const { stdout } = await run$(TSX, [PLAIN], {
+        env: {
+          ...process.env,
+          DATABASE_URL: databaseUrl,
+          KAFKA_BROKERS: brokers.join(','),
+          TOPIC: topicName(plainPrefix, BACKLOG_TOPIC),
+          OUTBOX_TOPIC: BACKLOG_TOPIC,
+          AFTER_ID: backlogAfterId,
+          ROWS: String(rows),
+          PASSES: '2', // the first warms the process up (JIT, connections): the second is counted
+        },
+        maxBuffer: 1 << 20,
       });
-      const size = messageBytes(message);
-      if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
-        batches.push([]);
-        bytes = 0;
-      }
-      batches.at(-1)!.push(message);
-      bytes += size;
-    }
-    backlogRows.length = 0;
-    const plain = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-    await plain.connect();
-    await plain.send({ topic: topicName(plainPrefix, BACKLOG_TOPIC), acks: -1, messages: [batches[0]![0]!] });
-    /** One pass of the plain producer over every message: msgs/s and CPU µs per message. */
-    const plainPass = async () => {
-      const cpu = process.cpuUsage();
-      const start = Date.now();
-      for (const messages of batches) {
-        await plain.sendBatch({
-          acks: -1,
-          topicMessages: [{ topic: topicName(plainPrefix, BACKLOG_TOPIC), messages }],
-        });
-      }
-      const used = process.cpuUsage(cpu);
-      return {
-        rate: Math.round(rows / ((Date.now() - start) / 1000)),
-        cpu: Math.round((used.user + used.system) / rows),
-      };
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as { rate: number; cpu: number };
     };
     const plainBefore = await plainPass();
     figures.backlog_rows = rows;
@@ -295,8 +263,6 @@ export async function run(): Promise<BenchResult> {
     // The plain producer again right after: the machine's load drifts by the minute, and the two
     // passes bracket the relay's drain.
     const plainAfter = await plainPass();
-    await plain.disconnect();
-    batches.length = 0;
     const plainRate = Math.round((plainBefore.rate + plainAfter.rate) / 2);
     const plainCpu = Math.round((plainBefore.cpu + plainAfter.cpu) / 2);
     figures.plain_producer_msgs_per_s_before = plainBefore.rate;
@@ -335,7 +301,7 @@ export async function run(): Promise<BenchResult> {
     figures.receiver_p99_ms_while_draining = busy.p99;
     notes.push(
       `backlog: ${rows} rows of ${BACKLOG_TOPIC} (${partitions} partitions, 5,000 keys, ~600-byte CloudEvents) above ${published} published rows kept for retention`,
-      'plain producer: kafkajs, idempotent, maxInFlightRequests 1, acks=all, one sendBatch of at most RELAY_MAX_BATCH_BYTES after the other, messages built beforehand; one pass just before the relay drains and one just after, their mean compared',
+      'plain producer: kafkajs, idempotent, maxInFlightRequests 1, acks=all, one sendBatch of at most RELAY_MAX_BATCH_BYTES after the other, messages built beforehand, in a process of its own (bench/plain-producer.ts: no heap shared with the relay); one pass just before the relay drains and one just after, their mean compared',
       'relay rate: rows acknowledged from its first ack to its last (start-up excluded); CPU: this process (JS + Prisma engine), PostgreSQL not counted',
       "command wait: from the receiver's 2xx to the command's arrival at a consumer of commands.rental-payments, while the backlog drains",
       'receiver acks/s: 32 connections for 4 s (bench/ingest-load.ts), relay and receiver in this one process as in `rentbridge start`',

@@ -33,6 +33,11 @@ export interface ChaosOptions {
    * without `rental_payments`, reports that leave `updated_at` alone. `CHAOS_HIDE_PAYMENTS=1`.
    */
   hidePayments: boolean;
+  /**
+   * Also measure what compaction leaves of the run's changelogs (test/chaos/compaction.ts; about
+   * a minute more). `CHAOS_COMPACTION=1`.
+   */
+  compaction: boolean;
 }
 
 function num(name: string, fallback: number): number {
@@ -58,6 +63,7 @@ export function chaosOptions(): ChaosOptions {
     stormSeconds: process.env.CHAOS_STORM_SECONDS ? num('CHAOS_STORM_SECONDS', 0) : null,
     writeDocs: process.env.CHAOS_WRITE_DOCS !== '0',
     hidePayments: process.env.CHAOS_HIDE_PAYMENTS === '1',
+    compaction: process.env.CHAOS_COMPACTION === '1',
   };
 }
 

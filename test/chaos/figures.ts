@@ -22,6 +22,8 @@ export interface ChaosFigures {
     code: string | null;
     n: number;
   }>;
+  /** What compaction leaves of the changelogs (CHAOS_COMPACTION=1), else absent. */
+  compaction?: Record<string, string | number>;
 }
 
 export interface FigureInputs {
@@ -199,6 +201,10 @@ export function figuresMarkdown(f: ChaosFigures, checks: Analysis['checks']): st
     out.push('| kind | result | status | code | attempts |', '|---|---|---:|---|---:|');
     for (const a of f.attemptResults)
       out.push(`| ${a.kind} | ${a.result} | ${a.status ?? '-'} | ${a.code ?? '-'} | ${a.n} |`);
+  }
+  if (f.compaction) {
+    out.push('', '### The changelogs compacted (a copy, cleaner settings made eager)', '');
+    out.push(table(Object.entries(f.compaction), ['changelog', 'as the run left it / compacted']));
   }
   out.push('', '### Processes that exited on their own (restarted by the harness)', '');
   out.push(

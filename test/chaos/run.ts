@@ -41,6 +41,7 @@ import { commandKey, createLoadGenerator, PRIMARY_SOURCE, SECOND_SOURCE } from '
 import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.js';
 import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
 import { readTopics } from './topic-reader.js';
+import { measureCompaction } from './compaction.js';
 
 /**
  * `npm run test:chaos`: the whole system as separate processes, on a PostgreSQL cluster and a
@@ -451,6 +452,14 @@ async function main(): Promise<number> {
       allTopics().map((t) => `${PREFIX}${t}`),
     );
     const topics = new Map([...physical].map(([t, list]) => [t.slice(PREFIX.length), list]));
+    const compaction = options.compaction
+      ? await measureCompaction({
+          brokers: kafka.brokers,
+          topics,
+          read: (t) => readTopics(kafka.brokers, t),
+          log,
+        })
+      : undefined;
     const { rows: commandRows } = await pool.query<{ source: string; command_id: string; state: string }>(
       'SELECT source, command_id, state FROM commands',
     );
@@ -594,6 +603,7 @@ async function main(): Promise<number> {
         'receiver RSS before / after the hostile phase (MB)': `${hostile.rssBeforeMb ?? '?'} / ${hostile.rssAfterMb ?? '?'}`,
       },
     });
+    figures.compaction = compaction;
 
     // ---- shut down and check nothing is left ------------------------------------------------
     const left = await cleanup(resources);

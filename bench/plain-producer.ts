@@ -1,0 +1,90 @@
+/**
+ * The plain producer of `npm run bench -- relay`, in a process of its own so that neither side's
+ * heap weighs on the other's (the relay does not hold 100,000 prebuilt messages, nor the plain
+ * producer the relay's reads). Env: DATABASE_URL (with its schema), KAFKA_BROKERS, TOPIC (physical),
+ * OUTBOX_TOPIC, AFTER_ID, ROWS, PASSES. Reads the ROWS outbox rows of OUTBOX_TOPIC after AFTER_ID
+ * (published or not), builds the very messages the relay sends (same keys,
+ * values, headers) in requests of RELAY_MAX_BATCH_BYTES, then sends them PASSES times with a kafkajs
+ * idempotent producer (acks=all, one request after the other); prints one JSON line per pass:
+ * msgs/s and CPU µs per message of the sends alone.
+ */
+import { Kafka, logLevel, type Message } from 'kafkajs';
+import pg from 'pg';
+import { parseDatabaseUrl, quoteIdent } from '../src/db/database-url.js';
+import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../src/outbox/outbox-message.js';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+};
+
+const { connectionString, schema } = parseDatabaseUrl(env('DATABASE_URL'));
+const topic = env('TOPIC');
+const sql = new pg.Client({ connectionString, options: `-c search_path=${quoteIdent(schema)}` });
+await sql.connect();
+const { rows } = await sql.query<{
+  event_id: string;
+  key: string;
+  type: string;
+  source: string;
+  subject: string | null;
+  data: unknown;
+  headers: Record<string, string>;
+  created_at: Date;
+  message_value: Buffer | null;
+}>('SELECT * FROM outbox WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3', [
+  env('OUTBOX_TOPIC'),
+  env('AFTER_ID'),
+  env('ROWS'),
+]);
+await sql.end();
+
+const batches: Message[][] = [[]];
+let bytes = 0;
+for (const r of rows) {
+  const message = toKafkaMessage({
+    eventId: r.event_id,
+    key: r.key,
+    type: r.type,
+    source: r.source,
+    subject: r.subject,
+    data: r.data,
+    headers: r.headers,
+    createdAt: r.created_at,
+    messageValue: r.message_value,
+  });
+  const size = messageBytes(message);
+  if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
+    batches.push([]);
+    bytes = 0;
+  }
+  batches.at(-1)!.push(message);
+  bytes += size;
+}
+const count = rows.length;
+rows.length = 0;
+
+const kafka = new Kafka({
+  clientId: 'bench-plain',
+  brokers: env('KAFKA_BROKERS').split(','),
+  logLevel: logLevel.NOTHING,
+});
+const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+await producer.connect();
+await producer.send({ topic, acks: -1, messages: [batches[0]![0]!] });
+for (let pass = 0; pass < Number(process.env.PASSES ?? 1); pass++) {
+  const cpu = process.cpuUsage();
+  const start = Date.now();
+  for (const messages of batches) {
+    await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages }] });
+  }
+  const used = process.cpuUsage(cpu);
+  console.log(
+    JSON.stringify({
+      rate: Math.round(count / ((Date.now() - start) / 1000)),
+      cpu: Math.round((used.user + used.system) / count),
+    }),
+  );
+}
+await producer.disconnect();
