@@ -11,11 +11,11 @@ import { pino } from 'pino';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
-import { createHttpApp } from '../src/http/http-app.js';
 import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createIngestWriter } from '../src/receiver/ingest-writer.js';
-import { createWebhookRouter } from '../src/receiver/webhook-router.js';
+import { receiverApp } from './receiver-app.js';
+import type { BenchResult } from './types.js';
 
 /**
  * `npm run bench -- ingest`: signed PMS webhooks against the real receiver (PostgreSQL, group
@@ -23,11 +23,6 @@ import { createWebhookRouter } from '../src/receiver/webhook-router.js';
  * run, two baselines: express answering 200 storing nothing, and a handler that awaits
  * `producer.send` (acks=all) per request. Figures, not a test.
  */
-export interface BenchResult {
-  name: string;
-  figures: Record<string, number | string>;
-  notes?: string[];
-}
 
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32,64,128').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -135,24 +130,7 @@ export async function run(): Promise<BenchResult> {
     },
     {
       name: 'receiver',
-      app: createHttpApp({
-        logger,
-        mounts: [
-          {
-            path: '/webhooks',
-            router: createWebhookRouter({
-              logger,
-              writer,
-              config: {
-                PARTNER_WEBHOOK_SECRETS: [],
-                PMS_WEBHOOK_SECRETS: { acme: [secret] },
-                WEBHOOK_MAX_BODY_BYTES: 256 * 1024,
-                WEBHOOK_TOLERANCE_SECONDS: 300,
-              },
-            }),
-          },
-        ],
-      }),
+      app: receiverApp({ logger, writer, secret }),
     },
   ];
 

@@ -25,11 +25,10 @@ import { pino } from 'pino';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
-import { createHttpApp } from '../src/http/http-app.js';
 import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createIngestWriter } from '../src/receiver/ingest-writer.js';
-import { createWebhookRouter } from '../src/receiver/webhook-router.js';
+import { receiverApp } from './receiver-app.js';
 import { createRelay } from '../src/relay/relay.js';
 import { BACKLOG_TOPIC, seedBacklog } from './relay-seed.js';
 import type { BenchResult } from './types.js';
@@ -81,24 +80,7 @@ export async function run(): Promise<BenchResult> {
   await ensureTopics(admin, { prefix: plainPrefix, partitions, topics });
   await ensureTopics(admin, { prefix, partitions, topics });
   const writer = createIngestWriter({ db, databaseUrl, logger, concurrency: 2 });
-  const app = createHttpApp({
-    logger,
-    mounts: [
-      {
-        path: '/webhooks',
-        router: createWebhookRouter({
-          logger,
-          writer,
-          config: {
-            PARTNER_WEBHOOK_SECRETS: [],
-            PMS_WEBHOOK_SECRETS: { acme: [secret] },
-            WEBHOOK_MAX_BODY_BYTES: 256 * 1024,
-            WEBHOOK_TOLERANCE_SECONDS: 300,
-          },
-        }),
-      },
-    ],
-  });
+  const app = receiverApp({ logger, writer, secret });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });

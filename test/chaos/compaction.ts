@@ -13,7 +13,8 @@ import type { ReadMessage } from './topic-reader.js';
 const EAGER = {
   'cleanup.policy': 'compact',
   'min.compaction.lag.ms': '0',
-  'segment.bytes': '65536',
+  // Rolled by time (a write after segment.ms starts a new one): a segment must hold a whole request.
+  'segment.bytes': String(4 * 1024 * 1024),
   'segment.ms': '200',
   'min.cleanable.dirty.ratio': '0.01',
   'delete.retention.ms': '100',
@@ -80,8 +81,8 @@ export async function measureCompaction(options: {
         value: m.value === '' ? null : m.value,
         headers: m.headers,
       }));
-      for (let at = 0; at < messages.length; at += 500) {
-        await producer.send({ topic: copies[i]!, acks: -1, messages: messages.slice(at, at + 500) });
+      for (let at = 0; at < messages.length; at += 200) {
+        await producer.send({ topic: copies[i]!, acks: -1, messages: messages.slice(at, at + 200) });
       }
       // After segment.ms: the next write closes the segment the copy ended in.
       await new Promise((r) => setTimeout(r, 500));

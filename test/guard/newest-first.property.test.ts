@@ -5,10 +5,10 @@ import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
 import type { Marker } from '../../src/guard/newest-first.js';
 import type { GuardPartner } from '../../src/guard/partner-port.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
-import { createLogger } from '../../src/logger.js';
-import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import type { PartnerClient } from '../../src/partner/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '../../src/sandbox/index.js';
+import { startSandboxPartner } from '../support/sandbox.js';
 
 /**
  * The onboarding read-back (decision 018, issue 30) over random orderings the spec allows, on the
@@ -62,14 +62,7 @@ describe('the onboarding read-back over every ordering the spec allows (property
     }) as Pick<GuardPartner, 'listPage'> as GuardPartner;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0 });
-    control = createSandboxControl(sandbox.url);
-    partner = createPartnerClient({
-      baseUrl: sandbox.url,
-      accessKey: 'sandbox-access-key',
-      secretKey: 'sandbox-secret-key',
-      logger: createLogger({ level: 'silent' }),
-    });
+    ({ sandbox, control, partner } = await startSandboxPartner());
     // Many short pages: no rate limit in the way.
     await control.setConfig({ rate_limit_per_minute: null });
     // Something older than every run, so that a page of ties is never the list's end.

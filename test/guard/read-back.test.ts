@@ -3,10 +3,10 @@ import { applicationDecisionReadBack } from '../../src/guard/application-decisio
 import type { GuardPartner } from '../../src/guard/partner-port.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
 import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
-import { createLogger } from '../../src/logger.js';
-import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { PartnerClient } from '../../src/partner/index.js';
+import type { Sandbox } from '../../src/sandbox/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import { startSandboxPartner } from '../support/sandbox.js';
 
 const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
 const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -17,14 +17,7 @@ describe('read-back strategies', () => {
   let partner: PartnerClient;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0 });
-    control = createSandboxControl(sandbox.url);
-    partner = createPartnerClient({
-      baseUrl: sandbox.url,
-      accessKey: 'sandbox-access-key',
-      secretKey: 'sandbox-secret-key',
-      logger: createLogger({ level: 'silent' }),
-    });
+    ({ sandbox, control, partner } = await startSandboxPartner());
   });
   afterAll(async () => {
     await sandbox?.close();

@@ -1,0 +1,23 @@
+import { createLogger } from '../../src/logger.js';
+import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+
+/** A sandbox on a free port, its control API, and a Partner API client of it with the sandbox's keys. */
+export async function startSandboxPartner(): Promise<{
+  sandbox: Sandbox;
+  control: SandboxControl;
+  partner: PartnerClient;
+}> {
+  const sandbox = await startSandbox({ port: 0 });
+  return {
+    sandbox,
+    control: createSandboxControl(sandbox.url),
+    partner: createPartnerClient({
+      baseUrl: sandbox.url,
+      accessKey: 'sandbox-access-key',
+      secretKey: 'sandbox-secret-key',
+      logger: createLogger({ level: 'silent' }),
+    }),
+  };
+}
