@@ -23,7 +23,9 @@ const { connectionString, schema } = parseDatabaseUrl(env('DATABASE_URL'));
 const topic = env('TOPIC');
 const sql = new pg.Client({ connectionString, options: `-c search_path=${quoteIdent(schema)}` });
 await sql.connect();
-const { rows } = await sql.query<{
+
+interface Row {
+  id: string;
   event_id: string;
   key: string;
   type: string;
@@ -33,37 +35,44 @@ const { rows } = await sql.query<{
   headers: Record<string, string>;
   created_at: Date;
   message_value: Buffer | null;
-}>('SELECT * FROM outbox WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3', [
-  env('OUTBOX_TOPIC'),
-  env('AFTER_ID'),
-  env('ROWS'),
-]);
-await sql.end();
+}
 
+// Read in slices (a million rows at once would be several GB of row objects), built as they come.
 const batches: Message[][] = [[]];
 let bytes = 0;
-for (const r of rows) {
-  const message = toKafkaMessage({
-    eventId: r.event_id,
-    key: r.key,
-    type: r.type,
-    source: r.source,
-    subject: r.subject,
-    data: r.data,
-    headers: r.headers,
-    createdAt: r.created_at,
-    messageValue: r.message_value,
-  });
-  const size = messageBytes(message);
-  if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
-    batches.push([]);
-    bytes = 0;
+let count = 0;
+let after = env('AFTER_ID');
+const wanted = Number(env('ROWS'));
+while (count < wanted) {
+  const { rows } = await sql.query<Row>(
+    'SELECT * FROM outbox WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3',
+    [env('OUTBOX_TOPIC'), after, Math.min(20_000, wanted - count)],
+  );
+  if (rows.length === 0) break;
+  for (const r of rows) {
+    const message = toKafkaMessage({
+      eventId: r.event_id,
+      key: r.key,
+      type: r.type,
+      source: r.source,
+      subject: r.subject,
+      data: r.data,
+      headers: r.headers,
+      createdAt: r.created_at,
+      messageValue: r.message_value,
+    });
+    const size = messageBytes(message);
+    if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
+      batches.push([]);
+      bytes = 0;
+    }
+    batches.at(-1)!.push(message);
+    bytes += size;
   }
-  batches.at(-1)!.push(message);
-  bytes += size;
+  count += rows.length;
+  after = rows.at(-1)!.id;
 }
-const count = rows.length;
-rows.length = 0;
+await sql.end();
 
 const kafka = new Kafka({
   clientId: 'bench-plain',

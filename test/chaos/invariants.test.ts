@@ -351,6 +351,28 @@ describe('chaos invariants', () => {
       );
       expect(failed(kept)).toEqual([]);
     });
+
+    it('counts only a refusal whose answer reached rentbridge: a timed-out write refused is retried', () => {
+      // The sandbox refused .a1 after rentbridge's time-out; rentbridge wrote .a2 and saw its 404.
+      const retried = (refusalsSeen: string[]) =>
+        betaEvidence(
+          {
+            ledger: [
+              write({ applied: false, status: 404, request_id: 'pay_1.a1' }),
+              write({ applied: false, status: 404, request_id: 'pay_1.a2' }),
+            ],
+            topics: new Map([
+              ['commands.rental-payments', [betaEvent()]],
+              ['outcomes.rental-payments', [betaOutcome('rejected')]],
+              ['commands.rental-payments.dlq', [letter('the record is outside the scope of source "beta"')]],
+            ]),
+            refusalsSeen: new Set(refusalsSeen),
+          },
+          true,
+        );
+      expect(failed(retried(['pay_1.a2']))).toEqual([]);
+      expect(failed(retried(['pay_1.a1', 'pay_1.a2']))).toEqual([SCOPE]);
+    });
   });
 
   describe('when a replay of an acknowledged webhook was not answered as a duplicate', () => {

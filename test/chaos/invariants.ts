@@ -17,6 +17,12 @@ export interface Evidence {
   deliveries: WebhookDelivery[];
   /** The sandbox's customers after the drain (id, email): whom each registration outcome names. */
   customers?: Array<{ id: number | string; email?: unknown }>;
+  /**
+   * Request ids of writes rentbridge saw refused with 404 or 403 (command_attempts). The sandbox's
+   * ledger also holds refusals whose answer never reached it (its time-out came first), after
+   * which writing again is the guard's rule, not a breach.
+   */
+  refusalsSeen?: Set<string>;
 }
 
 export interface Check {
@@ -464,11 +470,13 @@ export function analyse(evidence: Evidence): Analysis {
         scoped.fail(`command ${id} (${command.source}) outside its scope: ${state ?? 'no row'}`);
       if ((appliedByLedger.get(id) ?? 0) > 0) scoped.fail(`command ${id} outside its scope was applied`);
       if (!scopeLetters.has(id)) scoped.fail(`command ${id} outside its scope: no dead letter saying so`);
-      // The refusal is final: no write attempt of the command after its 404 / 403.
+      // The refusal is final: no write attempt of the command after the 404 / 403 it received.
       const writes = evidence.ledger.filter(
         (w) => w.method === 'POST' && isWritePath(w.path) && attributeWrite(w, load.commands) === id,
       );
-      const refusal = writes.findIndex((w) => w.status === 404 || w.status === 403);
+      const refusal = writes.findIndex(
+        (w) => (w.status === 404 || w.status === 403) && (evidence.refusalsSeen?.has(w.request_id) ?? true),
+      );
       if (refusal >= 0 && refusal < writes.length - 1)
         scoped.fail(
           `command ${id} outside its scope was written again after its ${writes[refusal]!.status}: ${writes

@@ -515,6 +515,9 @@ async function main(): Promise<number> {
       outages,
       t0,
     });
+    const { rows: refused } = await pool.query<{ request_id: string }>(
+      `SELECT request_id FROM command_attempts WHERE kind = 'write' AND status IN (403, 404)`,
+    );
     const analysis = analyse({
       load: load.state,
       topics,
@@ -522,6 +525,7 @@ async function main(): Promise<number> {
       ledger,
       deliveries,
       customers: customersAfter,
+      refusalsSeen: new Set(refused.map((r) => r.request_id)),
     });
     analysis.checks.push(...callbacks.checks);
     callbacks.figures['callbacks settled'] = callbacksSettle;
