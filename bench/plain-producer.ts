@@ -2,13 +2,14 @@
  * The plain producer of `npm run bench -- relay`, in a process of its own so that neither side's
  * heap weighs on the other's (the relay does not hold 100,000 prebuilt messages, nor the plain
  * producer the relay's reads). Env: DATABASE_URL (with its schema), KAFKA_BROKERS, TOPIC (physical),
- * OUTBOX_TOPIC, AFTER_ID, ROWS, PASSES. Reads the ROWS outbox rows of OUTBOX_TOPIC after AFTER_ID
+ * OUTBOX_TOPIC, AFTER_ID, ROWS, PASSES, KAFKAJS (`stock`: kafkajs 2.2.4 as published, the
+ * `kafkajs-stock` alias; `patched`: the project's kafkajs, with patches/ applied). Reads the ROWS outbox rows of OUTBOX_TOPIC after AFTER_ID
  * (published or not), builds the very messages the relay sends (same keys,
  * values, headers) in requests of RELAY_MAX_BATCH_BYTES, then sends them PASSES times with a kafkajs
  * idempotent producer (acks=all, one request after the other); prints one JSON line per pass:
  * msgs/s and CPU µs per message of the sends alone.
  */
-import { Kafka, logLevel, type Message } from 'kafkajs';
+import type { Kafka as KafkaClass, logLevel as LogLevel, Message } from 'kafkajs';
 import pg from 'pg';
 import { parseDatabaseUrl, quoteIdent } from '../src/db/database-url.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../src/outbox/outbox-message.js';
@@ -74,6 +75,13 @@ while (count < wanted) {
 }
 await sql.end();
 
+// The stock client is the baseline: the project's patches make kafkajs faster for any producer.
+const { Kafka, logLevel } = (await import(
+  process.env.KAFKAJS === 'patched' ? 'kafkajs' : 'kafkajs-stock'
+)) as {
+  Kafka: typeof KafkaClass;
+  logLevel: typeof LogLevel;
+};
 const kafka = new Kafka({
   clientId: 'bench-plain',
   brokers: env('KAFKA_BROKERS').split(','),

@@ -80,15 +80,12 @@ export function messageValueText(row: OutboxMessageRow): string | null {
  */
 export function toKafkaMessage(row: OutboxMessageRow): Message {
   // The row's own headers only (trace context): a null value is no CloudEvent, so no ce_* headers.
-  if (row.type === TOMBSTONE_TYPE) return { key: row.key, value: null, headers: { ...row.headers } };
-  return {
-    key: row.key,
-    value: row.messageValue ?? messageValue(row),
-    headers: {
-      ...row.headers,
-      'content-type': CLOUDEVENT_CONTENT_TYPE,
-      ce_id: row.eventId,
-      ce_type: row.type,
-    },
-  };
+  // Object.assign, not a spread: spreading a JSON-parsed object into a literal took ~1.8 µs per
+  // message in the relay's drain, assigning ~0.2 (docs/decisions/001).
+  const headers: Record<string, string> = Object.assign({}, row.headers);
+  if (row.type === TOMBSTONE_TYPE) return { key: row.key, value: null, headers };
+  headers['content-type'] = CLOUDEVENT_CONTENT_TYPE;
+  headers.ce_id = row.eventId;
+  headers.ce_type = row.type;
+  return { key: row.key, value: row.messageValue ?? messageValue(row), headers };
 }
