@@ -3,9 +3,9 @@
  * `--relay-rows=1000000` or BENCH_RELAY_ROWS=1000000 for issue 29's million) unpublished state
  * changes, above BENCH_RELAY_PUBLISHED (50,000) already-published rows still within retention,
  * against a plain kafkajs idempotent producer (acks=all; kafkajs 2.2.4 as published, not the
- * project's patched copy) sending the very same messages (same keys,
- * values, headers, partition count) in requests of the same byte bound, one after the other, in the
- * same run, each in a process of its own (bench/plain-producer.ts). Figures:
+ * project's patched copy) sending the very same messages (same keys, values, headers, partition
+ * count) in requests of the same byte bound, one after the other, in the same run, each in a
+ * process of its own (bench/plain-producer.ts). Figures:
  * - msgs/s of both (the relay's from its first ack to its last: start-up excluded) and their ratio;
  * - CPU per message of this process (JS and Prisma's engine; PostgreSQL's own CPU is not counted);
  * - while the relay drains: signed rent payments sent to the real receiver one every 250 ms, the
