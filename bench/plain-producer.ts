@@ -12,7 +12,12 @@
 import type { Kafka as KafkaClass, logLevel as LogLevel, Message } from 'kafkajs';
 import pg from 'pg';
 import { parseDatabaseUrl, quoteIdent } from '../src/db/database-url.js';
-import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../src/outbox/outbox-message.js';
+import {
+  DEFAULT_MAX_BATCH_BYTES,
+  messageBytes,
+  toKafkaMessage,
+  type OutboxMessageRow,
+} from '../src/outbox/outbox-message.js';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -25,19 +30,6 @@ const topic = env('TOPIC');
 const sql = new pg.Client({ connectionString, options: `-c search_path=${quoteIdent(schema)}` });
 await sql.connect();
 
-interface Row {
-  id: string;
-  event_id: string;
-  key: string;
-  type: string;
-  source: string;
-  subject: string | null;
-  data: unknown;
-  headers: Record<string, string>;
-  created_at: Date;
-  message_value: Buffer | null;
-}
-
 // Read in slices (a million rows at once would be several GB of row objects), built as they come.
 const batches: Message[][] = [[]];
 let bytes = 0;
@@ -45,23 +37,16 @@ let count = 0;
 let after = env('AFTER_ID');
 const wanted = Number(env('ROWS'));
 while (count < wanted) {
-  const { rows } = await sql.query<Row>(
-    'SELECT * FROM outbox WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3',
+  // Named as the message's row fields, so each row is given to toKafkaMessage as it comes.
+  const { rows } = await sql.query<OutboxMessageRow & { id: string }>(
+    `SELECT id, event_id AS "eventId", key, type, source, subject, data, headers,
+            created_at AS "createdAt", message_value AS "messageValue"
+       FROM outbox WHERE topic = $1 AND id > $2 ORDER BY id LIMIT $3`,
     [env('OUTBOX_TOPIC'), after, Math.min(20_000, wanted - count)],
   );
   if (rows.length === 0) break;
   for (const r of rows) {
-    const message = toKafkaMessage({
-      eventId: r.event_id,
-      key: r.key,
-      type: r.type,
-      source: r.source,
-      subject: r.subject,
-      data: r.data,
-      headers: r.headers,
-      createdAt: r.created_at,
-      messageValue: r.message_value,
-    });
+    const message = toKafkaMessage(r);
     const size = messageBytes(message);
     if (bytes + size > DEFAULT_MAX_BATCH_BYTES && batches.at(-1)!.length > 0) {
       batches.push([]);
