@@ -76,7 +76,7 @@ export async function tableStorage(db: Db): Promise<TableStorage[]> {
       behind: boolean | null;
     }>
   >`
-    SELECT c.relname AS table, greatest(c.reltuples, 0)::float8 AS rows,
+    SELECT c.relname::text AS table, greatest(c.reltuples, 0)::float8 AS rows,
            pg_table_size(c.oid) AS table_bytes, pg_indexes_size(c.oid) AS index_bytes,
            s.last_pass_at, s.last_pruned_at, s.pruned_total, s.behind
       FROM pg_class c
