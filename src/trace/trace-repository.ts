@@ -135,7 +135,9 @@ async function readNamedRows(
       id,
     ),
     q<DeadLetterRow>(
-      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
+      // Each arm an index lookup (a BitmapOr): `@>` is what the GIN index of request ids serves,
+      // the headers have expression indexes (issue 42).
+      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR partner_request_ids @> ARRAY[$1::text]
          OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
       id,
       numeric,
@@ -260,7 +262,12 @@ export async function readTraceRows(
       : [],
     commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
     commandIds.length
-      ? q<AttemptRow>(`${ATTEMPT} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      ? q<AttemptRow>(
+          // By identity, the attempts' own index (a command id alone leads none of its indexes).
+          `${ATTEMPT} WHERE (source, command_type, command_id) IN (
+             SELECT source, command_type, command_id FROM commands WHERE command_id = ANY($1::text[])) ORDER BY id`,
+          commandIds,
+        )
       : [],
     commandIds.length
       ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
