@@ -240,7 +240,8 @@ export const configSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['COMMAND_RETENTION_DAYS'],
-        message: 'must cover KAFKA_COMMAND_RETENTION_HOURS: a command still on its topic would be applied again',
+        message:
+          'must cover KAFKA_COMMAND_RETENTION_HOURS: a command still on its topic would be applied again',
       });
     }
     // A key under a name no PMS signs with would never be used: the source's commands would run on

@@ -29,7 +29,8 @@ export const retentionMetrics = {
 /** Registers the metrics on this process's /metrics, each table's counter at 0. */
 export function exposeRetentionMetrics(): void {
   for (const metric of Object.values(retentionMetrics)) {
-    if (!registry.getSingleMetric((metric as unknown as { name: string }).name)) registry.registerMetric(metric);
+    if (!registry.getSingleMetric((metric as unknown as { name: string }).name))
+      registry.registerMetric(metric);
   }
   startAtZero(retentionMetrics.pruned, { table: RETAINED_TABLES });
 }

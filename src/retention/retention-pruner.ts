@@ -62,7 +62,9 @@ export function createRetentionPruner(options: RetentionPrunerOptions): Retentio
   exposeRetentionMetrics();
 
   /** Prunes one table up to the pass's bound: rows deleted, and whether it stopped early or was held. */
-  async function pruneTable(rule: RetentionRule): Promise<{ deleted: number; behind: boolean; held: boolean }> {
+  async function pruneTable(
+    rule: RetentionRule,
+  ): Promise<{ deleted: number; behind: boolean; held: boolean }> {
     const cutoff = new Date(now() - rule.days * DAY_MS);
     let deleted = 0;
     for (let chunk = 0; chunk < maxChunks; chunk++) {
@@ -98,7 +100,9 @@ export function createRetentionPruner(options: RetentionPrunerOptions): Retentio
     if (stopping) return;
     timer = setTimeout(() => {
       pass = runPass()
-        .catch((error: unknown) => logger.warn({ err: error }, 'retention pass failed: trying again on the next'))
+        .catch((error: unknown) =>
+          logger.warn({ err: error }, 'retention pass failed: trying again on the next'),
+        )
         .finally(() => {
           pass = null;
           schedule(intervalMs);

@@ -15,7 +15,12 @@ export type ChunkResult = { deleted: number } | null;
  * keyed by the schema and the table (tests and deployments sharing a server keep apart). A second
  * process finds it taken and leaves the table to the first: neither blocks, no row is counted twice.
  */
-export async function pruneChunk(db: Db, rule: RetentionRule, cutoff: Date, chunkRows: number): Promise<ChunkResult> {
+export async function pruneChunk(
+  db: Db,
+  rule: RetentionRule,
+  cutoff: Date,
+  chunkRows: number,
+): Promise<ChunkResult> {
   return db.$transaction(
     async (tx) => {
       const [lock] = await tx.$queryRawUnsafe<Array<{ locked: boolean }>>(

@@ -48,7 +48,8 @@ export function createStorageRouter(options: { db: Db; retention: Record<string,
   router.get('/storage', async (_req, res) => {
     const tables = (await tableStorage(options.db)).map((t) => ({
       ...t,
-      retention: options.retention[t.table] ?? 'bounded by what it describes (one row per resource, source or budget)',
+      retention:
+        options.retention[t.table] ?? 'bounded by what it describes (one row per resource, source or budget)',
       /** True for the tables the retention pruner owns (RETAINED_TABLES). */
       pruned: pruned.has(t.table as RetainedTable),
     }));

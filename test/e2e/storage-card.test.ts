@@ -39,14 +39,21 @@ describe('the storage of each table in the ops API and the console', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    await database.sql.query(`INSERT INTO dead_letters (dlq_topic, partition, "offset", value, headers, state, resolved_at)
+    await database.sql
+      .query(`INSERT INTO dead_letters (dlq_topic, partition, "offset", value, headers, state, resolved_at)
       SELECT 't.dlq', 0, i::text, '{}', '{}', 'discarded', now() - interval '200 days' FROM generate_series(1, 5) i`);
     const config = loadConfig({});
     await createRetentionPruner({ db: database.db, logger, rules: retentionRules(config) }).runPass();
     await database.sql.query('ANALYZE');
     const app = express();
     app.use(requestId());
-    router = createOpsRouter({ db: database.db, logger, opsToken: TOKEN, topicPrefix: 'e2e.', retention: retentionText(config) });
+    router = createOpsRouter({
+      db: database.db,
+      logger,
+      opsToken: TOKEN,
+      topicPrefix: 'e2e.',
+      retention: retentionText(config),
+    });
     app.use('/ops', router);
     ({ server, base } = await serveApp(app));
   });
@@ -65,7 +72,10 @@ describe('the storage of each table in the ops API and the console', () => {
     const letters = body.tables.find((t) => t.table === 'dead_letters');
     expect(letters).toMatchObject({ retention: 'resolved: 90 d; open: kept', prunedTotal: 5, pruned: true });
     expect(Date.parse(letters!.lastPrunedAt!)).toBeGreaterThan(Date.now() - 60_000);
-    expect(body.tables.find((t) => t.table === 'commands')).toMatchObject({ lastPrunedAt: null, pruned: true });
+    expect(body.tables.find((t) => t.table === 'commands')).toMatchObject({
+      lastPrunedAt: null,
+      pruned: true,
+    });
     expect(body.tables.find((t) => t.table === 'outbox')).toMatchObject({ pruned: false });
     expect(body.tables.map((t) => t.table)).not.toContain('_prisma_migrations');
     expect(body.totalBytes).toBeGreaterThan(0);
@@ -82,9 +92,13 @@ describe('the storage of each table in the ops API and the console', () => {
     await page.click('#login-submit');
     const card = page.locator('[data-testid=storage]');
     await card.locator('tr[data-table=dead_letters]').waitFor();
-    expect(await card.locator('[data-testid=pruned-dead_letters]').textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(await card.locator('[data-testid=pruned-dead_letters]').textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
     expect(await card.locator('[data-testid=pruned-commands]').textContent()).toBe('never');
     expect(await card.locator('[data-testid=pruned-outbox]').textContent()).toBe('by its owner');
-    expect(await card.locator('tr[data-table=dead_letters] td').nth(1).textContent()).toBe('resolved: 90 d; open: kept');
+    expect(await card.locator('tr[data-table=dead_letters] td').nth(1).textContent()).toBe(
+      'resolved: 90 d; open: kept',
+    );
   });
 });

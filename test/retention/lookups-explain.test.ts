@@ -46,7 +46,13 @@ describe('the lookups on growing tables', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    await fillHistory(database.sql, { commands: 20_000, versions: 30_000, deadLetters: 4000, audit: 4000, outbox: 4000 });
+    await fillHistory(database.sql, {
+      commands: 20_000,
+      versions: 30_000,
+      deadLetters: 4000,
+      audit: 4000,
+      outbox: 4000,
+    });
     await database.sql.query('ANALYZE');
     const { connectionString, schema } = parseDatabaseUrl(database.url);
     const client = new PrismaClient({
@@ -55,7 +61,8 @@ describe('the lookups on growing tables', () => {
     });
     client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
     db = client;
-    const one = async (text: string) => String(Object.values((await database.sql.query(text)).rows[0] as object)[0]);
+    const one = async (text: string) =>
+      String(Object.values((await database.sql.query(text)).rows[0] as object)[0]);
     ids.eventId = await one(`SELECT event_id FROM outbox WHERE key = 'h_rec_100'`);
     ids.deadLetterId = await one(`SELECT id FROM dead_letters WHERE "offset" = 'h100'`);
     ids.deliveryId = await one(`SELECT id FROM callback_deliveries WHERE command_id = 'h-pay-5001'`);
@@ -98,29 +105,50 @@ describe('the lookups on growing tables', () => {
     ['the trace by a dead letter webhook id', trace('h-wh-100')],
     ['the trace by a target record id', trace('enr_5001')],
     ['the PMS status of one command', (db) => status(db).byId('acme', 'h-pay-5001')],
-    ['the PMS command list of the last hour', (db) => status(db).list('acme', { since: new Date(Date.now() - 3_600_000), limit: 100 })],
+    [
+      'the PMS command list of the last hour',
+      (db) => status(db).list('acme', { since: new Date(Date.now() - 3_600_000), limit: 100 }),
+    ],
     ['the callbacks status per source', (db) => queueBySource(db)],
     ['the dead callbacks list', (db) => listDeliveries(db, { state: 'dead' })],
-    ["a command's callbacks and their attempts", async (db) => {
-      await listDeliveries(db, { source: 'birch', commandId: 'h-pay-5001', commandType: 'rental_payment' });
-      await attemptsOf(db, ids.deliveryId);
-    }],
-    ['the open dead letters list and its counts', async (db) => {
-      await searchDeadLetters(db, { state: 'open', limit: 100 });
-      await countDeadLetters(db, { state: 'open' });
-    }],
-    ['the dead letters of a Partner request id', (db) => searchDeadLetters(db, { requestId: 'h-dl-100.a1', state: 'all' })],
-    ['the dead letters of a command id', (db) => searchDeadLetters(db, { commandId: 'h-dl-100', state: 'all' })],
-    ['the audit list and one target', async (db) => {
-      await listAudit(db, { limit: 100 });
-      await listAudit(db, { target: 'dead-letter:h100' });
-    }],
+    [
+      "a command's callbacks and their attempts",
+      async (db) => {
+        await listDeliveries(db, { source: 'birch', commandId: 'h-pay-5001', commandType: 'rental_payment' });
+        await attemptsOf(db, ids.deliveryId);
+      },
+    ],
+    [
+      'the open dead letters list and its counts',
+      async (db) => {
+        await searchDeadLetters(db, { state: 'open', limit: 100 });
+        await countDeadLetters(db, { state: 'open' });
+      },
+    ],
+    [
+      'the dead letters of a Partner request id',
+      (db) => searchDeadLetters(db, { requestId: 'h-dl-100.a1', state: 'all' }),
+    ],
+    [
+      'the dead letters of a command id',
+      (db) => searchDeadLetters(db, { commandId: 'h-dl-100', state: 'all' }),
+    ],
+    [
+      'the audit list and one target',
+      async (db) => {
+        await listAudit(db, { limit: 100 });
+        await listAudit(db, { target: 'dead-letter:h100' });
+      },
+    ],
     ['the overview refresh', (db) => readOverviewRows(db, { stuckAfterSeconds: 300 })],
-    ["the guard's reads of a command", async (db) => {
-      await guard(db).find(identity);
-      await guard(db).requestIdBaseFor(identity);
-      await guard(db).attempts(identity);
-    }],
+    [
+      "the guard's reads of a command",
+      async (db) => {
+        await guard(db).find(identity);
+        await guard(db).requestIdBaseFor(identity);
+        await guard(db).attempts(identity);
+      },
+    ],
   ];
 
   it.each(LOOKUPS)('%s reads no growing table whole', async (_name, run) => {
@@ -128,7 +156,9 @@ describe('the lookups on growing tables', () => {
   });
 
   it('finds a lookup that no index serves (the check can fail)', async () => {
-    const found = await seqScans((db) => db.$queryRaw`SELECT * FROM commands WHERE payload->>'paid_on' = '2026-01-01'`);
+    const found = await seqScans(
+      (db) => db.$queryRaw`SELECT * FROM commands WHERE payload->>'paid_on' = '2026-01-01'`,
+    );
     expect(found).toHaveLength(1);
     expect(found[0]).toMatch(/^commands: /);
   });

@@ -53,7 +53,12 @@ describe('the retention pruner', () => {
     );
   }
 
-  async function letter(id: string, state: string, daysAgo: number, commandId: string | null = null): Promise<void> {
+  async function letter(
+    id: string,
+    state: string,
+    daysAgo: number,
+    commandId: string | null = null,
+  ): Promise<void> {
     await q(
       `INSERT INTO dead_letters (dlq_topic, partition, "offset", value, headers, command_id, command_source, state,
                                  resolved_at, indexed_at)
@@ -187,7 +192,9 @@ describe('the retention pruner', () => {
       const first = await pruner({ chunkRows: 10, maxChunksPerPass: 1 }).runPass();
       expect(first.deleted.callback_deliveries).toBe(10);
       expect(first.behind).toContain('callback_deliveries');
-      let state = await q(`SELECT pruned_total::int, behind FROM retention_state WHERE table_name = 'callback_deliveries'`);
+      let state = await q(
+        `SELECT pruned_total::int, behind FROM retention_state WHERE table_name = 'callback_deliveries'`,
+      );
       expect(state).toEqual([{ pruned_total: 10, behind: true }]);
 
       // Another process (another client) takes over, as after a crash of the first.
@@ -200,7 +207,9 @@ describe('the retention pruner', () => {
         await other.$disconnect();
       }
       expect((await q('SELECT count(*)::int AS n FROM callback_deliveries'))[0]).toEqual({ n: 0 });
-      state = await q(`SELECT pruned_total::int, behind FROM retention_state WHERE table_name = 'callback_deliveries'`);
+      state = await q(
+        `SELECT pruned_total::int, behind FROM retention_state WHERE table_name = 'callback_deliveries'`,
+      );
       expect(state).toEqual([{ pruned_total: 35, behind: false }]);
     });
   });
@@ -216,7 +225,9 @@ describe('the retention pruner', () => {
       const dbs = [createDb(database.url, { max: 2 }), createDb(database.url, { max: 2 })];
       try {
         const passes = await Promise.all(
-          dbs.map((db) => createRetentionPruner({ db, logger, rules, chunkRows: 20, maxChunksPerPass: 1000 }).runPass()),
+          dbs.map((db) =>
+            createRetentionPruner({ db, logger, rules, chunkRows: 20, maxChunksPerPass: 1000 }).runPass(),
+          ),
         );
         const sum = (t: 'audit_log' | 'dead_letters') => passes.reduce((n, p) => n + p.deleted[t], 0);
         // 599: the newest audit entry always stays.
@@ -225,8 +236,10 @@ describe('the retention pruner', () => {
       } finally {
         await Promise.all(dbs.map((db) => db.$disconnect()));
       }
-      expect(await q(`SELECT table_name, pruned_total::int FROM retention_state
-                       WHERE table_name IN ('audit_log', 'dead_letters') ORDER BY 1`)).toEqual([
+      expect(
+        await q(`SELECT table_name, pruned_total::int FROM retention_state
+                       WHERE table_name IN ('audit_log', 'dead_letters') ORDER BY 1`),
+      ).toEqual([
         { table_name: 'audit_log', pruned_total: 599 },
         { table_name: 'dead_letters', pruned_total: 600 },
       ]);

@@ -51,11 +51,17 @@ async function loadStorage() {
     const head = el(
       'tr',
       {},
-      ...['table', 'retention', 'rows (est.)', 'table', 'indexes', 'last pruned', ''].map((h) => el('th', {}, h)),
+      ...['table', 'retention', 'rows (est.)', 'table', 'indexes', 'last pruned', ''].map((h) =>
+        el('th', {}, h),
+      ),
     );
     card.replaceChildren(
       el('h2', {}, 'Data and retention'),
-      el('p', { class: 'muted small' }, `${bytes(totalBytes)} in all. What each table keeps: docs/retention.md.`),
+      el(
+        'p',
+        { class: 'muted small' },
+        `${bytes(totalBytes)} in all. What each table keeps: docs/retention.md.`,
+      ),
       el('table', { class: 'kv' }, el('thead', {}, head), el('tbody', {}, ...tables.map(tableRow))),
     );
   } catch (error) {
