@@ -81,6 +81,7 @@ export function createRetentionPruner(options: RetentionPrunerOptions): Retentio
   async function runPass(): Promise<PassResult> {
     const result: PassResult = { deleted: {} as Record<RetainedTable, number>, behind: [], skipped: [] };
     for (const rule of rules) {
+      if (stopping) break;
       const t = await pruneTable(rule);
       result.deleted[rule.table] = t.deleted;
       if (t.held) {

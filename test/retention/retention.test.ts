@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { createDb } from '../../src/db/prisma.js';
 import { createLogger } from '../../src/logger.js';
@@ -271,6 +271,26 @@ describe('the retention pruner', () => {
       }
       expect(await ids(`SELECT "offset" FROM dead_letters`)).toEqual(['2']);
       expect((await q('SELECT count(*)::int AS n FROM audit_log'))[0]).toEqual({ n: 3 });
+    });
+  });
+
+  describe('when started as a background component', () => {
+    it('prunes on its own timer until stopped', async () => {
+      await delivery('old', 'delivered', 40);
+      const background = pruner({ intervalMs: 200 });
+      background.start();
+      try {
+        await vi.waitFor(
+          async () =>
+            expect((await q('SELECT count(*)::int AS n FROM callback_deliveries'))[0]).toEqual({ n: 0 }),
+          { timeout: 10_000, interval: 100 },
+        );
+      } finally {
+        await background.stop();
+      }
+      expect(await q(`SELECT behind FROM retention_state WHERE table_name = 'callback_deliveries'`)).toEqual([
+        { behind: false },
+      ]);
     });
   });
 
