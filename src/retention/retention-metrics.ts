@@ -3,7 +3,7 @@ import { registry, startAtZero } from '../metrics.js';
 import { RETAINED_TABLES } from './retention-rules.js';
 
 /**
- * The retention pruner's metrics (README: "Runbook", monitoring/prometheus/alerts.yml), on /metrics
+ * The retention pruner's metrics (docs/runbook.md, monitoring/prometheus/alerts.yml), on /metrics
  * of the process that prunes (the relay's: `relay`, `start`) only, as every metric group (src/metrics.ts).
  */
 export const retentionMetrics = {
