@@ -3,6 +3,7 @@ import { registerCallbacks } from './callbacks-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
+import { unreachableLine, unreachableServer } from './server-unreachable.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
 
 /**
@@ -184,6 +185,13 @@ export async function main(argv: string[]): Promise<void> {
       console.error(
         `rentbridge: port ${e.port ?? ''} is already in use: choose another (HTTP_PORT, SANDBOX_PORT, --port)`,
       );
+      process.exit(EXIT_USAGE);
+    }
+    // PostgreSQL or Kafka not answering: one line saying which, where and why there (exit 2).
+    const config = loadConfigOrExit();
+    const unreachable = unreachableServer(error, config);
+    if (unreachable) {
+      console.error(`rentbridge: ${unreachableLine(unreachable, config)}`);
       process.exit(EXIT_USAGE);
     }
     console.error('rentbridge: fatal error:', error);
