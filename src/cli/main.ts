@@ -17,6 +17,9 @@ function integer(value: string): number {
   return n;
 }
 
+/** Commands that run until a signal: kafkajs's connection tries stay at error level there. */
+const ROLE_COMMANDS = new Set(['start', 'receiver', 'relay', 'poller', 'consumer']);
+
 /** The long-running roles: `start` (all of them), `receiver`, `relay`, `poller`, `consumer <name>`. */
 function addRoleCommands(program: Command): void {
   program
@@ -150,6 +153,11 @@ export function buildProgram(): Command {
     // value stops the process at once (exit 2), not halfway through start-up.
     .hook('preAction', async (_program, action) => {
       if (action.name() !== 'sandbox') loadConfigOrExit();
+      // A one-off command says in one line that Kafka does not answer (src/cli/server-unreachable.ts).
+      const role =
+        ROLE_COMMANDS.has(action.name()) ||
+        (action.name() === 'run' && action.parent?.name() === 'callbacks');
+      if (!role) (await import('../kafka/kafka-log-level.js')).logConnectionFailuresAtDebug();
       // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
       if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
         await (await import('../telemetry/sdk.js')).startTelemetry(action.name());

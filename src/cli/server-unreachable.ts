@@ -69,7 +69,9 @@ export function unreachableServer(error: unknown, config: ServerConfig): Found |
     // kafkajs wraps a refused connection in KafkaJSConnectionError; Prisma's failure to connect at
     // all is an initialization error.
     const name = nameOf(e);
-    return name === 'KafkaJSConnectionError' || name === 'PrismaClientInitializationError';
+    if (name === 'KafkaJSConnectionError' || name === 'PrismaClientInitializationError') return true;
+    // A raw query's failure to connect comes back as a request error without a code.
+    return name.startsWith('Prisma') && /Can't reach database server/.test((e as Error).message ?? '');
   });
   if (!unreachable) return null;
   if (kafka) return { server: 'Kafka' };

@@ -42,7 +42,9 @@ function spawnRole(run: Run, role: string, args: string[], env: Record<string, s
 }
 
 async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: parseDatabaseUrl(inject('databaseUrl')).connectionString });
+  const client = new pg.Client({
+    connectionString: parseDatabaseUrl(inject('databaseUrl')).connectionString,
+  });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
   await client.end();
@@ -183,7 +185,8 @@ describe.skipIf(skipWithoutChromium)('the overview tells running roles from stop
         spawnRole(run, role, args, { ...env, HTTP_PORT: String(port) });
       }
       await vi.waitFor(async () => {
-        for (const [role, child] of run.children) expect(child.exitCode, `${role}: ${run.logs.get(role)}`).toBeNull();
+        for (const [role, child] of run.children)
+          expect(child.exitCode, `${role}: ${run.logs.get(role)}`).toBeNull();
         const seen = await lastSeen(base);
         for (const role of EXPECTED_ROLES) expect(seen[role], role).toBeLessThanOrEqual(30);
       }, WAIT);
