@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { projectRoot } from '../local-servers/project-root.js';
 import { registerCallbacks } from './callbacks-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
@@ -142,10 +145,21 @@ function addToolCommands(program: Command): void {
     );
 }
 
+/** The version in rentbridge's package.json (`rentbridge --version`). */
+function packageVersion(): string {
+  const manifest = join(projectRoot(), 'package.json');
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
 export function buildProgram(): Command {
   const program = new Command('rentbridge')
     .description(
       'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
+    )
+    .version(packageVersion(), '-V, --version', 'print the version of rentbridge')
+    .addHelpText(
+      'after',
+      '\nConfiguration is by environment variables: the README\'s "Configuration" table lists each with its default.\nREADME.md and docs/ in the project (or its repository) say more; `rentbridge <command> --help` for one command.',
     )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
