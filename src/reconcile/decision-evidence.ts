@@ -41,20 +41,35 @@ function judgeOne(
   const target = TARGET[String(command.payload.decision)];
   const landed = command.state !== 'unverified';
   if (!record || record[STATUS] == null) {
-    return itemOf(command, landed ? 'missing' : 'unknown', 'the application is not listed, or carries no status');
+    return itemOf(
+      command,
+      landed ? 'missing' : 'unknown',
+      'the application is not listed, or carries no status',
+    );
   }
   const evidence = { status: record[STATUS], updated_at: record[UPDATED_AT] ?? null, target_status: target };
   if (record[STATUS] === target) {
     if (landed) return itemOf(command, 'confirmed', `the application is ${target}`, evidence);
     if (command.snapshot?.status === target) {
-      return itemOf(command, 'ambiguous', `the application was ${target} already before the first write`, evidence);
+      return itemOf(
+        command,
+        'ambiguous',
+        `the application was ${target} already before the first write`,
+        evidence,
+      );
     }
     return itemOf(command, 'settled_applied', `the application is ${target}: the decision landed`, evidence);
   }
   if (contested) {
-    return itemOf(command, 'ambiguous', 'other decisions of this application were made: the record answers for the last', evidence);
+    return itemOf(
+      command,
+      'ambiguous',
+      'other decisions of this application were made: the record answers for the last',
+      evidence,
+    );
   }
-  if (landed) return itemOf(command, 'missing', `applied, but the application is ${String(record[STATUS])}`, evidence);
+  if (landed)
+    return itemOf(command, 'missing', `applied, but the application is ${String(record[STATUS])}`, evidence);
   const unchanged = sameTime(String(record[UPDATED_AT] ?? ''), String(command.snapshot?.updated_at ?? ''));
   if (unchanged && boundPassed(command, clock)) {
     return itemOf(
@@ -64,5 +79,10 @@ function judgeOne(
       evidence,
     );
   }
-  return itemOf(command, 'unknown', 'the application changed since the snapshot, but not to the decision', evidence);
+  return itemOf(
+    command,
+    'unknown',
+    'the application changed since the snapshot, but not to the decision',
+    evidence,
+  );
 }

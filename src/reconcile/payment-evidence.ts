@@ -101,10 +101,16 @@ function judgeParked(
     });
   }
   if (!boundPassed(command, clock)) {
-    return itemOf(command, 'unknown', 'absent, but the processing bound has not passed since the last write', evidence);
+    return itemOf(
+      command,
+      'unknown',
+      'absent, but the processing bound has not passed since the last write',
+      evidence,
+    );
   }
   const unchanged =
-    enrollment[UPDATED_AT] != null && sameTime(String(enrollment[UPDATED_AT]), String(command.snapshot?.updated_at ?? ''));
+    enrollment[UPDATED_AT] != null &&
+    sameTime(String(enrollment[UPDATED_AT]), String(command.snapshot?.updated_at ?? ''));
   return itemOf(
     command,
     'settled_absent',
@@ -171,10 +177,16 @@ export function judgeEnrollment(
   return items;
 }
 
-function unexpectedPayment(enrollmentId: string, payment: PartnerRecord, commands: ReconcileCommand[]): ReconcileItem {
+function unexpectedPayment(
+  enrollmentId: string,
+  payment: PartnerRecord,
+  commands: ReconcileCommand[],
+): ReconcileItem {
   const key = paymentKey(payment);
   // A command with this payment that rentbridge believes not applied (rejected, exhausted) is named.
-  const believedNot = commands.filter((c) => commandKey(c) === key).map((c) => `${c.source}/${c.commandId} (${c.state})`);
+  const believedNot = commands
+    .filter((c) => commandKey(c) === key)
+    .map((c) => `${c.source}/${c.commandId} (${c.state})`);
   return {
     verdict: 'unexpected',
     commandType: 'rental_payment',

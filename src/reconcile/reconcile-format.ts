@@ -5,7 +5,15 @@ import { RECONCILE_VERDICTS, isDrift, type ReconcileItem } from './reconcile-typ
 export const REPORT_FORMATS = ['table', 'json', 'csv'] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
 
-const COLUMNS = ['verdict', 'command_type', 'source', 'command_id', 'target_id', 'command_state', 'reason'] as const;
+const COLUMNS = [
+  'verdict',
+  'command_type',
+  'source',
+  'command_id',
+  'target_id',
+  'command_state',
+  'reason',
+] as const;
 
 function cells(item: ReconcileItem): string[] {
   return [

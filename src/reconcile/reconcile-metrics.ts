@@ -30,7 +30,8 @@ export const reconcileMetrics = {
 /** Puts the metrics on this process's /metrics, every series at 0 (idempotent). */
 export function exposeReconcileMetrics(): void {
   for (const metric of Object.values(reconcileMetrics)) {
-    if (!registry.getSingleMetric((metric as unknown as { name: string }).name)) registry.registerMetric(metric);
+    if (!registry.getSingleMetric((metric as unknown as { name: string }).name))
+      registry.registerMetric(metric);
   }
   startAtZero(reconcileMetrics.items, {
     command_type: ['rental_payment', 'application_decision'],

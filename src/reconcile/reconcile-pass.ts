@@ -39,13 +39,17 @@ export interface PassResult {
 
 /** Targets grouped by the key that reads them: the key of the first source in scope that targets each. */
 function byKey(sources: PassDeps['sources'], commands: ReconcileCommand[]) {
-  const groups = new Map<string, { keyId: string; partner: PartnerClient; targets: Map<string, ReconcileCommand[]> }>();
+  const groups = new Map<
+    string,
+    { keyId: string; partner: PartnerClient; targets: Map<string, ReconcileCommand[]> }
+  >();
   const keyOfTarget = new Map<string, string>();
   for (const c of commands.filter((x) => x.inScope)) {
     if (keyOfTarget.has(c.targetId)) continue;
     const acting = sources.forSource(c.source);
     keyOfTarget.set(c.targetId, acting.keyId);
-    if (!groups.has(acting.keyId)) groups.set(acting.keyId, { keyId: acting.keyId, partner: acting.partner, targets: new Map() });
+    if (!groups.has(acting.keyId))
+      groups.set(acting.keyId, { keyId: acting.keyId, partner: acting.partner, targets: new Map() });
   }
   for (const c of commands) {
     const key = keyOfTarget.get(c.targetId);
@@ -73,13 +77,17 @@ async function judgeType(
   const items: ReconcileItem[] = [];
   for (const { keyId, partner, targets } of byKey(deps.sources, commands).values()) {
     const ids = [...targets.keys()];
+    const judged: ReconcileItem[] = [];
     if (type === 'rental_payment') {
       const found = await readEnrollments(partner, keyId, ids, cost);
-      for (const [id, cmds] of targets) items.push(...judgeEnrollment(id, found.get(id) ?? null, cmds, clock));
+      for (const [id, cmds] of targets)
+        judged.push(...judgeEnrollment(id, found.get(id) ?? null, cmds, clock));
     } else {
       const found = await readApplications(partner, keyId, ids, firstDay([...targets.values()].flat()), cost);
-      for (const [id, cmds] of targets) items.push(...judgeApplication(found.get(id) ?? null, cmds, clock));
+      for (const [id, cmds] of targets) judged.push(...judgeApplication(found.get(id) ?? null, cmds, clock));
     }
+    // Which key read the evidence (decision 026): `deployment`, or a digest naming a source's own key.
+    for (const item of judged) items.push({ ...item, evidence: { ...item.evidence, read_with: keyId } });
   }
   return items;
 }
@@ -118,10 +126,19 @@ export function createReconcilePass(deps: PassDeps) {
         }
         await settle(deps, id, items);
       } catch (error) {
-        await deps.reconcile.finishRun(id, { items, requests: cost.requests, pages: cost.pages.size, error: String(error) });
+        await deps.reconcile.finishRun(id, {
+          items,
+          requests: cost.requests,
+          pages: cost.pages.size,
+          error: String(error),
+        });
         throw error;
       }
-      const run = await deps.reconcile.finishRun(id, { items, requests: cost.requests, pages: cost.pages.size });
+      const run = await deps.reconcile.finishRun(id, {
+        items,
+        requests: cost.requests,
+        pages: cost.pages.size,
+      });
       log.info({ counts: run.counts, requests: run.requests }, 'reconciliation run finished');
       await deps.onRun?.(run, items);
       return { run, items };

@@ -183,16 +183,29 @@ export function createReconcileRepository(db: Db) {
     },
 
     /** Drift of a run by command type and source: { type, source, verdict, count }. */
-    async driftBy(runId: number): Promise<Array<{ commandType: string; source: string | null; verdict: string; count: number }>> {
-      const rows = await db.$queryRaw<Array<{ command_type: string; source: string | null; verdict: string; n: bigint }>>`
+    async driftBy(
+      runId: number,
+    ): Promise<Array<{ commandType: string; source: string | null; verdict: string; count: number }>> {
+      const rows = await db.$queryRaw<
+        Array<{ command_type: string; source: string | null; verdict: string; n: bigint }>
+      >`
         SELECT command_type, source, verdict, count(*) AS n FROM reconciliation_items
          WHERE run_id = ${BigInt(runId)} AND verdict NOT IN ('confirmed', 'settled_applied')
          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
-      return rows.map((r) => ({ commandType: r.command_type, source: r.source, verdict: r.verdict, count: Number(r.n) }));
+      return rows.map((r) => ({
+        commandType: r.command_type,
+        source: r.source,
+        verdict: r.verdict,
+        count: Number(r.n),
+      }));
     },
 
     /** The open dead letter of a command, if the indexer holds one (the newest). */
-    async openDeadLetter(identity: { source: string; commandType: string; commandId: string }): Promise<number | null> {
+    async openDeadLetter(identity: {
+      source: string;
+      commandType: string;
+      commandId: string;
+    }): Promise<number | null> {
       const row = await db.deadLetter.findFirst({
         where: {
           commandId: identity.commandId,

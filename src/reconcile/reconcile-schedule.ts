@@ -1,7 +1,9 @@
 import type { Component } from '../app/lifecycle.js';
 import type { Logger } from '../logger.js';
 import { createResourceLock } from '../poller/resource-lock.js';
-import type { Reconciler } from './reconciler.js';
+import type { PassResult } from './reconcile-pass.js';
+import type { ReconcileRepository } from './reconcile-repository.js';
+import type { ReconcileScope } from './reconcile-types.js';
 
 /**
  * The scheduled pass (RECONCILE_INTERVAL): run by the poller role, since it is poll-lane work.
@@ -13,8 +15,14 @@ import type { Reconciler } from './reconciler.js';
 
 const LOCK = 'reconciliation';
 
+/** What the schedule needs of the reconciler (src/reconcile/reconciler.ts). */
+export interface ScheduledReconciler {
+  run(scope: ReconcileScope, trigger: string): Promise<PassResult>;
+  readonly repository: ReconcileRepository;
+}
+
 export interface ScheduleOptions {
-  reconciler: Reconciler;
+  reconciler: ScheduledReconciler;
   databaseUrl: string;
   logger: Logger;
   intervalSeconds: number;

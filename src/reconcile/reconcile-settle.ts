@@ -64,7 +64,12 @@ export function createSettler(deps: SettleDeps) {
     if (!type) throw new Error(`no command type ${kind}`);
     if (!p) {
       const dest = destinationsOf(type, deps.topicPrefix, `${deps.topicPrefix}rentbridge.reconcile`);
-      p = createResultPublisher({ dest, producer: deps.producer, repository: deps.commands, logger: deps.logger });
+      p = createResultPublisher({
+        dest,
+        producer: deps.producer,
+        repository: deps.commands,
+        logger: deps.logger,
+      });
       publishers.set(kind, p);
     }
     return p;
@@ -98,10 +103,17 @@ export function createSettler(deps: SettleDeps) {
     });
     if (!record) return 'the command changed meanwhile: left as it is';
     // Attempt numbers of steps are the write's they follow: this one follows the last write.
-    const acting = { source: record.source, ceSource: `/pms/${record.source}`, key: deps.keyOf(record.source) };
+    const acting = {
+      source: record.source,
+      ceSource: `/pms/${record.source}`,
+      key: deps.keyOf(record.source),
+    };
     await publisherOf(item.commandType).publishResult(noOrigin(record.targetId), record, false, {}, acting);
     await audit(item, runId, 'applied: outcome published');
-    deps.logger.info({ commandId: record.commandId, source: record.source, runId }, 'unverified command settled applied');
+    deps.logger.info(
+      { commandId: record.commandId, source: record.source, runId },
+      'unverified command settled applied',
+    );
     return 'applied: outcome published';
   }
 
@@ -120,7 +132,12 @@ export function createSettler(deps: SettleDeps) {
     });
     if (!record) return 'the command changed meanwhile: left as it is';
     const outcome = await redriveDeadLetter(
-      { db: deps.db, producer: () => deps.producer.get(), topicPrefix: deps.topicPrefix, logger: deps.logger },
+      {
+        db: deps.db,
+        producer: () => deps.producer.get(),
+        topicPrefix: deps.topicPrefix,
+        logger: deps.logger,
+      },
       letter,
       { actor: ACTOR, reason: `reconciliation run ${runId}: ${item.reason}` },
     );

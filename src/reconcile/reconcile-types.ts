@@ -76,8 +76,13 @@ export interface VerdictClock {
 }
 
 /** `confirmed: 3, missing: 1`: an item count per verdict, every verdict present. */
-export function countVerdicts(items: readonly Pick<ReconcileItem, 'verdict'>[]): Record<ReconcileVerdict, number> {
-  const counts = Object.fromEntries(RECONCILE_VERDICTS.map((v) => [v, 0])) as Record<ReconcileVerdict, number>;
+export function countVerdicts(
+  items: readonly Pick<ReconcileItem, 'verdict'>[],
+): Record<ReconcileVerdict, number> {
+  const counts = Object.fromEntries(RECONCILE_VERDICTS.map((v) => [v, 0])) as Record<
+    ReconcileVerdict,
+    number
+  >;
   for (const item of items) counts[item.verdict]++;
   return counts;
 }

@@ -10,7 +10,11 @@ import type { SourcePartners } from '../partner/source-partners.js';
 import { reportMessage } from './reconcile-event.js';
 import { exposeReconcileMetrics, recordRunMetrics } from './reconcile-metrics.js';
 import { createReconcilePass, type PassResult } from './reconcile-pass.js';
-import { createReconcileRepository, type ReconcileRepository, type RunRecord } from './reconcile-repository.js';
+import {
+  createReconcileRepository,
+  type ReconcileRepository,
+  type RunRecord,
+} from './reconcile-repository.js';
 import { createReconcileSchedule } from './reconcile-schedule.js';
 import { createSettler } from './reconcile-settle.js';
 import type { ReconcileItem, ReconcileScope } from './reconcile-types.js';
@@ -56,7 +60,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   async function publishReport(run: RunRecord, items: ReconcileItem[]): Promise<void> {
     recordRunMetrics(items);
     try {
-      await (await deps.producer.get()).send({
+      await (
+        await deps.producer.get()
+      ).send({
         topic: topicName(deps.topicPrefix, TOPICS.reconciliationReports),
         acks: -1,
         messages: [reportMessage(run, items)],

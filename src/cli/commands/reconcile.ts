@@ -19,12 +19,16 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 function parseDate(name: string, value: string | undefined, fallback: Date): Date {
   if (value === undefined) return fallback;
   const at = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : Date.parse(value);
-  if (Number.isNaN(at)) throw new UsageError(`--${name} "${value}" is not a date (2026-11-01 or 2026-11-01T08:00:00Z)`);
+  if (Number.isNaN(at))
+    throw new UsageError(`--${name} "${value}" is not a date (2026-11-01 or 2026-11-01T08:00:00Z)`);
   return new Date(at);
 }
 
 /** The options as a scope and a format; a bad one is a UsageError (exit 2). */
-export function parseReconcileOptions(opts: ReconcileCliOptions, now = new Date()): {
+export function parseReconcileOptions(
+  opts: ReconcileCliOptions,
+  now = new Date(),
+): {
   scope: ReconcileScope;
   format: ReportFormat;
 } {
