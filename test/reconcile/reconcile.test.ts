@@ -10,6 +10,7 @@ import { TOPICS } from '../../src/kafka/topics.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';
 import { createReconciler, type Reconciler } from '../../src/reconcile/reconciler.js';
 import type { ReconcileItem } from '../../src/reconcile/reconcile-types.js';
+import { ajvErrors, cloudEventOf, loadContracts } from '../support/contracts.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import {
   FAST_GUARD,
@@ -262,6 +263,32 @@ describe('rentbridge reconcile', () => {
       const item = only((await reconcile('scoped')).items);
       expect(item).toMatchObject({ verdict: 'confirmed', commandId: id });
       expect(item.evidence.read_with).toBe(ownKeyId(SCOPED.access_key));
+    });
+  });
+
+  describe('when runs finish', () => {
+    it('publishes a report per run on reconciliation.reports, as the AsyncAPI document and schema say', async () => {
+      const contracts = await loadContracts();
+      const validate = contracts.channels
+        .get(TOPICS.reconciliationReports)
+        ?.get('rentbridge.reconciliation.report');
+      expect(validate).toBeDefined();
+      const runs = await reconciler().repository.runs(100);
+      const messages = await h.kafka.readMessages(TOPICS.reconciliationReports, runs.length);
+      const reports = messages.map((m) => {
+        const event = cloudEventOf(m);
+        expect(validate!(JSON.parse(m.value!.toString())), ajvErrors(validate!)).toBe(true);
+        const schema = contracts.schema('reconciliation-report');
+        expect(schema(event.data), ajvErrors(schema)).toBe(true);
+        return {
+          key: m.key?.toString(),
+          data: event.data as { run_id: number; drift: boolean; counts: object },
+        };
+      });
+      const missing = runs.find((r) => r.source === 'missing')!;
+      const report = reports.find((r) => r.data.run_id === missing.id)!;
+      expect(report.key).toBe(String(missing.id));
+      expect(report.data).toMatchObject({ drift: true, counts: { missing: 1 } });
     });
   });
 });
