@@ -38,6 +38,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './changelog.js',
     what: 'partner.* read from offset 0: compacted changelog vs the same changes kept by time (issue 29)',
   },
+  reconcile: {
+    module: './reconcile.js',
+    what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments): Partner requests vs the pages that hold them, and time (issue 45)',
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',

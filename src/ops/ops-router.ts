@@ -21,6 +21,7 @@ import { createSharedProducer, type SharedProducer } from '../kafka/shared-produ
 import type { Logger } from '../logger.js';
 import { requireOpsToken } from './ops-auth.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
+import { createReconcileOpsRouter } from './reconcile-ops-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -208,6 +209,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
   api.use(createCallbackOpsRouter({ db }));
+  // Reconciliation runs and their items (src/reconcile/, docs/reconciliation.md).
+  api.use(createReconcileOpsRouter({ db }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
+import type { HttpRole } from '../../src/app/http-role.js';
 import type { Component } from '../../src/app/lifecycle.js';
 import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
@@ -29,12 +30,14 @@ import {
  * the composition root builds.
  */
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
+const OPS_TOKEN = 'ops-token-for-reconcile-tests';
 const SCOPED = { access_key: 'scoped-access-key', secret_key: 'scoped-secret-key', scoped: true };
 
 describe('rentbridge reconcile', () => {
   let h: Harness;
   let root: CompositionRoot;
   let roles: Component[] = [];
+  let http: HttpRole;
   let callbackServer: Server;
   const callbacks: Array<{ id: string; status: string; commandId: string }> = [];
 
@@ -67,6 +70,7 @@ describe('rentbridge reconcile', () => {
       }),
       LOG_LEVEL: 'silent',
       HTTP_PORT: '0',
+      OPS_TOKEN,
     });
     root = createCompositionRoot(config, logger);
     root.usePartnerUrl(h.sandbox.url);
@@ -74,6 +78,7 @@ describe('rentbridge reconcile', () => {
       root.commandConsumer('rental-payments', { guard: FAST_GUARD }),
       root.deadLetterIndexer(),
       root.callbacks()!,
+      (http = root.http()),
     ];
     for (const role of roles) await role.start();
   });
@@ -263,6 +268,31 @@ describe('rentbridge reconcile', () => {
       const item = only((await reconcile('scoped')).items);
       expect(item).toMatchObject({ verdict: 'confirmed', commandId: id });
       expect(item.evidence.read_with).toBe(ownKeyId(SCOPED.access_key));
+    });
+  });
+
+  describe('when the console asks for runs', () => {
+    it('lists them, and shows a run with its drift by type and source and its items, drift first', async () => {
+      const get = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${http.port}/ops/api/${path}`, {
+          headers: { authorization: `Bearer ${OPS_TOKEN}` },
+        });
+        expect(res.status).toBe(200);
+        return (await res.json()) as Record<string, unknown>;
+      };
+      const runs = (await get('reconciliation/runs')).items as Array<{ id: number; source: string }>;
+      const unexpected = runs.find((r) => r.source === 'unexpected')!;
+      const shown = await get(`reconciliation/runs/${unexpected.id}`);
+      expect(shown.drift).toEqual([
+        { commandType: 'rental_payment', source: null, verdict: 'unexpected', count: 1 },
+      ]);
+      const items = shown.items as Array<{ verdict: string; commandId: string | null }>;
+      expect(items.map((i) => i.verdict)).toEqual(['unexpected', 'confirmed']);
+      expect(items[1]!.commandId).toMatch(/^pay-unexpected/);
+      const bad = await fetch(`http://127.0.0.1:${http.port}/ops/api/reconciliation/runs/x`, {
+        headers: { authorization: `Bearer ${OPS_TOKEN}` },
+      });
+      expect(bad.status).toBe(400);
     });
   });
 
