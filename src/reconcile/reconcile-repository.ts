@@ -1,4 +1,4 @@
-import type { Prisma } from '@prisma/client';
+import { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import {
   countVerdicts,
@@ -79,19 +79,19 @@ export function createReconcileRepository(db: Db) {
      * with every other command rentbridge holds for the same targets (they explain records too).
      */
     async commands(scope: ReconcileScope, type: ReconciledType): Promise<ReconcileCommand[]> {
+      const source = scope.source ?? null;
+      // One condition says "in scope"; the targets are those of the commands in scope, and every
+      // command of those targets is read (a hash semi-join, no join on the identity: issue 45's bench).
+      const inScope = Prisma.sql`(command_type = ${type}
+        AND (${source}::text IS NULL OR source = ${source})
+        AND (state = 'unverified'
+             OR (state = ANY(${FINAL_IN_WINDOW}) AND finished_at >= ${scope.since} AND finished_at < ${scope.until})))`;
       const rows = await db.$queryRaw<CommandRow[]>`
-        WITH scoped AS (
-          SELECT source, command_type, command_id FROM commands
-           WHERE command_type = ${type}
-             AND (${scope.source ?? null}::text IS NULL OR source = ${scope.source ?? null})
-             AND (state = 'unverified'
-                  OR (state = ANY(${FINAL_IN_WINDOW}) AND finished_at >= ${scope.since} AND finished_at < ${scope.until})))
-        SELECT c.source, c.command_type, c.command_id, c.target_id, c.state, c.payload, c.snapshot,
-               c.finished_at, c.updated_at, (s.command_id IS NOT NULL) AS in_scope
-          FROM commands c
-          LEFT JOIN scoped s USING (source, command_type, command_id)
-         WHERE c.command_type = ${type}
-           AND c.target_id IN (SELECT target_id FROM commands x JOIN scoped USING (source, command_type, command_id))`;
+        SELECT source, command_type, command_id, target_id, state, payload, snapshot, finished_at, updated_at,
+               ${inScope} AS in_scope
+          FROM commands
+         WHERE command_type = ${type}
+           AND target_id IN (SELECT target_id FROM commands WHERE ${inScope})`;
       return rows.map((r) => ({
         source: r.source,
         commandType: r.command_type,

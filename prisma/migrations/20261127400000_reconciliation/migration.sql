@@ -39,3 +39,6 @@ CREATE TABLE "reconciliation_items" (
 
 CREATE INDEX "reconciliation_items_run_id_verdict_idx" ON "reconciliation_items"("run_id", "verdict");
 CREATE INDEX "reconciliation_items_command_idx" ON "reconciliation_items"("source", "command_type", "command_id");
+
+-- A pass reads every command of the targets it reconciles (src/reconcile/reconcile-repository.ts).
+CREATE INDEX "commands_command_type_target_id_idx" ON "commands"("command_type", "target_id");
