@@ -13,6 +13,7 @@ import { createReconciler, type Reconciler } from '../../src/reconcile/reconcile
 import type { ReconcileItem } from '../../src/reconcile/reconcile-types.js';
 import { ajvErrors, cloudEventOf, loadContracts } from '../support/contracts.js';
 import { buildSecret } from '../receiver/webhooks.js';
+import { runCli } from '../support/cli.js';
 import {
   FAST_GUARD,
   TEST_MAX_PROCESSING_MS,
@@ -38,6 +39,7 @@ describe('rentbridge reconcile', () => {
   let root: CompositionRoot;
   let roles: Component[] = [];
   let http: HttpRole;
+  let env: Record<string, string>;
   let callbackServer: Server;
   const callbacks: Array<{ id: string; status: string; commandId: string }> = [];
 
@@ -57,7 +59,7 @@ describe('rentbridge reconcile', () => {
     await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
     const port = (callbackServer.address() as AddressInfo).port;
     const sources = ['missing', 'unexpected', 'twice', 'landed', 'absent', 'scoped'];
-    const config = loadConfig({
+    env = {
       DATABASE_URL: h.database.url,
       KAFKA_BROKERS: h.kafka.brokers.join(','),
       KAFKA_TOPIC_PREFIX: h.kafka.prefix,
@@ -71,8 +73,8 @@ describe('rentbridge reconcile', () => {
       LOG_LEVEL: 'silent',
       HTTP_PORT: '0',
       OPS_TOKEN,
-    });
-    root = createCompositionRoot(config, logger);
+    };
+    root = createCompositionRoot(loadConfig(env), logger);
     root.usePartnerUrl(h.sandbox.url);
     roles = [
       root.commandConsumer('rental-payments', { guard: FAST_GUARD }),
@@ -268,6 +270,28 @@ describe('rentbridge reconcile', () => {
       const item = only((await reconcile('scoped')).items);
       expect(item).toMatchObject({ verdict: 'confirmed', commandId: id });
       expect(item.evidence.read_with).toBe(ownKeyId(SCOPED.access_key));
+    });
+  });
+
+  describe('when an operator runs rentbridge reconcile', () => {
+    it('exits 0 when all is confirmed, 1 on drift with the table, 2 on bad usage', async () => {
+      const cli = (args: string[]) =>
+        runCli(
+          ['reconcile', ...args],
+          { ...env, PARTNER_API_URL: h.sandbox.url, LOG_LEVEL: 'warn' },
+          120_000,
+        );
+      const ok = await cli(['--source', 'scoped', '--format', 'json']);
+      expect(ok.code, ok.stderr).toBe(0);
+      const parsed = JSON.parse(ok.stdout) as { drift: boolean; items: Array<{ verdict: string }> };
+      expect(parsed).toMatchObject({ drift: false, items: [{ verdict: 'confirmed' }] });
+      const drift = await cli(['--source', 'missing']);
+      expect(drift.code, drift.stderr).toBe(1);
+      expect(drift.stdout).toMatch(/1 item\(s\): missing 1/);
+      expect(drift.stdout).toMatch(/missing\s+rental_payment\s+missing\s+pay-missing/);
+      const bad = await cli(['--format', 'xml']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--format must be one of table, json, csv');
     });
   });
 
