@@ -4,7 +4,7 @@ import { callbackSettings } from './callback-config.js';
 import { reconcileSettings } from './reconcile-config.js';
 
 /**
- * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
+ * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
  * A missing or bad value stops the process with exit code 2, naming the variable.
  */
 
