@@ -4,7 +4,7 @@ import { commandOutcomeSchema } from './outcomes.js';
 import { partnerWebhookSchema } from './partner-events.js';
 import { stateChangeSchema } from './state-change.js';
 import { unroutedEventSchema } from './unrouted.js';
-import { reconciliationReportSchema } from '../reconcile/reconcile-event.js';
+import { reconciliationReportSchema } from './reconciliation-report.js';
 
 /**
  * Every event schema that is not a command type's, by the file name its JSON Schema gets in

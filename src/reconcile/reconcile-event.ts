@@ -1,8 +1,12 @@
 import type { Message } from 'kafkajs';
-import { z } from 'zod';
 import { cloudEventHeaders, toCloudEvent } from '../events/cloudevent.js';
 import type { RunRecord } from './reconcile-repository.js';
-import { RECONCILE_VERDICTS, isDrift, type ReconcileItem } from './reconcile-types.js';
+import {
+  MAX_REPORTED_ITEMS,
+  RECONCILIATION_REPORT_TYPE,
+  type ReconciliationReport,
+} from '../events/reconciliation-report.js';
+import { isDrift, type ReconcileItem } from './reconcile-types.js';
 
 /**
  * The event of a finished run on `reconciliation.reports` (issue 45): a CloudEvent per run, keyed
@@ -10,44 +14,6 @@ import { RECONCILE_VERDICTS, isDrift, type ReconcileItem } from './reconcile-typ
  * so a month's run stays one message). docs/schemas/reconciliation-report.json is this schema;
  * docs/asyncapi.yaml lists the channel.
  */
-
-export const RECONCILIATION_REPORT_TYPE = 'rentbridge.reconciliation.report';
-
-const countsSchema = z.object(
-  Object.fromEntries(RECONCILE_VERDICTS.map((v) => [v, z.number().int().nonnegative()])) as Record<
-    (typeof RECONCILE_VERDICTS)[number],
-    z.ZodNumber
-  >,
-);
-
-/** The most drift items one event carries; the rest are in PostgreSQL (`truncated` says so). */
-export const MAX_REPORTED_ITEMS = 500;
-
-export const reconciliationReportSchema = z.object({
-  run_id: z.number().int().describe('the run, as `rentbridge reconcile` and the console show it'),
-  trigger: z.enum(['cli', 'schedule', 'ops']).or(z.string()),
-  since: z.string().describe('start of the window (ISO 8601, inclusive)'),
-  until: z.string().describe('end of the window (ISO 8601, exclusive)'),
-  source: z.string().nullable(),
-  command_type: z.string().nullable(),
-  state: z.enum(['finished', 'failed']).or(z.string()),
-  partner_requests: z.number().int().nonnegative(),
-  counts: countsSchema,
-  drift: z.boolean().describe('true when any item is neither confirmed nor settled_applied'),
-  items: z.array(
-    z.object({
-      verdict: z.enum(RECONCILE_VERDICTS),
-      command_type: z.string(),
-      source: z.string().nullable(),
-      command_id: z.string().nullable(),
-      target_id: z.string(),
-      command_state: z.string().nullable(),
-      reason: z.string(),
-    }),
-  ),
-  truncated: z.boolean(),
-});
-export type ReconciliationReport = z.infer<typeof reconciliationReportSchema>;
 
 export function reportOf(run: RunRecord, items: ReconcileItem[]): ReconciliationReport {
   const drift = items.filter((i) => isDrift(i.verdict));

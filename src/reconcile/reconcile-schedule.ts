@@ -1,4 +1,3 @@
-import type { Component } from '../app/lifecycle.js';
 import type { Logger } from '../logger.js';
 import { createResourceLock } from '../poller/resource-lock.js';
 import type { PassResult } from './reconcile-pass.js';
@@ -28,7 +27,14 @@ export interface ScheduleOptions {
   intervalSeconds: number;
 }
 
-export function createReconcileSchedule(options: ScheduleOptions): Component {
+/** A role's component (src/app/lifecycle.ts's shape). */
+export interface ScheduleComponent {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createReconcileSchedule(options: ScheduleOptions): ScheduleComponent {
   const { reconciler, logger, intervalSeconds } = options;
   const log = logger.child({ component: 'reconcile-schedule' });
   const lock = createResourceLock(options.databaseUrl, log);

@@ -1,3 +1,7 @@
+import { RECONCILE_VERDICTS } from '../events/reconciliation-report.js';
+
+export { RECONCILE_VERDICTS };
+
 /**
  * The vocabulary of reconciliation (issue 45, docs/reconciliation.md): what a pass looks at, the
  * verdict it gives each item, and what a run reports. Pure: no I/O.
@@ -16,15 +20,6 @@
  * - `unknown`: the evidence the rule needs is missing (the record is not listed, it carries no list
  *   of payments, the bound has not passed): never guessed, as in the guard's read-back.
  */
-export const RECONCILE_VERDICTS = [
-  'confirmed',
-  'missing',
-  'unexpected',
-  'ambiguous',
-  'settled_applied',
-  'settled_absent',
-  'unknown',
-] as const;
 export type ReconcileVerdict = (typeof RECONCILE_VERDICTS)[number];
 
 /** Verdicts that need nobody: everything else is drift (the CLI exits 1, the alert may fire). */

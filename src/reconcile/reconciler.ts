@@ -1,5 +1,3 @@
-import type { Component } from '../app/lifecycle.js';
-import type { CompositionRoot } from '../app/composition-root.js';
 import type { Db } from '../db/prisma.js';
 import { createCommandRepository } from '../guard/index.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
@@ -15,14 +13,12 @@ import {
   type ReconcileRepository,
   type RunRecord,
 } from './reconcile-repository.js';
-import { createReconcileSchedule } from './reconcile-schedule.js';
 import { createSettler } from './reconcile-settle.js';
 import type { ReconcileItem, ReconcileScope } from './reconcile-types.js';
 
 /**
  * Reconciliation wired (issue 45): the pass, the settler, the repository, the metrics and the report
- * event. `reconcilerOf(root)` builds it from the process's composition root (its one producer, its
- * one Partner client per source on the shared budget).
+ * event. src/app/reconcile-role.ts builds it from the process's composition root.
  */
 
 export interface ReconcilerDeps {
@@ -82,28 +78,4 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     onRun: publishReport,
   });
   return { run: (scope, trigger, runId) => pass.run(scope, trigger, runId), repository: reconcile };
-}
-
-export function reconcilerOf(root: CompositionRoot): Reconciler {
-  return createReconciler({
-    db: root.db,
-    producer: root.producer,
-    sources: root.sourcePartners(),
-    logger: root.logger,
-    topicPrefix: root.config.KAFKA_TOPIC_PREFIX,
-    maxProcessingMs: root.config.PARTNER_MAX_PROCESSING_MS,
-    redriveAbsent: root.config.RECONCILE_REDRIVE_ABSENT,
-  });
-}
-
-/** The scheduled pass as a role's component, or null when RECONCILE_INTERVAL is 0. */
-export function scheduledReconcile(root: CompositionRoot): Component | null {
-  const intervalSeconds = root.config.RECONCILE_INTERVAL;
-  if (intervalSeconds === 0) return null;
-  return createReconcileSchedule({
-    reconciler: reconcilerOf(root),
-    databaseUrl: root.config.DATABASE_URL,
-    logger: root.logger,
-    intervalSeconds,
-  });
 }

@@ -1,5 +1,5 @@
 import { createCompositionRoot, runRoles } from '../../app/composition-root.js';
-import { scheduledReconcile } from '../../reconcile/reconciler.js';
+import { scheduledReconcile } from '../../app/reconcile-role.js';
 import { loadConfigOrExit } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 

@@ -2,7 +2,7 @@ import { createCompositionRoot } from '../../app/composition-root.js';
 import { formatRun, REPORT_FORMATS, type ReportFormat } from '../../reconcile/reconcile-format.js';
 import { RECONCILED_TYPES } from '../../reconcile/reconcile-repository.js';
 import { isDrift, type ReconcileScope } from '../../reconcile/reconcile-types.js';
-import { reconcilerOf } from '../../reconcile/reconciler.js';
+import { reconcilerOf } from '../../app/reconcile-role.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 

@@ -9,7 +9,7 @@ import type { HttpRole } from '../../app/http-role.js';
 import type { Component } from '../../app/lifecycle.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
-import { scheduledReconcile } from '../../reconcile/reconciler.js';
+import { scheduledReconcile } from '../../app/reconcile-role.js';
 import { startDemoPmsCallbacks } from '../../demo/demo-pms-callbacks.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
