@@ -292,7 +292,8 @@ describe('rentbridge reconcile', () => {
       const bad = await cli(['--format', 'xml']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('--format must be one of table, json, csv');
-    });
+      // Three processes started from source (tsx): each takes seconds, more on a busy machine.
+    }, 240_000);
   });
 
   describe('when the console asks for runs', () => {
@@ -328,7 +329,7 @@ describe('rentbridge reconcile', () => {
         ?.get('rentbridge.reconciliation.report');
       expect(validate).toBeDefined();
       const runs = await reconciler().repository.runs(100);
-      const messages = await h.kafka.readMessages(TOPICS.reconciliationReports, runs.length);
+      const messages = await h.kafka.readMessages(TOPICS.reconciliationReports, runs.length, 100_000);
       const reports = messages.map((m) => {
         const event = cloudEventOf(m);
         expect(validate!(JSON.parse(m.value!.toString())), ajvErrors(validate!)).toBe(true);
@@ -343,6 +344,7 @@ describe('rentbridge reconcile', () => {
       const report = reports.find((r) => r.data.run_id === missing.id)!;
       expect(report.key).toBe(String(missing.id));
       expect(report.data).toMatchObject({ drift: true, counts: { missing: 1 } });
-    });
+      // A new consumer group joins and reads the topic from the start: seconds on a busy broker.
+    }, 120_000);
   });
 });
