@@ -22,6 +22,8 @@ const PAYMENT = PAYMENT_VISIBLE_ON_ENROLLMENT.payment;
 const UPDATED_AT = REPORT_MOVES_UPDATED_AT.field;
 /** Guard states whose write rentbridge holds as landed: they explain a payment on the platform. */
 const LANDED = new Set(['applied', 'already_applied']);
+/** Guard states of a command whose write may be under way: its payment is not yet explained or unexpected. */
+const OPEN = new Set(['pending', 'in_flight']);
 
 type PartnerRecord = Record<string, unknown>;
 
@@ -171,7 +173,14 @@ export function judgeEnrollment(
     for (const p of found) {
       const payment = p as PartnerRecord;
       if (String(payment[PAYMENT.paidOn] ?? '') < firstPaidOn) continue;
-      items.push(unexpectedPayment(enrollmentId, payment, commands));
+      const open = commands.find((c) => OPEN.has(c.state) && commandKey(c) === paymentKey(p));
+      items.push(
+        open
+          ? itemOf(open, 'unknown', `a write of this payment is still under way (${open.state})`, {
+              payment,
+            })
+          : unexpectedPayment(enrollmentId, payment, commands),
+      );
     }
   }
   return items;

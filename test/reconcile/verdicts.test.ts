@@ -80,6 +80,15 @@ describe('payment verdicts', () => {
     });
   });
 
+  describe('when a payment’s command is still pending or in flight', () => {
+    it.each(['pending', 'in_flight'])('calls it unknown (%s), not unexpected', (state) => {
+      const open = buildCommand({ state, inScope: false });
+      const [item] = judgeEnrollment('7', enrollment([PAID]), [open], clock);
+      expect(item).toMatchObject({ verdict: 'unknown', commandId: open.commandId });
+      expect(item!.reason).toContain('still under way');
+    });
+  });
+
   describe('when a parked command’s payment is there', () => {
     it('settles it applied when the baseline held none', () => {
       const parked = buildCommand({ state: 'unverified' });
