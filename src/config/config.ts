@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
 import { retentionSettings } from './retention-config.js';
+import { reconcileSettings } from './reconcile-config.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
@@ -168,6 +169,8 @@ export const configSchema = z
     /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
     ...retentionSettings,
+    /** Reconciliation (RECONCILE_INTERVAL, RECONCILE_REDRIVE_ABSENT): src/config/reconcile-config.ts. */
+    ...reconcileSettings,
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */

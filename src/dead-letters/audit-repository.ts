@@ -5,7 +5,14 @@ import type { AuditFilters } from './dead-letter-filters.js';
 type Tx = Prisma.TransactionClient;
 
 /** Actions written to `audit_log` (who, when, what, why). */
-export type AuditAction = 'redrive' | 'redrive_failed' | 'close_applied' | 'discard' | 'correct';
+export type AuditAction =
+  | 'redrive'
+  | 'redrive_failed'
+  | 'close_applied'
+  | 'discard'
+  | 'correct'
+  /** Reconciliation settled a parked command from the platform's records (issue 45). */
+  | 'reconcile_settle';
 
 export interface AuditEntry {
   id: number;

@@ -22,6 +22,7 @@ import type { Logger } from '../logger.js';
 import { requireOpsToken } from './ops-auth.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 import { createStorageRouter } from '../retention/storage-router.js';
+import { createReconcileOpsRouter } from './reconcile-ops-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -213,6 +214,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.use(createStorageRouter({ db, retention: options.retention ?? {} }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
   api.use(createCallbackOpsRouter({ db }));
+  // Reconciliation runs and their items (src/reconcile/, docs/reconciliation.md).
+  api.use(createReconcileOpsRouter({ db }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -6,11 +6,12 @@ import { loadAudit } from './audit.js';
 import { $ } from './dom.js';
 import { wireLetterActions } from './letter-actions.js';
 import { loadLetters, wireFilters } from './letters.js';
+import { loadReconciliation } from './reconciliation.js';
 import { startOverview, stopOverview } from './overview.js';
 import { actorName, api, forgetToken, keepCredentials, onSignOut, signOut, signedIn } from './session.js';
 import { lastTracedId, showTrace, traceLink } from './trace.js';
 
-const TABS = ['overview', 'trace', 'letters', 'audit'];
+const TABS = ['overview', 'trace', 'letters', 'audit', 'reconciliation'];
 
 function showApp(isSignedIn) {
   $('login').hidden = isSignedIn;
@@ -57,6 +58,7 @@ function route() {
   if (tab === 'overview') void startOverview();
   else if (tab === 'trace') void showTrace(rest.length ? decodeURIComponent(rest.join('/')) : '');
   else if (tab === 'audit') void loadAudit();
+  else if (tab === 'reconciliation') void loadReconciliation();
   else void loadLetters();
 }
 
