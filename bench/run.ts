@@ -41,6 +41,7 @@ const BENCHES: Record<string, { module: string; what: string }> = {
   history: {
     module: './history.js',
     what: 'a year of a large PMS in the tables: read paths and the command path, empty vs filled; storage per month; commands while a backlog is pruned (issue 42)',
+  },
   reconcile: {
     module: './reconcile.js',
     what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments): Partner requests vs the pages that hold them, and time (issue 45)',
