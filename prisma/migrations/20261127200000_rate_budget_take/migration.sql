@@ -50,6 +50,11 @@ DECLARE
   v_paced INTEGER;
   v_paced_oldest TIMESTAMPTZ;
 BEGIN
+  -- The lock is released when the statement's transaction commits, after its commit record is
+  -- flushed: under a busy disk that flush, not the work, would be the lock time. A slot row is
+  -- worth no flush (a database that crashes loses at most the last few slots, and every process
+  -- stops with it), so this transaction's commit does not wait for it.
+  PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pg_advisory_xact_lock(hashtext('rate_budget:' || p_budget));
   v_now := clock_timestamp();
   SELECT s.paused_until INTO v_paused FROM rate_budget_state s WHERE s.budget = p_budget;
