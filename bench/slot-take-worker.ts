@@ -9,6 +9,7 @@
 import { createDb } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import type { Lane } from '../src/partner/rate-budget-types.js';
+import type { createRateBudget as createRateBudgetType } from '../src/partner/rate-budget.js';
 
 const env = (name: string, fallback?: string): string => {
   const value = process.env[name] ?? fallback;
@@ -16,9 +17,9 @@ const env = (name: string, fallback?: string): string => {
   return value;
 };
 
-const { createRateBudget } = (await import(
-  env('BUDGET_MODULE')
-)) as typeof import('../src/partner/rate-budget.js');
+const { createRateBudget } = (await import(env('BUDGET_MODULE'))) as {
+  createRateBudget: typeof createRateBudgetType;
+};
 const role = env('ROLE');
 const passes = role === 'poller' ? Number(env('PASSES', '13')) : 1;
 const slots = Number(env('SLOTS', '20'));

@@ -56,7 +56,6 @@ function clockOffset(db: Db) {
   let offset: { value: number; at: number } | null = null;
   return async (): Promise<number> => {
     if (offset && Date.now() - offset.at < OFFSET_REFRESH_MS) return offset.value;
-    const before = Date.now();
     const [row] = await db.$queryRaw<{ now: Date }[]>`SELECT clock_timestamp() AS now`;
     const after = Date.now();
     // The database's instant lies between before and after on our clock: taking `after` as its
@@ -69,6 +68,9 @@ function clockOffset(db: Db) {
 export function createSnapshotStore(options: SnapshotStoreOptions): SnapshotStore {
   const { db, keyId, maxAgeMs } = options;
   const offset = clockOffset(db);
+  // This process's own writes, kept here too: a write whose `wrote_at` could not be stored still
+  // keeps this process (which owns the record's partition) from using an earlier read.
+  const lastWrite = new Map<string, number>();
   return {
     maxAgeMs,
 
@@ -90,12 +92,14 @@ export function createSnapshotStore(options: SnapshotStoreOptions): SnapshotStor
         FROM snapshot_reads WHERE key_id = ${keyId} AND resource = ${resource} AND record_id = ${id}`;
       if (!row) return null;
       const skew = row.db_now.getTime() - Date.now();
+      const askedAt = row.asked_at ? row.asked_at.getTime() - skew : null;
+      const wrote = lastWrite.get(`${resource}/${id}`);
       return {
         record: row.record,
         page: row.page,
         perPage: row.per_page,
-        askedAt: row.asked_at ? row.asked_at.getTime() - skew : null,
-        usable: row.usable,
+        askedAt,
+        usable: row.usable && (wrote === undefined || (askedAt !== null && askedAt > wrote)),
       };
     },
 
@@ -118,10 +122,16 @@ export function createSnapshotStore(options: SnapshotStoreOptions): SnapshotStor
     },
 
     async wrote(resource, id) {
+      const key = `${resource}/${id}`;
+      lastWrite.delete(key); // re-insert: the map stays in write order for trimming
+      lastWrite.set(key, Date.now());
+      if (lastWrite.size > 10_000) lastWrite.delete(lastWrite.keys().next().value!);
       await db.$executeRaw`
         INSERT INTO snapshot_reads (key_id, resource, record_id, wrote_at)
         VALUES (${keyId}, ${resource}, ${id}, clock_timestamp())
-        ON CONFLICT (key_id, resource, record_id) DO UPDATE SET wrote_at = EXCLUDED.wrote_at`;
+        ON CONFLICT (key_id, resource, record_id) DO UPDATE SET wrote_at = EXCLUDED.wrote_at`.catch(
+        () => undefined, // kept in lastWrite above; the next write stores it again
+      );
     },
   };
 }
