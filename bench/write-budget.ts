@@ -6,6 +6,7 @@
  * whose write answers: its snapshot, then its write; requests counted at the client's fetch.
  *
  * Env: BENCH_WRITES_ENROLLMENTS (3000,20000), BENCH_WRITES_BURST (300), BENCH_WRITES_TRICKLE (60),
+ * BENCH_WRITES_TRICKLE_GAP_MS (1000: one payment a second),
  * DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
@@ -30,6 +31,7 @@ export async function run(): Promise<BenchResult> {
   const sizes = (process.env.BENCH_WRITES_ENROLLMENTS ?? '3000,20000').split(',').map(Number);
   const burstSize = Number(process.env.BENCH_WRITES_BURST ?? 300);
   const trickleSize = Number(process.env.BENCH_WRITES_TRICKLE ?? 60);
+  const gapMs = Number(process.env.BENCH_WRITES_TRICKLE_GAP_MS ?? 1000);
   const schema = `bench_writes_${randomBytes(4).toString('hex')}`;
   const url = withSchema(base, schema);
   await migrate(url);
@@ -95,7 +97,10 @@ export async function run(): Promise<BenchResult> {
           .filter((_, i) => i % Math.max(1, Math.floor(n / trickleSize)) === 1)
           .slice(0, trickleSize);
         counted.reads = counted.writes = 0;
-        for (const id of trickle) await pay(id, 1);
+        for (const id of trickle) {
+          await pay(id, 1);
+          await new Promise((r) => setTimeout(r, gapMs));
+        }
         figures[`${variant}: ${n} enrollments, trickle of ${trickle.length}: requests per payment`] =
           (counted.reads + counted.writes) / trickle.length;
       }
@@ -112,7 +117,7 @@ export async function run(): Promise<BenchResult> {
     name: 'writes',
     figures,
     notes: [
-      `burst: ${burstSize} payments spread over the enrollments, 20 at a time; trickle: ${trickleSize} payments one after another. "after" runs one poller pass over enrollments first (its requests are the poller's, not counted here).`,
+      `burst: ${burstSize} payments spread over the enrollments, 20 at a time; trickle: ${trickleSize} payments, ${gapMs} ms apart. "after" runs one poller pass over enrollments first (its requests are the poller's, not counted here).`,
       'The sandbox rate limit is raised: the figures count requests, not time at 650/min.',
     ],
   };
