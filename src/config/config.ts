@@ -3,7 +3,7 @@ import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
 
 /**
- * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
+ * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
  * A missing or bad value stops the process with exit code 2, naming the variable.
  */
 

@@ -13,7 +13,7 @@ import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 
 /**
- * `rentbridge callbacks run|status|list|show|redeliver|enable` (README: "Outcome callbacks"): the
+ * `rentbridge callbacks run|status|list|show|redeliver|enable` (docs/pms.md, "Outcome callbacks"): the
  * callback role as its own process, and what ops do with deliveries.
  */
 
