@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
 import type { ReadContext } from '../../src/guard/read-back.js';
 import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
 import { createSnapshotPageCache } from '../../src/guard/snapshot-page-cache.js';
@@ -33,6 +34,7 @@ beforeAll(async () => {
     logger,
     fetch: async (input, init) => {
       const url = new URL(String(input instanceof Request ? input.url : input));
+      if (url.pathname === '/partner/v1/applications') counted.reads++;
       if (url.pathname === '/partner/v1/enrollments') {
         counted.reads++;
         counted.pagesAsked.push(Number(url.searchParams.get('page')));
@@ -189,5 +191,46 @@ describe('Partner requests per payment', () => {
       await strategy.write(command(target!, 1) as never, 'rb-w-x').catch(() => undefined);
       expect(await strategy.verdict(command(target!, 1) as never, snapshot, ctx)).toBe('unknown');
     });
+  });
+
+  describe('for decisions, when the poller read the applications moments ago', () => {
+    it('takes the snapshot from that read (no request), and an ambiguous approve that landed reads back applied', async () => {
+      await control.reset();
+      await control.setConfig({ rate_limit_per_minute: 100_000 });
+      const apps = await control.addRecords(
+        'applications',
+        Array.from({ length: 1500 }, () => ({ status: 'submitted' })),
+      );
+      const keyId = 'decisions';
+      await runResourcePass({
+        partner,
+        db: database.db,
+        logger,
+        resource: 'applications',
+        backfillFrom: null,
+        progressEveryPages: 10,
+        perPage: 1000,
+        now: () => new Date(),
+        hooks: {},
+        isStopping: () => false,
+        snapshots: store(600_000, keyId),
+      });
+      const strategy = applicationDecisionReadBack(partner, { snapshotStore: store(600_000, keyId) });
+      const target = String(apps[3]!.id);
+      const decision = { decision_id: 'dec-1', application_id: target, decision: 'approve' } as never;
+      counted.reads = counted.writes = 0;
+      const snapshot = await strategy.snapshot(decision, ctx);
+      expect(counted.reads).toBe(0);
+      expect(snapshot).toMatchObject({ found: true, status: 'submitted' });
+      await control.addFault({
+        method: 'POST',
+        path: `/partner/v1/applications/${target}/approve`,
+        kind: 'apply_then_error',
+        status: 500,
+        times: 1,
+      });
+      await strategy.write(decision, 'rb-w-dec').catch(() => undefined);
+      expect(await strategy.verdict(decision, snapshot, ctx)).toBe('applied');
+    }, 60_000);
   });
 });
