@@ -12,6 +12,11 @@ export interface Service {
 export interface Component extends Service {
   /** For logs: `http`, `relay`, `poller`, `consumer:<name>`, `dead-letters`, `sandbox`, `demo`. */
   readonly name: string;
+  /**
+   * The roles it runs, when it runs more than one (`start` runs the consumers together): each is
+   * reported by the role heartbeat (src/ops/role-heartbeat.ts). Default: `[name]`.
+   */
+  readonly roles?: readonly string[];
   start(): Promise<void>;
 }
 

@@ -34,7 +34,8 @@ export async function runRoles(
       const names: string[] = [];
       const reported = [...roles()].map((entry) => async () => {
         const component = typeof entry === 'function' ? await entry() : entry;
-        if (component) names.push(component.name);
+        // A component that runs several roles at once (`start`'s consumers) reports each of them.
+        if (component) names.push(...(component.roles ?? [component.name]));
         return component;
       });
       const heartbeat = createRoleHeartbeat({ db: root.db, logger: root.logger, roles: () => names });

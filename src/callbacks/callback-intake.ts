@@ -1,6 +1,7 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
+import { callbackWebhookId } from '../events/outcome-id.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { insertDeliveries, type NewDelivery } from './callback-repository.js';
@@ -46,9 +47,9 @@ function header(message: KafkaMessage, name: string): string | undefined {
  * not readable (the outcome topics' contract is rentbridge's own: an unreadable one is skipped, never
  * a poison pill for callbacks), or older than `maxAgeMs`.
  *
- * The webhook-id is the outcome's CloudEvent id with its status: a republished outcome (same id,
- * same status) is the same delivery, while a command redriven from `unverified` to `applied`
- * (same CloudEvent id, decision 020) is a new one the PMS must not dedupe away.
+ * The webhook-id is the outcome's CloudEvent id, which names the command and its result (decision
+ * 041): a republished outcome is the same delivery, while a command redriven from `unverified` to
+ * `applied` is a new one the PMS must not dedupe away.
  */
 export function deliveryOf(
   message: KafkaMessage,
@@ -87,7 +88,7 @@ export function deliveryOf(
   if (Number.isFinite(time) && now - time > maxAgeMs) return null;
   return {
     source,
-    webhookId: `${event.id}.${data.status}`,
+    webhookId: callbackWebhookId(event.id, data.status),
     eventId: event.id,
     eventType: event.type,
     commandType: data.command_type,

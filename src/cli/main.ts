@@ -1,8 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { projectRoot } from '../local-servers/project-root.js';
 import { registerCallbacks } from './callbacks-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
+import { unreachableLine, unreachableServer } from './server-unreachable.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
 
 /**
@@ -15,6 +19,9 @@ function integer(value: string): number {
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number');
   return n;
 }
+
+/** Commands that run until a signal: kafkajs's connection tries stay at error level there. */
+const ROLE_COMMANDS = new Set(['start', 'receiver', 'relay', 'poller', 'consumer']);
 
 /** The long-running roles: `start` (all of them), `receiver`, `relay`, `poller`, `consumer <name>`. */
 function addRoleCommands(program: Command): void {
@@ -138,10 +145,21 @@ function addToolCommands(program: Command): void {
     );
 }
 
+/** The version in rentbridge's package.json (`rentbridge --version`). */
+function packageVersion(): string {
+  const manifest = join(projectRoot(), 'package.json');
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
 export function buildProgram(): Command {
   const program = new Command('rentbridge')
     .description(
       'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
+    )
+    .version(packageVersion(), '-V, --version', 'print the version of rentbridge')
+    .addHelpText(
+      'after',
+      '\nConfiguration is by environment variables: the README\'s "Configuration" table lists each with its default.\nREADME.md and docs/ in the project (or its repository) say more; `rentbridge <command> --help` for one command.',
     )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
@@ -149,6 +167,11 @@ export function buildProgram(): Command {
     // value stops the process at once (exit 2), not halfway through start-up.
     .hook('preAction', async (_program, action) => {
       if (action.name() !== 'sandbox') loadConfigOrExit();
+      // A one-off command says in one line that Kafka does not answer (src/cli/server-unreachable.ts).
+      const role =
+        ROLE_COMMANDS.has(action.name()) ||
+        (action.name() === 'run' && action.parent?.name() === 'callbacks');
+      if (!role) (await import('../kafka/kafka-log-level.js')).logConnectionFailuresAtDebug();
       // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
       if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
         await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
@@ -184,6 +207,13 @@ export async function main(argv: string[]): Promise<void> {
       console.error(
         `rentbridge: port ${e.port ?? ''} is already in use: choose another (HTTP_PORT, SANDBOX_PORT, --port)`,
       );
+      process.exit(EXIT_USAGE);
+    }
+    // PostgreSQL or Kafka not answering: one line saying which, where and why there (exit 2).
+    const config = loadConfigOrExit();
+    const unreachable = unreachableServer(error, config);
+    if (unreachable) {
+      console.error(`rentbridge: ${unreachableLine(unreachable, config)}`);
       process.exit(EXIT_USAGE);
     }
     console.error('rentbridge: fatal error:', error);

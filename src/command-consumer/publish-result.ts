@@ -2,6 +2,7 @@ import type { TopicMessages } from 'kafkajs';
 import type { Completion } from '../commands/command-type.js';
 import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter-headers.js';
 import { describeIdentity, escapeId, type CommandIdentity } from '../events/command-identity.js';
+import { outcomeEventId } from '../events/outcome-id.js';
 import { errorCodeLabel } from '../events/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
 import { messagePositions } from '../kafka/message-positions.js';
@@ -79,9 +80,9 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
     // Inside the outcome's span, so the trace context the messages carry is that span's.
     await traceOutcome(identity, record.state, async () => {
       const traceContext = traceContextFor(origin.message.headers);
-      // Stable per command identity (its request-id base is unique to it and is the command id
-      // when that fits): a republished outcome carries the same id.
-      const outcomeId = `outcome.${record.requestIdBase}`;
+      // Names the command and its result (DESIGN.md, outcome callbacks; decision 041): the same
+      // outcome published again keeps its id, another result of the command is a new event.
+      const outcomeId = outcomeEventId(record.requestIdBase, record.state);
       const trail = trailOf(origin);
       const sentOutcome = outcomeEvent(dest, outcomeId, outcome, trail, traceContext);
       const cause = { commandId: record.commandId, ceSource: acting.ceSource };

@@ -55,6 +55,8 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   app.set('etag', false);
   app.use(requestId());
   for (const mount of options.mounts) app.use(mount.path, mount.router);
+  // A person who opens the bare address is sent to the console (a 404 envelope told them nothing).
+  if (options.mounts.some((m) => m.path === '/ops')) app.get('/', (_req, res) => res.redirect(302, '/ops/'));
 
   app.get('/metrics', metricsAuth(options.metricsToken), async (_req, res) => {
     res.setHeader('Content-Type', registry.contentType);

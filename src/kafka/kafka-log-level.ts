@@ -22,6 +22,12 @@ const TRANSIENT_RESPONSE_ERRORS: ReadonlySet<string> = new Set([
   'There is no leader for this topic-partition as we are in the middle of a leadership election',
   // UNKNOWN_TOPIC_OR_PARTITION (3): a topic created a moment ago that this broker does not know yet
   'This server does not host this topic-partition',
+  // COORDINATOR_LOAD_IN_PROGRESS (14), GROUP_COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16):
+  // a new consumer group's coordinator is still being chosen (every healthy first start shows
+  // them); kafkajs finds the coordinator again and retries the join itself.
+  "The coordinator is loading and hence can't process requests for this group",
+  'The group coordinator is not available',
+  'This is not the correct coordinator for this group',
 ]);
 
 /**
@@ -35,12 +41,24 @@ const DELIBERATE_NOTICES: ReadonlySet<string> = new Set([
   'Limiting retries for the idempotent producer may invalidate EoS guarantees',
 ]);
 
+/**
+ * A one-off CLI command (`topics`, `resync`, `dlq redrive`, ...) whose broker does not answer ends
+ * with one line saying so (src/cli/server-unreachable.ts): kafkajs's own line per connection try
+ * is debug there. The long-running roles keep them at error level.
+ */
+let connectionFailuresAtDebug = false;
+export function logConnectionFailuresAtDebug(): void {
+  connectionFailuresAtDebug = true;
+}
+const CONNECTION_FAILURE = /^(Connection error|Connection timeout|Failed to connect to seed broker)/;
+
 export function kafkaLogMethod(
   level: logLevel,
   message: string,
   fields: Record<string, unknown>,
 ): KafkaLogMethod {
   if (DELIBERATE_NOTICES.has(message)) return 'debug';
+  if (connectionFailuresAtDebug && CONNECTION_FAILURE.test(message)) return 'debug';
   if (
     level === logLevel.ERROR &&
     message.startsWith('Response ') &&

@@ -187,23 +187,23 @@ function reportServers(
         log: show(pgLog),
         created: postgres.initialised,
       },
-      'DATABASE_URL is unset and nothing answered on 127.0.0.1:LOCAL_PG_PORT: started an embedded PostgreSQL, stopped with rentbridge; its data stays for the next start',
+      `DATABASE_URL is unset and nothing answered on ${pgAddress} (LOCAL_PG_PORT): started an embedded PostgreSQL, stopped with rentbridge; its data stays for the next start`,
     );
   } else if (pgWanted) {
     logger.info(
       { address: pgAddress },
-      'DATABASE_URL is unset: using the PostgreSQL that answers on 127.0.0.1:LOCAL_PG_PORT (left running at exit)',
+      `DATABASE_URL is unset: using the PostgreSQL that answers on ${pgAddress} (LOCAL_PG_PORT; left running at exit)`,
     );
   }
   if (kafka) {
     logger.info(
       { address: kafkaAddress, dataDir: show(kafka.dataDir), log: show(kafka.log) },
-      'KAFKA_BROKERS is unset and nothing answered on 127.0.0.1:LOCAL_KAFKA_PORT: started the Kafka broker of scripts/kafka.sh, stopped with rentbridge; its data stays for the next start',
+      `KAFKA_BROKERS is unset and nothing answered on ${kafkaAddress} (LOCAL_KAFKA_PORT): started the Kafka broker of scripts/kafka.sh, stopped with rentbridge; its data stays for the next start`,
     );
   } else if (kafkaWanted) {
     logger.info(
       { address: kafkaAddress },
-      'KAFKA_BROKERS is unset: using the Kafka broker that answers on 127.0.0.1:LOCAL_KAFKA_PORT (left running at exit)',
+      `KAFKA_BROKERS is unset: using the Kafka broker that answers on ${kafkaAddress} (LOCAL_KAFKA_PORT; left running at exit)`,
     );
   }
   if (pgWanted || kafkaWanted) {

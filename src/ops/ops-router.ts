@@ -21,6 +21,7 @@ import { createSharedProducer, type SharedProducer } from '../kafka/shared-produ
 import type { Logger } from '../logger.js';
 import { requireOpsToken } from './ops-auth.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
+import { createStorageRouter } from '../retention/storage-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -37,6 +38,8 @@ export interface OpsRouterOptions {
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS and RELAY_STALL_SECONDS, for the console's views (createInsightRouter). */
   insight?: { retentionHours: number; relayStallSeconds: number };
+  /** What each table keeps, for GET /storage (retentionText of the configuration). */
+  retention?: Record<string, string>;
 }
 
 export type OpsRouter = Router & {
@@ -206,6 +209,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
+  // Each table's size, retention and last pruning (src/retention/, docs/retention.md).
+  api.use(createStorageRouter({ db, retention: options.retention ?? {} }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
   api.use(createCallbackOpsRouter({ db }));
   api.use(notFound());

@@ -1,6 +1,7 @@
 import { COMMAND_TYPE_TABLE, commandTypeOfKind, commandTypeOfTopic } from '../commands/command-types.js';
 import { TOPICS } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
+import { outcomeEventId } from '../events/outcome-id.js';
 import type { CommandKind } from '../events/outcomes.js';
 import { identityKey, type AttemptRow, type TraceRows } from './trace-rows.js';
 
@@ -232,10 +233,12 @@ export function outcomeSteps(t: Timeline, rows: TraceRows): void {
       t.steps.push({
         at: iso(c.finishedAt),
         stage: 'outcome',
-        what: `command ${c.state}; outcome published to ${where ?? outcomeTopicOf(c.commandType)}`,
+        what: `command ${c.state}; outcome ${escapeId(outcomeEventId(c.requestIdBase, c.state))} published to ${where ?? outcomeTopicOf(c.commandType)}`,
         details: {
           source: c.source,
           commandId: c.commandId,
+          // The outcome's CloudEvent id (and its callback's webhook-id): it names the result.
+          outcomeId: outcomeEventId(c.requestIdBase, c.state),
           state: c.state,
           attempts: c.attempts,
           error: errorSummary(c.lastError),

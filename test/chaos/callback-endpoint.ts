@@ -154,7 +154,9 @@ function expectedCallbacks(topics: Map<string, ReadMessage[]>, sources: Readonly
       }
       const source = event.data?.command_source;
       if (typeof event.id !== 'string' || typeof source !== 'string' || !sources.has(source)) continue;
-      const webhookId = `${event.id}.${String(event.data?.status)}`;
+      // The contract (DESIGN.md, outcome callbacks): webhook-id is the outcome's CloudEvent id,
+      // which names the command and its result.
+      const webhookId = event.id;
       const key = `${source}/${webhookId}`;
       const publishedAt = Number(m.timestamp ?? 0);
       const seen = out.get(key);

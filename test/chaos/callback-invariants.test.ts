@@ -15,7 +15,7 @@ function outcomeMessage(source: string, n: number, atMs: number): ReadMessage {
     offset: String(n),
     key: null,
     value: JSON.stringify({
-      id: `outcome.${source}-${n}`,
+      id: `outcome.${source}-${n}.applied`,
       data: { command_source: source, command_id: `${source}-${n}`, status: 'applied' },
     }),
     headers: {},

@@ -16,6 +16,20 @@ describe('kafkaLogMethod', () => {
     });
   });
 
+  describe("when a new consumer group's coordinator is not chosen yet (a healthy first start)", () => {
+    it('logs it at debug: kafkajs finds the coordinator and joins again itself', () => {
+      for (const error of [
+        'The group coordinator is not available',
+        'This is not the correct coordinator for this group',
+        "The coordinator is loading and hence can't process requests for this group",
+      ]) {
+        expect(
+          kafkaLogMethod(logLevel.ERROR, 'Response FindCoordinator(key: 10, version: 2)', { error }),
+        ).toBe('debug');
+      }
+    });
+  });
+
   describe('when kafkajs notes the limited retries of the idempotent producer', () => {
     it('logs it at debug: the limit is deliberate', () => {
       expect(

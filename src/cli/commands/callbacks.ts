@@ -61,7 +61,7 @@ export async function status(opts: { json?: boolean }): Promise<void> {
     if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     for (const r of rows) {
       process.stdout.write(
-        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered ${r.delivered}\n`,
+        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}\n`,
       );
     }
   });

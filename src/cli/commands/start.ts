@@ -180,6 +180,8 @@ function together(name: string, components: Component[]): Component {
   };
   return {
     name,
+    // The heartbeat reports each role inside (the overview expects `consumer:<name>`, `dead-letters`).
+    roles: components.flatMap((c) => c.roles ?? [c.name]),
     async start() {
       try {
         for (const c of components) {
