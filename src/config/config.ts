@@ -127,6 +127,13 @@ export const configSchema = z
      */
     PARTNER_MAX_PROCESSING_MS: positiveInt.default(30_000),
     /**
+     * How old a list read of a record may be and still serve as the guard's snapshot before a
+     * write (issue 43, docs/decisions/043): reads by any process, the poller's full passes
+     * included, are stored; an older one is refused and the record's page re-read. 0: every
+     * snapshot reads its page. Default 600000 ms (10 min: longer than the poller's 300 s pass).
+     */
+    SNAPSHOT_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
+    /**
      * Which environment PARTNER_API_URL is (spec: separate sandbox and production environments).
      * `rentbridge probe --write` runs only when this says `sandbox`. Unset: not declared.
      */
