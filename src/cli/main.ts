@@ -1,5 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { registerCallbacks } from './callbacks-program.js';
+import { registerOpsAccess } from './ops-access-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
@@ -160,6 +161,8 @@ export function buildProgram(): Command {
   addDlqCommands(program, async (invocation) => (await import('./commands/dlq.js')).dlq(invocation));
   // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
   registerCallbacks(program);
+  // Personal ops tokens and the audit chain (docs/ops-access.md).
+  registerOpsAccess(program);
 
   return program;
 }
