@@ -164,7 +164,10 @@ async function startHttp(
       : 'listening: /webhooks, /ops, /metrics, /healthz, /readyz',
   );
   if (!config.OPS_TOKEN && !config.OPS_OIDC_ISSUER) {
-    logger.warn({ component: 'ops' }, 'neither OPS_TOKEN nor OPS_OIDC_ISSUER is set: only personal tokens open the ops API');
+    logger.warn(
+      { component: 'ops' },
+      'neither OPS_TOKEN nor OPS_OIDC_ISSUER is set: only personal tokens open the ops API',
+    );
   }
   return {
     port,

@@ -29,10 +29,7 @@ const PAGE = 1000;
  * genesis hash: so the chain verifies from its new first entry after an oldest-first prune, and a
  * deletion anywhere else (the middle, the newest entries) is named.
  */
-export async function verifyAuditChain(
-  db: Db,
-  onProgress?: (checked: number) => void,
-): Promise<ChainReport> {
+export async function verifyAuditChain(db: Db, onProgress?: (checked: number) => void): Promise<ChainReport> {
   const chain = await db.auditChain.findUnique({ where: { id: 1 } });
   if (!chain) throw new Error('audit_chain has no row: run `rentbridge migrate`');
   const legacy = await db.auditEntry.count({ where: { id: { lte: chain.legacyThroughId } } });
@@ -63,11 +60,18 @@ export async function verifyAuditChain(
     for (const row of rows) {
       const id = String(row.id);
       if (row.id <= prevId) {
-        return fail(id, `entry #${id} remains although entries up to #${prevId} were deleted: a deletion that was not an oldest-first prune`);
+        return fail(
+          id,
+          `entry #${id} remains although entries up to #${prevId} were deleted: a deletion that was not an oldest-first prune`,
+        );
       }
-      if (!row.hash || !row.prevHash) return fail(id, `entry #${id} carries no hash: written outside rentbridge`);
+      if (!row.hash || !row.prevHash)
+        return fail(id, `entry #${id} carries no hash: written outside rentbridge`);
       if (row.prevHash !== prevHash) {
-        return fail(id, `entry #${id} does not follow entry #${prevId}: an entry between them was deleted, or it was inserted out of order`);
+        return fail(
+          id,
+          `entry #${id} does not follow entry #${prevId}: an entry between them was deleted, or it was inserted out of order`,
+        );
       }
       const computed = entryHash(row.prevHash, {
         id: row.id,

@@ -1,9 +1,8 @@
-import express, { type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import { AppError } from '../errors.js';
-import { identityOf } from '../ops/ops-auth.js';
 import { redeliverCallbacks } from './callback-ops.js';
 import { enableEndpoint, endpointStates, listDeliveries, queueBySource } from './callback-repository.js';
 
@@ -30,8 +29,11 @@ const redeliverBody = z
   .strict()
   .refine((b) => (b.ids ? !b.all : b.all), { message: 'give either ids or all: true' });
 
-
-export function createCallbackOpsRouter(options: { db: Db }): Router {
+export function createCallbackOpsRouter(options: {
+  db: Db;
+  /** The audit's actor of a request: its authenticated identity (src/ops/ops-auth.ts). */
+  actorOf: (res: Response) => string;
+}): Router {
   const router = express.Router();
 
   router.get('/callbacks', async (req, res) => {
@@ -72,7 +74,7 @@ export function createCallbackOpsRouter(options: { db: Db }): Router {
       ...(parsed.data.all && { all: true }),
       ...(parsed.data.source !== undefined && { source: parsed.data.source }),
       ...(parsed.data.reason !== undefined && { reason: parsed.data.reason }),
-      actor: identityOf(res).actor,
+      actor: options.actorOf(res),
     });
     res.json({ redelivered: ids });
   });
@@ -82,7 +84,7 @@ export function createCallbackOpsRouter(options: { db: Db }): Router {
     const enabled = await enableEndpoint(options.db, source);
     if (enabled) {
       await writeAudit(options.db, {
-        actor: identityOf(res).actor,
+        actor: options.actorOf(res),
         action: 'callback_enable',
         target: `callback_endpoint:${source}`,
       });

@@ -17,11 +17,15 @@ export function registerOpsAccess(program: Command): void {
       }
       return value as OpsRole;
     })
-    .option('--expires <days>', 'expires after this many days, e.g. 90d (default: never)', (value: string) => {
-      const match = /^([1-9][0-9]{0,3})d?$/.exec(value);
-      if (!match) throw new InvalidArgumentError('a number of days, e.g. 90d');
-      return Number(match[1]);
-    })
+    .option(
+      '--expires <days>',
+      'expires after this many days, e.g. 90d (default: never)',
+      (value: string) => {
+        const match = /^([1-9][0-9]{0,3})d?$/.exec(value);
+        if (!match) throw new InvalidArgumentError('a number of days, e.g. 90d');
+        return Number(match[1]);
+      },
+    )
     .action(async (opts: { name: string; role: OpsRole; expires?: number }) => (await tokens()).create(opts));
   opsToken
     .command('list')

@@ -218,7 +218,8 @@ export const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .superRefine((c, ctx) => {
-    for (const [variable, message] of opsAuthProblems(c)) ctx.addIssue({ code: 'custom', path: [variable], message });
+    for (const [variable, message] of opsAuthProblems(c))
+      ctx.addIssue({ code: 'custom', path: [variable], message });
     if (
       c.KAFKA_REPLICATION_FACTOR !== undefined &&
       c.KAFKA_MIN_INSYNC_REPLICAS !== undefined &&

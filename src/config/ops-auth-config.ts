@@ -1,10 +1,13 @@
 import { z } from 'zod';
-import { OPS_ROLES, type OpsRole } from '../ops/ops-roles.js';
 
 /**
  * Single sign-on for the ops console (docs/ops-access.md), spread into src/config/config.ts's
  * schema. Unset OPS_OIDC_ISSUER: no single sign-on; tokens (personal ones and OPS_TOKEN) still work.
  */
+
+/** The ops roles, least first (src/ops/ops-roles.ts says what each may do). */
+export const OPS_ROLES = ['viewer', 'operator', 'admin'] as const;
+export type OpsRole = (typeof OPS_ROLES)[number];
 
 const roleMap = z
   .string()
@@ -12,7 +15,10 @@ const roleMap = z
     try {
       return JSON.parse(v) as unknown;
     } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"viewer":["support"],"operator":["ops"],"admin":["platform"]}' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be JSON, e.g. {"viewer":["support"],"operator":["ops"],"admin":["platform"]}',
+      });
       return z.NEVER;
     }
   })
@@ -40,7 +46,12 @@ export const opsAuthSettings = {
   /** Role → claim values, JSON: {"viewer":["support"],"operator":["ops"],"admin":["platform"]}. Default {}. */
   OPS_ROLE_MAP: roleMap.default({}),
   /** How long a console session lasts after sign-in. Default 28800 s (8 h). */
-  OPS_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(28_800),
+  OPS_SESSION_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(28_800),
 };
 
 type OpsAuthConfig = {

@@ -37,7 +37,11 @@ function isLoopback(url: URL): boolean {
   return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
 }
 
-function cookie(name: string, value: string, attrs: { path: string; maxAge: number; secure: boolean; sameSite: string }): string {
+function cookie(
+  name: string,
+  value: string,
+  attrs: { path: string; maxAge: number; secure: boolean; sameSite: string },
+): string {
   return [
     `${name}=${encodeURIComponent(value)}`,
     `Path=${attrs.path}`,
@@ -94,7 +98,12 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
     res
       .status(503)
       .type('html')
-      .send(signInPage('Single sign-on is unavailable', 'The identity provider did not answer. Try again later, or sign in with a personal token (or the break-glass OPS_TOKEN).'));
+      .send(
+        signInPage(
+          'Single sign-on is unavailable',
+          'The identity provider did not answer. Try again later, or sign in with a personal token (or the break-glass OPS_TOKEN).',
+        ),
+      );
   };
 
   router.get('/login', async (req, res) => {
@@ -118,18 +127,42 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
     });
     // Lax: the provider's redirect back is a cross-site top-level GET, which must carry it.
     const value = Buffer.from(JSON.stringify({ verifier, state, nonce })).toString('base64url');
-    res.setHeader('Set-Cookie', cookie(LOGIN_COOKIE, value, { path: redirect.pathname, maxAge: 600, secure: secure(req), sameSite: 'Lax' }));
+    res.setHeader(
+      'Set-Cookie',
+      cookie(LOGIN_COOKIE, value, {
+        path: redirect.pathname,
+        maxAge: 600,
+        secure: secure(req),
+        sameSite: 'Lax',
+      }),
+    );
     res.redirect(303, url.href);
   });
 
   router.get('/callback', async (req, res) => {
-    const clearLogin = cookie(LOGIN_COOKIE, '', { path: redirect.pathname, maxAge: 0, secure: secure(req), sameSite: 'Lax' });
+    const clearLogin = cookie(LOGIN_COOKIE, '', {
+      path: redirect.pathname,
+      maxAge: 0,
+      secure: secure(req),
+      sameSite: 'Lax',
+    });
     let pending: { verifier: string; state: string; nonce: string };
     try {
-      pending = JSON.parse(Buffer.from(readCookie(req, LOGIN_COOKIE) ?? '', 'base64url').toString()) as typeof pending;
+      pending = JSON.parse(
+        Buffer.from(readCookie(req, LOGIN_COOKIE) ?? '', 'base64url').toString(),
+      ) as typeof pending;
       if (!pending.verifier || !pending.state || !pending.nonce) throw new Error('incomplete');
     } catch {
-      res.status(400).type('html').send(signInPage('Sign-in expired', 'The sign-in took too long or was started elsewhere. Sign in again.', true));
+      res
+        .status(400)
+        .type('html')
+        .send(
+          signInPage(
+            'Sign-in expired',
+            'The sign-in took too long or was started elsewhere. Sign in again.',
+            true,
+          ),
+        );
       return;
     }
     let config: oidc.Configuration;
@@ -159,7 +192,16 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
     } catch (error) {
       logger.warn({ err: error }, 'sign-in refused by the provider or its answer failed the checks');
       res.setHeader('Set-Cookie', clearLogin);
-      res.status(401).type('html').send(signInPage('Sign-in failed', 'The identity provider did not confirm who you are. Sign in again.', true));
+      res
+        .status(401)
+        .type('html')
+        .send(
+          signInPage(
+            'Sign-in failed',
+            'The identity provider did not confirm who you are. Sign in again.',
+            true,
+          ),
+        );
       return;
     }
     const subject = String(claims.sub);
@@ -167,19 +209,39 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
     const role = roleFromClaims(claims[settings.rolesClaim], settings.roleMap);
     const actor = personActor(name, subject);
     if (!role) {
-      await writeAudit(db, { actor, action: 'sign_in_refused', target: 'ops_console', details: { claim: settings.rolesClaim, values: claims[settings.rolesClaim] ?? null } });
+      await writeAudit(db, {
+        actor,
+        action: 'sign_in_refused',
+        target: 'ops_console',
+        details: { claim: settings.rolesClaim, values: claims[settings.rolesClaim] ?? null },
+      });
       res.setHeader('Set-Cookie', clearLogin);
       res
         .status(403)
         .type('html')
-        .send(signInPage('No access to rentbridge ops', `You are signed in at the identity provider as ${name}, but none of your groups (claim "${settings.rolesClaim}") is given a role in rentbridge ops. Ask an admin to add your group to OPS_ROLE_MAP.`));
+        .send(
+          signInPage(
+            'No access to rentbridge ops',
+            `You are signed in at the identity provider as ${name}, but none of your groups (claim "${settings.rolesClaim}") is given a role in rentbridge ops. Ask an admin to add your group to OPS_ROLE_MAP.`,
+          ),
+        );
       return;
     }
     const { id, session } = await createOpsSession(db, { subject, name, role }, settings.sessionTtlSeconds);
-    await writeAudit(db, { actor, action: 'sign_in', target: 'ops_console', details: { role, expires_at: session.expiresAt } });
+    await writeAudit(db, {
+      actor,
+      action: 'sign_in',
+      target: 'ops_console',
+      details: { role, expires_at: session.expiresAt },
+    });
     res.setHeader('Set-Cookie', [
       clearLogin,
-      cookie(SESSION_COOKIE, id, { path: consolePath, maxAge: settings.sessionTtlSeconds, secure: secure(req), sameSite: 'Strict' }),
+      cookie(SESSION_COOKIE, id, {
+        path: consolePath,
+        maxAge: settings.sessionTtlSeconds,
+        secure: secure(req),
+        sameSite: 'Strict',
+      }),
     ]);
     res.redirect(303, consolePath);
   });
@@ -188,14 +250,27 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
     const sid = readCookie(req, SESSION_COOKIE);
     const session = sid ? await findOpsSession(db, sid) : null;
     if (session && req.header(CSRF_HEADER) !== session.csrfToken) {
-      res.status(403).json({ error: { message: `sign-out must carry the ${CSRF_HEADER} header`, status: 403, code: 'csrf_failed' } });
+      res.status(403).json({
+        error: {
+          message: `sign-out must carry the ${CSRF_HEADER} header`,
+          status: 403,
+          code: 'csrf_failed',
+        },
+      });
       return;
     }
     if (sid && session) {
       await deleteOpsSession(db, sid);
-      await writeAudit(db, { actor: personActor(session.name, session.subject), action: 'sign_out', target: 'ops_console' });
+      await writeAudit(db, {
+        actor: personActor(session.name, session.subject),
+        action: 'sign_out',
+        target: 'ops_console',
+      });
     }
-    res.setHeader('Set-Cookie', cookie(SESSION_COOKIE, '', { path: consolePath, maxAge: 0, secure: secure(req), sameSite: 'Strict' }));
+    res.setHeader(
+      'Set-Cookie',
+      cookie(SESSION_COOKIE, '', { path: consolePath, maxAge: 0, secure: secure(req), sameSite: 'Strict' }),
+    );
     res.json({ signed_out: Boolean(session) });
   });
 

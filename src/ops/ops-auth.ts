@@ -100,7 +100,13 @@ export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
     if (changesState(req.method)) {
       const sent = req.header(CSRF_HEADER) ?? '';
       if (!sent || !sameSecret(sent, session.csrfToken)) {
-        sendError(req, res, 403, 'csrf_failed', `a state-changing request must carry the session's ${CSRF_HEADER} header`);
+        sendError(
+          req,
+          res,
+          403,
+          'csrf_failed',
+          `a state-changing request must carry the session's ${CSRF_HEADER} header`,
+        );
         return null;
       }
     }
@@ -126,7 +132,12 @@ export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
       const now = Date.now();
       if (changesState(req.method) || now - lastBreakGlassRead > BREAK_GLASS_READ_MS) {
         if (!changesState(req.method)) lastBreakGlassRead = now;
-        await writeAudit(db, { actor: 'break-glass', action: 'break_glass', target, details: { path: req.path } });
+        await writeAudit(db, {
+          actor: 'break-glass',
+          action: 'break_glass',
+          target,
+          details: { path: req.path },
+        });
       }
     }
     const need = route?.role ?? 'admin';
@@ -137,9 +148,16 @@ export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
         target,
         details: { role_needed: need, role: identity.role, path: req.path },
       });
-      sendError(req, res, 403, 'forbidden', `this needs the ${need} role; ${identity.name} has ${identity.role}`, {
-        role_needed: need,
-      });
+      sendError(
+        req,
+        res,
+        403,
+        'forbidden',
+        `this needs the ${need} role; ${identity.name} has ${identity.role}`,
+        {
+          role_needed: need,
+        },
+      );
       return;
     }
     next();

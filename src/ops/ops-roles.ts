@@ -6,8 +6,9 @@
  * every route the router serves has its entry.
  */
 
-export const OPS_ROLES = ['viewer', 'operator', 'admin'] as const;
-export type OpsRole = (typeof OPS_ROLES)[number];
+import { OPS_ROLES, type OpsRole } from '../config/ops-auth-config.js';
+
+export { OPS_ROLES, type OpsRole };
 
 export function isOpsRole(value: unknown): value is OpsRole {
   return (OPS_ROLES as readonly unknown[]).includes(value);

@@ -225,7 +225,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
-  api.use(createCallbackOpsRouter({ db }));
+  api.use(createCallbackOpsRouter({ db, actorOf }));
   // Personal tokens (admin): src/ops/ops-token-router.ts.
   api.use(createOpsTokenRouter({ db }));
   api.use(notFound());

@@ -30,7 +30,11 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$/;
 
 export function checkTokenName(name: string): string {
   if (!NAME.test(name)) {
-    throw new AppError(400, 'validation_error', 'name: 1 to 100 of A-Z a-z 0-9 _ . @ -, starting with a letter or digit');
+    throw new AppError(
+      400,
+      'validation_error',
+      'name: 1 to 100 of A-Z a-z 0-9 _ . @ -, starting with a letter or digit',
+    );
   }
   return name;
 }
@@ -55,7 +59,11 @@ export async function createOpsToken(
     return { token, info: toInfo(row) };
   } catch (error) {
     if ((error as { code?: string }).code === 'P2002' || /unique/i.test(String(error))) {
-      throw new AppError(409, 'conflict', `a token named "${input.name}" exists: revoke it first or choose another name`);
+      throw new AppError(
+        409,
+        'conflict',
+        `a token named "${input.name}" exists: revoke it first or choose another name`,
+      );
     }
     throw error;
   }

@@ -31,7 +31,11 @@ export function createOpsTokenRouter(options: { db: Db }): Router {
   router.post('/tokens', async (req, res) => {
     const parsed = createBody.safeParse(req.body ?? {});
     if (!parsed.success) {
-      throw new AppError(400, 'validation_error', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      throw new AppError(
+        400,
+        'validation_error',
+        parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+      );
     }
     const actor = identityOf(res).actor;
     const { token, info } = await createOpsToken(db, {
@@ -51,8 +55,13 @@ export function createOpsTokenRouter(options: { db: Db }): Router {
 
   router.delete('/tokens/:name', async (req, res) => {
     const name = String(req.params.name);
-    if (!(await revokeOpsToken(db, name))) throw new AppError(404, 'not_found', `no live token named "${name}"`);
-    await writeAudit(db, { actor: identityOf(res).actor, action: 'token_revoke', target: `ops_token:${name}` });
+    if (!(await revokeOpsToken(db, name)))
+      throw new AppError(404, 'not_found', `no live token named "${name}"`);
+    await writeAudit(db, {
+      actor: identityOf(res).actor,
+      action: 'token_revoke',
+      target: `ops_token:${name}`,
+    });
     res.json({ revoked: name });
   });
 

@@ -21,7 +21,9 @@ export async function verify(opts: { json?: boolean }): Promise<void> {
       const lines = [
         `${report.checked} chained entries checked${report.legacy ? `; ${report.legacy} older entries written before the chain began (not covered)` : ''}`,
         ...(report.prunedThrough
-          ? [`pruned (oldest first) through entry #${report.prunedThrough.id}${report.prunedThrough.at ? `, written ${report.prunedThrough.at.toISOString()}` : ''}`]
+          ? [
+              `pruned (oldest first) through entry #${report.prunedThrough.id}${report.prunedThrough.at ? `, written ${report.prunedThrough.at.toISOString()}` : ''}`,
+            ]
           : []),
         ...(report.head ? [`head: entry #${report.head.id}, hash ${report.head.hash}`] : []),
         report.ok ? 'the audit chain holds' : `the audit chain is broken: ${report.firstBreak!.problem}`,

@@ -155,7 +155,12 @@ export async function redeliverCommand(
 export async function enable(source: string): Promise<void> {
   await withDb(async (root) => {
     const was = await enableEndpoint(root.db, source);
-    if (was) await writeAudit(root.db, { actor: cliActor(), action: 'callback_enable', target: `callback_endpoint:${source}` });
+    if (was)
+      await writeAudit(root.db, {
+        actor: cliActor(),
+        action: 'callback_enable',
+        target: `callback_endpoint:${source}`,
+      });
     process.stdout.write(
       was ? `the callback endpoint of ${source} is enabled again\n` : `${source}: not disabled\n`,
     );
