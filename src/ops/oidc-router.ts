@@ -52,6 +52,31 @@ function cookie(
   ].join('; ');
 }
 
+/** The code exchanged (PKCE, state and nonce checked), then the ID token's claims (userinfo's beside). */
+async function claimsOf(
+  config: oidc.Configuration,
+  settings: OidcSettings,
+  req: Request,
+  pending: { verifier: string; state: string; nonce: string },
+): Promise<Record<string, unknown>> {
+  // The current URL is rebuilt from the configured callback, never from the Host header.
+  const current = new URL(settings.redirectUrl);
+  current.search = new URL(req.originalUrl, 'http://x').search;
+  const tokens = await oidc.authorizationCodeGrant(config, current, {
+    pkceCodeVerifier: pending.verifier,
+    expectedState: pending.state,
+    expectedNonce: pending.nonce,
+    idTokenExpected: true,
+  });
+  const claims: Record<string, unknown> = { ...tokens.claims() };
+  if (claims[settings.rolesClaim] === undefined && tokens.access_token) {
+    // Some providers put groups in userinfo only.
+    const info = await oidc.fetchUserInfo(config, tokens.access_token, String(claims.sub));
+    return { ...info, ...claims };
+  }
+  return claims;
+}
+
 /**
  * `/ops/auth`: OpenID Connect sign-in of the console (authorization code flow with PKCE, by
  * openid-client). `login` sends the browser to the provider with a fresh state, nonce and code
@@ -172,25 +197,11 @@ export function createOidcRouter(options: { db: Db; logger: Logger; oidc?: OidcS
       unavailable(res, error);
       return;
     }
-    // The current URL is rebuilt from the configured callback, never from the Host header.
-    const current = new URL(settings.redirectUrl);
-    current.search = new URL(req.originalUrl, 'http://x').search;
-    let claims: Record<string, unknown>;
-    try {
-      const tokens = await oidc.authorizationCodeGrant(config, current, {
-        pkceCodeVerifier: pending.verifier,
-        expectedState: pending.state,
-        expectedNonce: pending.nonce,
-        idTokenExpected: true,
-      });
-      claims = { ...tokens.claims() };
-      if (claims[settings.rolesClaim] === undefined && tokens.access_token) {
-        // Some providers put groups in userinfo only.
-        const info = await oidc.fetchUserInfo(config, tokens.access_token, String(claims.sub));
-        claims = { ...info, ...claims };
-      }
-    } catch (error) {
+    const claims = await claimsOf(config, settings, req, pending).catch((error: unknown) => {
       logger.warn({ err: error }, 'sign-in refused by the provider or its answer failed the checks');
+      return null;
+    });
+    if (!claims) {
       res.setHeader('Set-Cookie', clearLogin);
       res
         .status(401)
