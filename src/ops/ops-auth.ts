@@ -79,7 +79,17 @@ export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
       }
       const token = await findOpsToken(db, bearer);
       if (token) return { kind: 'token', actor: `token:${token.name}`, name: token.name, role: token.role };
-      sendError(req, res, 403, 'forbidden', 'invalid ops token (unknown, revoked or expired)');
+      // Without OPS_TOKEN an unknown bearer is 401, as it always was (the API knows no such token).
+      if (breakGlass)
+        sendError(req, res, 403, 'forbidden', 'invalid ops token (unknown, revoked or expired)');
+      else
+        sendError(
+          req,
+          res,
+          401,
+          'unauthenticated',
+          'unknown ops token (OPS_TOKEN is not set; no personal token matches)',
+        );
       return null;
     }
     const sid = readCookie(req, SESSION_COOKIE);

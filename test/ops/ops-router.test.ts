@@ -95,7 +95,7 @@ describe('ops router', () => {
       });
     });
 
-    it('answers 401 to everyone when OPS_TOKEN is not set', async () => {
+    it('answers 401 to an unknown token when OPS_TOKEN is not set', async () => {
       const res = await fetch(`${closedBase}/ops/api/dead-letters`, {
         headers: { authorization: `Bearer ${TOKEN}` },
       });
