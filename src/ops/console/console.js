@@ -22,7 +22,8 @@ function showApp(isSignedIn) {
   const me = whoAmI();
   // CSS hides what the role cannot do ([data-needs] in console.css); the server refuses it anyway.
   document.body.dataset.role = me ? me.role : '';
-  if (me) $('whoami').textContent = `${me.name} · ${me.role}${me.kind === 'break-glass' ? ' (break-glass)' : ''}`;
+  if (me)
+    $('whoami').textContent = `${me.name} · ${me.role}${me.kind === 'break-glass' ? ' (break-glass)' : ''}`;
 }
 
 async function login(event) {
