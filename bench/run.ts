@@ -38,6 +38,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './changelog.js',
     what: 'partner.* read from offset 0: compacted changelog vs the same changes kept by time (issue 29)',
   },
+  history: {
+    module: './history.js',
+    what: 'a year of a large PMS in the tables: read paths and the command path, empty vs filled; storage per month; commands while a backlog is pruned (issue 42)',
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',

@@ -31,7 +31,7 @@ export function toError(thrown: unknown): Error {
   return new Error(typeof thrown === 'string' ? thrown : JSON.stringify(thrown));
 }
 
-/** Bad usage or configuration of a command: the CLI exits with code 2 (README: "CLI"). */
+/** Bad usage or configuration of a command: the CLI exits with code 2 (docs/cli.md). */
 export class UsageError extends Error {
   override name = 'UsageError';
 }

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { logicalTopic } from './topic-prefix.js';
 
 /**
- * Every Prometheus metric rentbridge exposes at /metrics (README: "Runbook" says what each means
+ * Every Prometheus metric rentbridge exposes at /metrics (docs/runbook.md says what each means
  * when it moves). One registry per process; components increment what they own.
  *
  * A process exposes only the metrics of the work it does (issue 33): the metrics below are in no

@@ -30,6 +30,7 @@ import {
 } from '../partner/source-partners.js';
 import { relayRoleCheck, type RoleCheck } from '../readiness.js';
 import { createRelay, type Relay } from '../relay/relay.js';
+import { createConfiguredRetentionPruner } from '../retention/retention-pruner.js';
 import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
@@ -210,10 +211,18 @@ export function createCompositionRoot(
         batchSize: config.RELAY_BATCH_ROWS,
       });
       roleChecks.push(relayRoleCheck(relay, runtime.db, config.RELAY_STALL_SECONDS));
+      // The relay already prunes the outbox: it keeps every other table within its retention too.
+      const retention = createConfiguredRetentionPruner(runtime.db, logger, config);
       return {
         name: 'relay',
-        start: () => relay.start(),
-        stop: () => relay.stop(),
+        start: async () => {
+          await relay.start();
+          retention.start();
+        },
+        stop: async () => {
+          await retention.stop();
+          await relay.stop();
+        },
         drain: () => relay.drain(),
         isPublisher: () => relay.isPublisher(),
         status: () => relay.status(),

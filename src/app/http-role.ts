@@ -9,6 +9,7 @@ import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
 import { createReadiness, type RoleCheck } from '../readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createReceiptPruner } from '../receiver/receipt-pruner.js';
+import { retentionText } from '../retention/storage-router.js';
 import { createWebhookRouter } from '../receiver/webhook-router.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Runtime } from '../runtime.js';
@@ -126,6 +127,7 @@ async function startHttp(
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     // The console judges and explains by the configured rules, as /readyz and the CLI do.
     insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
+    retention: retentionText(config),
   });
   const readiness = createReadiness(runtime, 3000, {
     writer,

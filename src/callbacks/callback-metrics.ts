@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../metrics.js';
 
 /**
- * The metrics of outcome callbacks (README: "Runbook"), on /metrics of the process that delivers
+ * The metrics of outcome callbacks (docs/runbook.md), on /metrics of the process that delivers
  * them (`start`, `rentbridge callbacks`) only, as every metric group (src/metrics.ts).
  */
 export const callbackMetrics = {

@@ -211,6 +211,10 @@ export interface SourceQueue {
   source: string;
   pending: number;
   dead: number;
+  /**
+   * Delivered in the last 24 hours: a count over every delivery ever made read the whole table on
+   * each console refresh (issue 42), and delivered callbacks are pruned after CALLBACK_RETENTION_DAYS.
+   */
   delivered: number;
   /** Seconds since the oldest pending delivery's outcome arrived; 0 when none waits. */
   oldestPendingSeconds: number;
@@ -220,12 +224,19 @@ export async function queueBySource(db: Db): Promise<SourceQueue[]> {
   const rows = await db.$queryRaw<
     Array<{ source: string; pending: bigint; dead: bigint; delivered: bigint; oldest: number | null }>
   >`
-    SELECT source,
-           count(*) FILTER (WHERE state = 'pending') AS pending,
-           count(*) FILTER (WHERE state = 'dead') AS dead,
-           count(*) FILTER (WHERE state = 'delivered') AS delivered,
-           EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE state = 'pending'))::float8 AS oldest
-      FROM callback_deliveries GROUP BY source ORDER BY source`;
+    WITH waiting AS (
+      SELECT source,
+             count(*) FILTER (WHERE state = 'pending') AS pending,
+             count(*) FILTER (WHERE state = 'dead') AS dead,
+             min(created_at) FILTER (WHERE state = 'pending') AS oldest
+        FROM callback_deliveries WHERE state IN ('pending', 'dead') GROUP BY source),
+    delivered AS (
+      SELECT source, count(*) AS delivered FROM callback_deliveries
+       WHERE state = 'delivered' AND delivered_at > now() - interval '1 day' GROUP BY source)
+    SELECT source, coalesce(w.pending, 0) AS pending, coalesce(w.dead, 0) AS dead,
+           coalesce(d.delivered, 0) AS delivered,
+           EXTRACT(EPOCH FROM now() - w.oldest)::float8 AS oldest
+      FROM waiting w FULL JOIN delivered d USING (source) ORDER BY source`;
   return rows.map((r) => ({
     source: r.source,
     pending: Number(r.pending),

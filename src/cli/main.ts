@@ -7,7 +7,7 @@ import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
 
 /**
- * `rentbridge <command>`: the public CLI (README: "CLI"). Each command's module is loaded only
+ * `rentbridge <command>`: the public CLI (docs/cli.md). Each command's module is loaded only
  * when it runs, so `--help` and the sandbox start without a database or Kafka.
  */
 

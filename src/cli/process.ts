@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 
-/** Exit code for bad usage or configuration (README: "CLI"). */
+/** Exit code for bad usage or configuration (docs/cli.md). */
 export const EXIT_USAGE = 2;
 
 export { UsageError } from '../errors.js';

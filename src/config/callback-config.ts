@@ -48,7 +48,7 @@ export const callbacksBySource = secretJson(
 
 const positiveInt = z.coerce.number().int().positive();
 
-/** The environment variables of outcome callbacks (README: "Outcome callbacks"). */
+/** The environment variables of outcome callbacks (docs/pms.md, "Outcome callbacks"). */
 export const callbackSettings = {
   /**
    * Per PMS source, where its commands' outcomes are POSTed, JSON:

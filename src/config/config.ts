@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
 import { opsAuthProblems, opsAuthSettings } from './ops-auth-config.js';
+import { retentionSettings } from './retention-config.js';
 
 /**
- * Every environment variable rentbridge reads, parsed once at start (README: "Configuration").
+ * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
  * A missing or bad value stops the process with exit code 2, naming the variable.
  */
 
@@ -169,6 +170,7 @@ export const configSchema = z
     PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
     /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
+    ...retentionSettings,
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */
@@ -236,6 +238,15 @@ export const configSchema = z
         code: 'custom',
         path: ['PARTNER_SECRET_KEY'],
         message: 'required when PARTNER_API_URL points at a real Partner API',
+      });
+    }
+    // A command still on its topic must still find its guard row, or a re-read would apply it again.
+    if (c.COMMAND_RETENTION_DAYS * 24 < c.KAFKA_COMMAND_RETENTION_HOURS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['COMMAND_RETENTION_DAYS'],
+        message:
+          'must cover KAFKA_COMMAND_RETENTION_HOURS: a command still on its topic would be applied again',
       });
     }
     // A key under a name no PMS signs with would never be used: the source's commands would run on

@@ -2,7 +2,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Config } from '../config/config.js';
 
 /**
- * The HTTP server's time-outs and connection cap, set deliberately (README: "Configuration"):
+ * The HTTP server's time-outs and connection cap, set deliberately (docs/configuration.md):
  * a sender that trickles its headers or its body holds a socket for HTTP_HEADERS_TIMEOUT_MS /
  * HTTP_REQUEST_TIMEOUT_MS at most (Node's own defaults are 60 s and 300 s), an idle keep-alive
  * connection HTTP_KEEP_ALIVE_TIMEOUT_MS, and beyond HTTP_MAX_CONNECTIONS new sockets are

@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../config/config.js';
 
 /**
- * What rentbridge wants of each of its topics (README: "Topics"): partitions, replicas, and the
+ * What rentbridge wants of each of its topics (docs/topics.md): partitions, replicas, and the
  * topic configs that decide how long messages stay. Pure: the broker side is topic-plan.ts.
  *
  * partner.<resource> are changelogs (compacted, a tombstone after each removal, decision 024);

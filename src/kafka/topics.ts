@@ -2,7 +2,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { defaultTopicSettings, wantedTopic, type TopicSettings } from './topic-settings.js';
 
-/** Logical topic names (README: "Topics"); KAFKA_TOPIC_PREFIX is applied by `topicName`. */
+/** Logical topic names (docs/topics.md); KAFKA_TOPIC_PREFIX is applied by `topicName`. */
 export const TOPICS = {
   partner: (resource: Resource) => `partner.${resource}`,
   applicationDecisions: 'commands.application-decisions',

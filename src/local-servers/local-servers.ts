@@ -50,7 +50,7 @@ function controllerPort(env: NodeJS.ProcessEnv, kafkaPort: number): number {
 export async function startLocalServers(options: LocalServersOptions): Promise<LocalServers> {
   const { root, env, logger: parent } = options;
   const logger = parent.child({ component: 'local-servers' });
-  // Inside the project: relative, as the README names `.postgres/`; elsewhere the absolute path.
+  // Inside the project: relative, as docs/running.md names `.postgres/`; elsewhere the absolute path.
   const show = (path: string) => {
     const inside = relative(process.cwd(), path);
     return inside.startsWith('..') || isAbsolute(inside) ? path : inside || '.';
@@ -209,7 +209,7 @@ function reportServers(
   if (pgWanted || kafkaWanted) {
     logger.info(
       { wipe: 'rentbridge start --fresh (npm start -- --fresh)' },
-      'to use your own servers, set DATABASE_URL and KAFKA_BROKERS (README: "Configuration")',
+      'to use your own servers, set DATABASE_URL and KAFKA_BROKERS (docs/configuration.md)',
     );
   }
 }

@@ -24,6 +24,7 @@ import { createOidcRouter, type OidcSettings } from './oidc-router.js';
 import { OPS_API_ROUTES, roleAllows } from './ops-roles.js';
 import { createOpsTokenRouter } from './ops-token-router.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
+import { createStorageRouter } from '../retention/storage-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -42,6 +43,8 @@ export interface OpsRouterOptions {
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS and RELAY_STALL_SECONDS, for the console's views (createInsightRouter). */
   insight?: { retentionHours: number; relayStallSeconds: number };
+  /** What each table keeps, for GET /storage (retentionText of the configuration). */
+  retention?: Record<string, string>;
 }
 
 export type OpsRouter = Router & {
@@ -224,6 +227,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
+  // Each table's size, retention and last pruning (src/retention/, docs/retention.md).
+  api.use(createStorageRouter({ db, retention: options.retention ?? {} }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
   api.use(createCallbackOpsRouter({ db, actorOf }));
   // Personal tokens (admin): src/ops/ops-token-router.ts.

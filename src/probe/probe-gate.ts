@@ -37,6 +37,6 @@ export function requireProbeAssumptions(
     return;
   }
   throw new UsageError(
-    `${what}. The guard could write a payment or decision twice: change src/partner/assumptions.ts (README "Going live"), probe again, or set PARTNER_PROBE_OVERRIDE=true to start anyway`,
+    `${what}. The guard could write a payment or decision twice: change src/partner/assumptions.ts (docs/operations.md, "Going live"), probe again, or set PARTNER_PROBE_OVERRIDE=true to start anyway`,
   );
 }

@@ -85,7 +85,7 @@ export function probeTable(report: ProbeReport): string {
           ...new Set(
             report.rows.filter((r) => r.guard && r.result === 'does_not_hold').map((r) => r.guard_assumption),
           ),
-        ].join(', ')} — see README "Going live".`,
+        ].join(', ')} — see docs/operations.md, "Going live".`,
     ...(report.source_keys_hold
       ? []
       : ['A PMS source key is not as configured (PMS_PARTNER_KEYS): see the "source" rows above.']),

@@ -47,6 +47,9 @@ const LETTER = `SELECT id::text, dlq_topic AS "dlqTopic", original_topic AS "ori
   FROM dead_letters`;
 const VERSION = `SELECT resource, record_id AS "recordId", updated_at AS "updatedAt", via, published_at AS "publishedAt"
   FROM published_versions`;
+/** By identity, the attempts' own index: a command id alone leads none of its indexes (issue 42). */
+const ATTEMPTS_OF_COMMAND_IDS = `(source, command_type, command_id) IN (
+  SELECT source, command_type, command_id FROM commands WHERE command_id = ANY($1::text[]))`;
 const AUDIT = `SELECT id::text, at, actor, action, target, reason, details FROM audit_log`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -135,7 +138,9 @@ async function readNamedRows(
       id,
     ),
     q<DeadLetterRow>(
-      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR $1 = ANY(partner_request_ids)
+      // Each arm an index lookup (a BitmapOr): `@>` is what the GIN index of request ids serves,
+      // the headers have expression indexes (issue 42).
+      `${LETTER} WHERE id = $2::bigint OR command_id = $1 OR key = $1 OR partner_request_ids @> ARRAY[$1::text]
          OR headers->>'webhook-id' = $1 OR headers->>'ce_id' = $1 ORDER BY id`,
       id,
       numeric,
@@ -260,7 +265,7 @@ export async function readTraceRows(
       : [],
     commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
     commandIds.length
-      ? q<AttemptRow>(`${ATTEMPT} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      ? q<AttemptRow>(`${ATTEMPT} WHERE ${ATTEMPTS_OF_COMMAND_IDS} ORDER BY id`, commandIds)
       : [],
     commandIds.length
       ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)

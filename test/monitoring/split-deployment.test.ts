@@ -45,6 +45,9 @@ const OWNERS: Record<string, string[]> = {
   RentbridgeRoleNotRunning: ['receiver'],
   RentbridgeCallbackEndpointFailing: ['callbacks'],
   RentbridgeCallbacksDeadLettered: ['callbacks'],
+  // The relay prunes every table (src/retention/).
+  RentbridgeRetentionBehind: ['relay'],
+  RentbridgeRetentionNotRunning: ['relay'],
 };
 
 /** Metric families declared on a /metrics page. */

@@ -15,7 +15,7 @@ import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
 
 /**
- * `rentbridge callbacks run|status|list|show|redeliver|enable` (README: "Outcome callbacks"): the
+ * `rentbridge callbacks run|status|list|show|redeliver|enable` (docs/pms.md, "Outcome callbacks"): the
  * callback role as its own process, and what ops do with deliveries.
  */
 
@@ -63,7 +63,7 @@ export async function status(opts: { json?: boolean }): Promise<void> {
     if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     for (const r of rows) {
       process.stdout.write(
-        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered ${r.delivered}\n`,
+        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}\n`,
       );
     }
   });

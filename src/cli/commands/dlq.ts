@@ -29,7 +29,7 @@ import {
 } from './dlq-options.js';
 
 /**
- * `rentbridge dlq list|show|redrive|discard` (README: "Dead letters"): the options parsed once
+ * `rentbridge dlq list|show|redrive|discard` (docs/runbook.md, "Dead letters and redrive"): the options parsed once
  * (src/cli/commands/dlq-options.ts), the work done by the dead-letter service, the output
  * formatted by dlq-format.ts.
  */

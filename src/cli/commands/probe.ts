@@ -14,7 +14,7 @@ export interface ProbeCliOptions {
 
 /**
  * `rentbridge probe`: checks the Partner API at PARTNER_API_URL against rentbridge's
- * assumptions (README "Going live"), and each PMS source's own key (PMS_PARTNER_KEYS). Prints a
+ * assumptions (docs/operations.md, "Going live"), and each PMS source's own key (PMS_PARTNER_KEYS). Prints a
  * table, writes it as JSON (`--out`), exits 1 when an assumption the guard relies on does not hold
  * or a source key is not as configured, 2 on bad usage.
  */

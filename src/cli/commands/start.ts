@@ -257,7 +257,7 @@ function announce(
           metrics: `${base}/metrics`,
           ready: `${base}/readyz`,
           ...(config.OPS_TOKEN === DEMO_OPS_TOKEN && { demoOpsToken: DEMO_OPS_TOKEN }),
-          // The fixed demo secrets only (README: "What npm start shows"), never configured ones.
+          // The fixed demo secrets only (docs/running.md, "What npm start shows"), never configured ones.
           ...(demo &&
             config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]?.[0] === DEMO_PMS_WEBHOOK_SECRET && {
               demoPmsWebhook: `${base}/webhooks/pms/${DEMO_PMS_SOURCE}`,

@@ -6,7 +6,7 @@ import { loadConfigOrExit } from '../process.js';
 
 /**
  * `rentbridge topics [--apply]`: every topic's settings on the broker beside what rentbridge wants
- * (README: "Topics"). Without --apply it is a dry run: it prints the table and what --apply would
+ * (docs/topics.md). Without --apply it is a dry run: it prints the table and what --apply would
  * change, and changes nothing. With --apply it creates missing topics and alters existing ones in
  * place (configs, added partitions): no topic is recreated, no message lost.
  */

@@ -40,7 +40,7 @@ function sourcesTable(sources) {
   const head = el(
     'tr',
     {},
-    ...['source', 'endpoint', 'pending', 'oldest pending', 'dead', 'delivered', ''].map((h) =>
+    ...['source', 'endpoint', 'pending', 'oldest pending', 'dead', 'delivered (24 h)', ''].map((h) =>
       el('th', {}, h),
     ),
   );

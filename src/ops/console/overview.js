@@ -5,6 +5,7 @@ import uPlot from './vendor/uplot/uPlot.esm.js';
 import { $, el } from './dom.js';
 import { api, isRefused, signOut } from './session.js';
 import { startCallbacks, stopCallbacks } from './callbacks.js';
+import { startStorage, stopStorage } from './storage.js';
 
 const REFRESH_MS = 10000;
 const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'];
@@ -170,6 +171,8 @@ export async function startOverview() {
   stopOverview();
   // The outcome callbacks' card (callbacks.js) is part of the overview.
   startCallbacks();
+  // Each table's size and last pruning (storage.js), below the callbacks.
+  startStorage();
   await loadOverview();
   overviewTimer = window.setInterval(() => {
     if (!document.hidden) void loadOverview();
@@ -178,6 +181,7 @@ export async function startOverview() {
 
 export function stopOverview() {
   stopCallbacks();
+  stopStorage();
   if (overviewTimer) window.clearInterval(overviewTimer);
   overviewTimer = null;
 }

@@ -3,7 +3,7 @@ import type { Db } from '../../db/prisma.js';
 /**
  * What the console's overview reads from PostgreSQL: a handful of aggregate queries over the last
  * hour, each bounded by an index range or a small table, so that a refresh every few seconds stays
- * cheap (README: "Console overview" has the measured cost). Times are minute buckets (epoch
+ * cheap (docs/operations.md, "Console: the overview" has the measured cost). Times are minute buckets (epoch
  * seconds); figures are plain numbers.
  */
 

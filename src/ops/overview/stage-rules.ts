@@ -1,6 +1,6 @@
 /**
  * When the overview marks a stage as not moving. One place for the thresholds, so the console,
- * the README's runbook and the alert rules can say the same thing.
+ * the runbook (docs/runbook.md) and the alert rules can say the same thing.
  *
  * - relay `stalled`: the oldest unpublished outbox row is older than RELAY_STALL_SECONDS (rows
  *   wait: Kafka unreachable or no relay running). The bound is the configured one, passed in: the

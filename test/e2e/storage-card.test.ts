@@ -1,0 +1,104 @@
+import type { Server } from 'node:http';
+import express from 'express';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
+import { requestId } from '../../src/http/request-id.js';
+import { createLogger } from '../../src/logger.js';
+import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
+import { createRetentionPruner } from '../../src/retention/retention-pruner.js';
+import { retentionRules } from '../../src/retention/retention-rules.js';
+import { retentionText } from '../../src/retention/storage-router.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
+
+const TOKEN = 'e2e-ops-token-0123456789';
+const logger = createLogger({ level: 'silent' });
+
+interface StorageTable {
+  table: string;
+  retention: string;
+  rowsEstimate: number;
+  tableBytes: number;
+  indexBytes: number;
+  lastPrunedAt: string | null;
+  prunedTotal: number;
+  pruned: boolean;
+}
+
+/**
+ * The console's "Data and retention" (issue 42): each table's size, its retention and when it was
+ * last pruned, from GET /ops/api/storage, on the overview in a real browser.
+ */
+describe('the storage of each table in the ops API and the console', () => {
+  let database: TestDatabase;
+  let router: OpsRouter;
+  let server: Server;
+  let base: string;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await database.sql
+      .query(`INSERT INTO dead_letters (dlq_topic, partition, "offset", value, headers, state, resolved_at)
+      SELECT 't.dlq', 0, i::text, '{}', '{}', 'discarded', now() - interval '200 days' FROM generate_series(1, 5) i`);
+    const config = loadConfig({});
+    await createRetentionPruner({ db: database.db, logger, rules: retentionRules(config) }).runPass();
+    await database.sql.query('ANALYZE');
+    const app = express();
+    app.use(requestId());
+    router = createOpsRouter({
+      db: database.db,
+      logger,
+      opsToken: TOKEN,
+      topicPrefix: 'e2e.',
+      retention: retentionText(config),
+    });
+    app.use('/ops', router);
+    ({ server, base } = await serveApp(app));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await closeServer(server);
+    await router?.close();
+    await database?.drop();
+  });
+
+  it('answers each table with its size, retention and last pruning', async () => {
+    const res = await fetch(`${base}/ops/api/storage`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { tables: StorageTable[]; totalBytes: number };
+    const letters = body.tables.find((t) => t.table === 'dead_letters');
+    expect(letters).toMatchObject({ retention: 'resolved: 90 d; open: kept', prunedTotal: 5, pruned: true });
+    expect(Date.parse(letters!.lastPrunedAt!)).toBeGreaterThan(Date.now() - 60_000);
+    expect(body.tables.find((t) => t.table === 'commands')).toMatchObject({
+      lastPrunedAt: null,
+      pruned: true,
+    });
+    expect(body.tables.find((t) => t.table === 'outbox')).toMatchObject({ pruned: false });
+    expect(body.tables.map((t) => t.table)).not.toContain('_prisma_migrations');
+    expect(body.totalBytes).toBeGreaterThan(0);
+    // The ops token guards it like every ops route.
+    expect((await fetch(`${base}/ops/api/storage`)).status).toBe(401);
+  });
+
+  it.skipIf(skipWithoutChromium)('shows them on the overview', async () => {
+    browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1200 } });
+    await page.goto(`${base}/ops`);
+    await page.fill('#token', TOKEN);
+    await page.fill('#actor', 'e2e-operator');
+    await page.click('#login-submit');
+    const card = page.locator('[data-testid=storage]');
+    await card.locator('tr[data-table=dead_letters]').waitFor();
+    expect(await card.locator('[data-testid=pruned-dead_letters]').textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
+    expect(await card.locator('[data-testid=pruned-commands]').textContent()).toBe('never');
+    expect(await card.locator('[data-testid=pruned-outbox]').textContent()).toBe('by its owner');
+    expect(await card.locator('tr[data-table=dead_letters] td').nth(1).textContent()).toBe(
+      'resolved: 90 d; open: kept',
+    );
+  });
+});

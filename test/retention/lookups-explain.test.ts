@@ -1,0 +1,181 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attemptsOf, listDeliveries, queueBySource } from '../../src/callbacks/callback-repository.js';
+import { parseDatabaseUrl } from '../../src/db/database-url.js';
+import type { Db } from '../../src/db/prisma.js';
+import { listAudit } from '../../src/dead-letters/audit-repository.js';
+import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
+import { createCommandRepository } from '../../src/guard/command-repository.js';
+import { readOverviewRows } from '../../src/ops/overview/overview-repository.js';
+import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
+import { traceId } from '../../src/trace/trace.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { fillHistory } from '../support/history-fill.js';
+
+/**
+ * Every lookup the trace, the PMS status API, the console and ops API, the CLI, the callbacks and
+ * the guard make on a table that grows is an index lookup or a bounded range (issue 42). Each is
+ * run through its own code against tables filled with enough history that PostgreSQL would read a
+ * whole table where no index serves (statistics fresh: ANALYZE after the fill); the statements it
+ * sends are captured and explained, and a sequential scan of a growing table fails the test.
+ */
+const GROWING = new Set([
+  'commands',
+  'command_attempts',
+  'published_versions',
+  'known_records',
+  'dead_letters',
+  'audit_log',
+  'callback_deliveries',
+  'callback_attempts',
+  'outbox',
+  'webhook_receipts',
+]);
+
+interface Captured {
+  query: string;
+  params: unknown[];
+}
+
+describe('the lookups on growing tables', () => {
+  let database: TestDatabase;
+  let db: Db;
+  let captured: Captured[] = [];
+  const ids = { eventId: '', deadLetterId: '', deliveryId: '' };
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await fillHistory(database.sql, {
+      commands: 20_000,
+      versions: 30_000,
+      deadLetters: 4000,
+      audit: 4000,
+      outbox: 4000,
+    });
+    await database.sql.query('ANALYZE');
+    const { connectionString, schema } = parseDatabaseUrl(database.url);
+    const client = new PrismaClient({
+      adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
+      log: [{ emit: 'event', level: 'query' }],
+    });
+    client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
+    db = client;
+    const one = async (text: string) =>
+      String(Object.values((await database.sql.query(text)).rows[0] as object)[0]);
+    ids.eventId = await one(`SELECT event_id FROM outbox WHERE key = 'h_rec_100'`);
+    ids.deadLetterId = await one(`SELECT id FROM dead_letters WHERE "offset" = 'h100'`);
+    ids.deliveryId = await one(`SELECT id FROM callback_deliveries WHERE command_id = 'h-pay-5001'`);
+  }, 120_000);
+  afterAll(async () => {
+    await db.$disconnect();
+    await database.drop();
+  });
+
+  /** The growing tables each statement `run` sends reads by sequential scan, with the statement. */
+  async function seqScans(run: (db: Db) => Promise<unknown>): Promise<string[]> {
+    captured = [];
+    await run(db);
+    const reads = captured.filter((c) => /^\s*(SELECT|WITH)\b/i.test(c.query));
+    expect(reads.length).toBeGreaterThan(0);
+    const found: string[] = [];
+    for (const c of reads) {
+      const { rows } = await database.sql.query<{ 'QUERY PLAN': unknown }>(
+        `EXPLAIN (FORMAT JSON) ${c.query}`,
+        c.params,
+      );
+      for (const table of scannedTables(rows[0]?.['QUERY PLAN']))
+        found.push(`${table}: ${c.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+    }
+    return found;
+  }
+
+  const status = (db: Db) => createCommandStatusRepository(db);
+  const guard = (db: Db) => createCommandRepository(db);
+  const identity = { source: 'acme', commandType: 'rental_payment', commandId: 'h-pay-5002' } as const;
+  const trace = (id: string) => (db: Db) => traceId(db, id, { topicPrefix: '', retentionHours: 72 });
+
+  const LOOKUPS: Array<[string, (db: Db) => Promise<unknown>]> = [
+    ['the trace by a command id', trace('h-pay-5001')],
+    ['the trace by a Partner request id', trace('h-pay-5001.a1')],
+    ['the trace by a webhook id', trace('h-ob-100')],
+    ['the trace by a CloudEvent id', (db) => trace(ids.eventId)(db)],
+    ['the trace by a record id', trace('h_rec_100')],
+    ['the trace by a dead letter id', (db) => trace(ids.deadLetterId)(db)],
+    ['the trace by a dead letter webhook id', trace('h-wh-100')],
+    ['the trace by a target record id', trace('enr_5001')],
+    ['the PMS status of one command', (db) => status(db).byId('acme', 'h-pay-5001')],
+    [
+      'the PMS command list of the last hour',
+      (db) => status(db).list('acme', { since: new Date(Date.now() - 3_600_000), limit: 100 }),
+    ],
+    ['the callbacks status per source', (db) => queueBySource(db)],
+    ['the dead callbacks list', (db) => listDeliveries(db, { state: 'dead' })],
+    [
+      "a command's callbacks and their attempts",
+      async (db) => {
+        await listDeliveries(db, { source: 'birch', commandId: 'h-pay-5001', commandType: 'rental_payment' });
+        await attemptsOf(db, ids.deliveryId);
+      },
+    ],
+    [
+      'the open dead letters list and its counts',
+      async (db) => {
+        await searchDeadLetters(db, { state: 'open', limit: 100 });
+        await countDeadLetters(db, { state: 'open' });
+      },
+    ],
+    [
+      'the dead letters of a Partner request id',
+      (db) => searchDeadLetters(db, { requestId: 'h-dl-100.a1', state: 'all' }),
+    ],
+    [
+      'the dead letters of a command id',
+      (db) => searchDeadLetters(db, { commandId: 'h-dl-100', state: 'all' }),
+    ],
+    [
+      'the audit list and one target',
+      async (db) => {
+        await listAudit(db, { limit: 100 });
+        await listAudit(db, { target: 'dead-letter:h100' });
+      },
+    ],
+    ['the overview refresh', (db) => readOverviewRows(db, { stuckAfterSeconds: 300 })],
+    [
+      "the guard's reads of a command",
+      async (db) => {
+        await guard(db).find(identity);
+        await guard(db).requestIdBaseFor(identity);
+        await guard(db).attempts(identity);
+      },
+    ],
+  ];
+
+  it.each(LOOKUPS)('%s reads no growing table whole', async (_name, run) => {
+    expect(await seqScans(run)).toEqual([]);
+  });
+
+  it('finds a lookup that no index serves (the check can fail)', async () => {
+    const found = await seqScans(
+      (db) => db.$queryRaw`SELECT * FROM commands WHERE payload->>'paid_on' = '2026-01-01'`,
+    );
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^commands: /);
+  });
+});
+
+/** Every growing table a plan reads by Seq Scan (JSON plan: nodes nest under `Plans`). */
+function scannedTables(plan: unknown): string[] {
+  const out: string[] = [];
+  const walk = (node: unknown) => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (!node || typeof node !== 'object') return;
+    const n = node as { 'Node Type'?: string; 'Relation Name'?: string; Plan?: unknown; Plans?: unknown[] };
+    if (n['Node Type'] === 'Seq Scan' && n['Relation Name'] && GROWING.has(n['Relation Name']))
+      out.push(n['Relation Name']);
+    walk(n.Plan);
+    n.Plans?.forEach(walk);
+  };
+  walk(plan);
+  return out;
+}

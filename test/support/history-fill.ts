@@ -1,0 +1,176 @@
+import type pg from 'pg';
+
+/**
+ * Fills rentbridge's growing tables with a span of history, server-side (generate_series), with
+ * column values shaped like the flow's own: commands of a few PMS sources with their Partner
+ * request ids, two guard attempts each, an outcome callback each, versions of applications and
+ * enrollments, dead letters with their headers, audit entries. Times are spread evenly over the
+ * span, oldest first. Used by the EXPLAIN test (test/retention/lookups-explain.test.ts) and the
+ * history bench (bench/history.ts).
+ *
+ * Ids are `h<i>`-based and unique per call through `tag`, so two fills of one schema never collide.
+ */
+export interface HistoryVolumes {
+  commands: number;
+  /** Published versions (records: a third of them, so most records have three versions). */
+  versions: number;
+  deadLetters: number;
+  audit: number;
+  /** Outbox rows and webhook receipts (kept OUTBOX_RETENTION_HOURS in production). */
+  outbox: number;
+}
+
+/** A large PMS's year (issue 42): 1.02M commands, 2.04M attempts, 1.02M callbacks, 3.06M versions. */
+export const YEAR_OF_A_LARGE_PMS: HistoryVolumes = {
+  commands: 1_020_000,
+  versions: 3_060_000,
+  deadLetters: 20_000,
+  audit: 40_000,
+  outbox: 200_000,
+};
+
+export function scaled(v: HistoryVolumes, scale: number): HistoryVolumes {
+  const s = (n: number) => Math.max(1, Math.round(n * scale));
+  return {
+    commands: s(v.commands),
+    versions: s(v.versions),
+    deadLetters: s(v.deadLetters),
+    audit: s(v.audit),
+    outbox: s(v.outbox),
+  };
+}
+
+/** `age(i, n)`: the i-th of n rows' distance in time from now, the oldest first, over `spanDays`. */
+const age = (i: string, n: string) => `(interval '1 day' * $2::float8 * (1 - ${i}::float8 / ${n}))`;
+
+/**
+ * One statement per table, each committed on its own (progress through `onTable`). `spanDays` is
+ * how far back the oldest row is; `tag` keeps the ids of one fill apart from another's.
+ */
+export async function fillHistory(
+  sql: pg.Pool | pg.PoolClient,
+  volumes: HistoryVolumes,
+  options: { spanDays?: number; tag?: string; onTable?: (table: string, ms: number) => void } = {},
+): Promise<void> {
+  const span = options.spanDays ?? 365;
+  const tag = options.tag ?? 'h';
+  const steps: Array<[string, string, unknown[]]> = [
+    [
+      'commands',
+      `INSERT INTO commands (source, command_id, command_type, target_id, state, payload, snapshot, attempts,
+                             request_id_base, request_ids, created_at, updated_at, finished_at, outcome)
+       SELECT s.src, $1 || '-pay-' || i, CASE WHEN i % 4 = 0 THEN 'application_decision' ELSE 'rental_payment' END,
+              CASE WHEN i % 4 = 0 THEN 'app_' ELSE 'enr_' END || (i % 50000),
+              CASE WHEN i % 500 = 0 THEN 'unverified' WHEN i % 50 = 0 THEN 'rejected' ELSE 'applied' END,
+              jsonb_build_object('amount_cents', 120000 + i % 5000, 'paid_on', to_char(now() - t.a, 'YYYY-MM-DD')),
+              jsonb_build_object('status', 'active', 'updated_at', now() - t.a - interval '1 minute'), 1,
+              $1 || '-pay-' || i, ARRAY[$1 || '-pay-' || i || '.a1'],
+              now() - t.a, now() - t.a, now() - t.a,
+              jsonb_build_object('status', 'applied', 'command_id', $1 || '-pay-' || i)
+         FROM generate_series(1, $3::int) i
+         CROSS JOIN LATERAL (SELECT ${age('i', '$3')} AS a) t
+         CROSS JOIN LATERAL (SELECT (ARRAY['acme', 'birch', 'cedar'])[1 + i % 3] AS src) s`,
+      [tag, span, volumes.commands],
+    ],
+    [
+      'command_attempts',
+      `INSERT INTO command_attempts (source, command_type, command_id, attempt, request_id, kind, started_at,
+                                     finished_at, result, status)
+       SELECT c.source, c.command_type, c.command_id, k, c.request_id_base || '.a1' || CASE WHEN k = 2 THEN '.r1' ELSE '' END,
+              CASE WHEN k = 1 THEN 'write' ELSE 'read_back' END, c.created_at, c.created_at + interval '200 ms',
+              'applied', 200
+         FROM commands c CROSS JOIN generate_series(1, 2) k
+        WHERE c.command_id LIKE $1 || '-pay-%'`,
+      [tag],
+    ],
+    [
+      'callback_deliveries',
+      `INSERT INTO callback_deliveries (source, webhook_id, event_id, event_type, command_type, command_id,
+                                        outcome_status, payload, state, attempts, created_at, delivered_at,
+                                        next_attempt_at, retry_from)
+       SELECT c.source, 'msg_' || c.command_id, gen_random_uuid()::text, 'rentbridge.outcome.' || c.command_type,
+              c.command_type, c.command_id, c.state, '{"specversion":"1.0"}',
+              CASE WHEN c.state = 'unverified' THEN 'pending' ELSE 'delivered' END, 1,
+              c.finished_at, CASE WHEN c.state = 'unverified' THEN NULL ELSE c.finished_at + interval '1 second' END,
+              c.finished_at, c.finished_at
+         FROM commands c WHERE c.command_id LIKE $1 || '-pay-%'`,
+      [tag],
+    ],
+    [
+      'callback_attempts',
+      `INSERT INTO callback_attempts (delivery_id, at, url, result, http_status, duration_ms)
+       SELECT d.id, coalesce(d.delivered_at, d.created_at), 'https://pms.example/outcomes',
+              CASE WHEN d.state = 'delivered' THEN 'delivered' ELSE 'failed' END, 200, 40
+         FROM callback_deliveries d WHERE d.command_id LIKE $1 || '-pay-%'`,
+      [tag],
+    ],
+    [
+      'published_versions',
+      `INSERT INTO published_versions (resource, record_id, updated_at, via, published_at)
+       SELECT CASE WHEN i % 2 = 0 THEN 'applications' ELSE 'enrollments' END, $1 || '_rec_' || (i % ($3::int / 3 + 1)),
+              to_char((now() - t.a) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+              CASE WHEN i % 3 = 0 THEN 'poller' ELSE 'webhook' END, now() - t.a
+         FROM generate_series(1, $3::int) i CROSS JOIN LATERAL (SELECT ${age('i', '$3')} AS a) t
+       ON CONFLICT DO NOTHING`,
+      [tag, span, volumes.versions],
+    ],
+    [
+      'known_records',
+      `INSERT INTO known_records (resource, record_id, updated_at, status, removed_at, seen_at)
+       SELECT DISTINCT ON (resource, record_id) resource, record_id, updated_at, 'active',
+              CASE WHEN hashtext(record_id) % 20 = 0 THEN published_at END, published_at
+         FROM published_versions WHERE record_id LIKE $1 || '_rec_%'
+        ORDER BY resource, record_id, updated_at DESC
+       ON CONFLICT DO NOTHING`,
+      [tag],
+    ],
+    [
+      'dead_letters',
+      `INSERT INTO dead_letters (dlq_topic, partition, "offset", key, value, headers, original_topic, reason,
+                                 error_code, error_status, command_id, command_source, command_type,
+                                 partner_request_ids, attempts, first_failure_at, last_failure_at, state,
+                                 resolved_at, resolution, indexed_at)
+       SELECT 'commands.rental-payments.dlq', 0, $1 || i, 'enr_' || (i % 50000), '{"specversion":"1.0"}',
+              jsonb_build_object('webhook-id', $1 || '-wh-' || i, 'ce_id', gen_random_uuid()::text,
+                                 'ce_type', 'rentbridge.command.rental_payment'),
+              'commands.rental-payments', CASE WHEN i % 2 = 0 THEN 'partner_rejected' ELSE 'unverified' END,
+              'invalid_state_transition', 409, $1 || '-dl-' || i, 'acme', 'rental_payment',
+              ARRAY[$1 || '-dl-' || i || '.a1'], 1, now() - t.a, now() - t.a,
+              CASE WHEN i % 10 = 0 THEN 'open' ELSE 'discarded' END,
+              CASE WHEN i % 10 = 0 THEN NULL ELSE now() - t.a + interval '1 hour' END,
+              CASE WHEN i % 10 = 0 THEN NULL ELSE 'duplicate payment' END, now() - t.a
+         FROM generate_series(1, $3::int) i CROSS JOIN LATERAL (SELECT ${age('i', '$3')} AS a) t`,
+      [tag, span, volumes.deadLetters],
+    ],
+    [
+      'audit_log',
+      `INSERT INTO audit_log (at, actor, action, target, reason, details)
+       SELECT now() - t.a, 'ops:alice', 'discard', 'dead-letter:' || $1 || i, 'duplicate payment',
+              jsonb_build_object('commandId', $1 || '-dl-' || i)
+         FROM generate_series(1, $3::int) i CROSS JOIN LATERAL (SELECT ${age('i', '$3')} AS a) t`,
+      [tag, span, volumes.audit],
+    ],
+    [
+      'outbox',
+      `INSERT INTO outbox (event_id, topic, key, type, source, subject, data, headers, created_at, published_at)
+       SELECT gen_random_uuid(), 'partner.applications', $1 || '_rec_' || i, 'partner.application.updated',
+              '/webhooks/partner', $1 || '_rec_' || i, '{"status":"active"}',
+              jsonb_build_object('webhook-id', $1 || '-ob-' || i), now() - t.a, now() - t.a
+         FROM generate_series(1, $2::int) i CROSS JOIN LATERAL (SELECT (interval '1 hour' * 72 * (1 - i::float8 / $2)) AS a) t`,
+      [tag, volumes.outbox],
+    ],
+    [
+      'webhook_receipts',
+      `INSERT INTO webhook_receipts (source, webhook_id, event_type, received_at, outbox_id)
+       SELECT '/webhooks/partner', o.headers->>'webhook-id', o.type, o.created_at, o.id
+         FROM outbox o WHERE o.key LIKE $1 || '_rec_%' AND o.headers ? 'webhook-id'
+       ON CONFLICT DO NOTHING`,
+      [tag],
+    ],
+  ];
+  for (const [table, text, params] of steps) {
+    const started = Date.now();
+    await sql.query(text, params);
+    options.onTable?.(table, Date.now() - started);
+  }
+}
