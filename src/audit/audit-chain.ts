@@ -96,6 +96,7 @@ export async function appendAudit(db: Db | Tx, entry: NewAuditEntry): Promise<vo
     });
     await tx.$executeRaw`UPDATE audit_chain SET head_id = ${next!.id}, head_hash = ${hash} WHERE id = 1`;
   };
-  if ('$transaction' in db) await db.$transaction(run);
+  // Appends queue on the chain's row: wait for a connection and the lock longer than Prisma's 2 s / 5 s.
+  if ('$transaction' in db) await db.$transaction(run, { maxWait: 30_000, timeout: 30_000 });
   else await run(db);
 }

@@ -28,6 +28,7 @@ export interface RouteRole {
 export const OPS_API_ROUTES: readonly RouteRole[] = [
   { method: 'GET', path: '/session', role: 'viewer' },
   { method: 'GET', path: '/overview', role: 'viewer' },
+  { method: 'GET', path: '/storage', role: 'viewer' },
   { method: 'GET', path: '/trace/:id', role: 'viewer' },
   { method: 'GET', path: '/dead-letters', role: 'viewer' },
   { method: 'GET', path: '/dead-letters/:id', role: 'viewer' },
