@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
+import { opsAuthProblems, opsAuthSettings } from './ops-auth-config.js';
 import { retentionSettings } from './retention-config.js';
 import { reconcileSettings } from './reconcile-config.js';
 
@@ -161,8 +162,10 @@ export const configSchema = z
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
     HTTP_PORT: port.default(8080),
-    /** Bearer token of the ops API and console. Unset: the ops API answers 401 to everyone. */
+    /** Break-glass admin token of the ops API and console (every use audited as break-glass). Unset: only personal tokens and single sign-on. */
     OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+    /** Single sign-on and sessions of the console (OPS_OIDC_*, OPS_ROLE_MAP): src/config/ops-auth-config.ts. */
+    ...opsAuthSettings,
     /** Secrets of the Partner API's webhooks, comma- or space-separated (several during rotation). */
     PARTNER_WEBHOOK_SECRETS: secretList.default([]),
     /** Secrets of each property-management system, JSON: {"acme":["whsec_..."]}. */
@@ -227,6 +230,8 @@ export const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .superRefine((c, ctx) => {
+    for (const [variable, message] of opsAuthProblems(c))
+      ctx.addIssue({ code: 'custom', path: [variable], message });
     if (
       c.KAFKA_REPLICATION_FACTOR !== undefined &&
       c.KAFKA_MIN_INSYNC_REPLICAS !== undefined &&

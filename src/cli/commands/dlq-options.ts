@@ -86,7 +86,7 @@ function redriveOptions(cmd: Command): Command {
     .option('--correct-file <path>', 'JSON file: the corrected command (or whole CloudEvent), one id only')
     .option('--force', 'redrive a letter that is no longer open')
     .option('--note <text>', 'why (kept in the audit log; --reason is the filter)')
-    .option('--actor <name>', 'who (default $USER)')
+    .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .option('--json', 'print JSON');
 }
 
@@ -117,7 +117,7 @@ export function addDlqCommands(program: Command, run: (invocation: DlqInvocation
     .description('close dead letters without redriving them')
     .argument('<ids...>')
     .option('--reason <text>', 'why (required, kept in the audit log)')
-    .option('--actor <name>', 'who (default $USER)')
+    .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .action(action('discard'));
   return dlq;
 }
