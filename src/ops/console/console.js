@@ -8,10 +8,11 @@ import { wireLetterActions } from './letter-actions.js';
 import { loadLetters, wireFilters } from './letters.js';
 import { loadReconciliation } from './reconciliation.js';
 import { startOverview, stopOverview } from './overview.js';
+import { forgetNewToken, loadTokens, wireTokens } from './tokens.js';
 import { forgetToken, keepToken, loadSession, onSignOut, signOut, signedIn, whoAmI } from './session.js';
 import { lastTracedId, showTrace, traceLink } from './trace.js';
 
-const TABS = ['overview', 'trace', 'letters', 'audit', 'reconciliation'];
+const TABS = ['overview', 'trace', 'letters', 'audit', 'reconciliation', 'tokens'];
 
 function showApp(isSignedIn) {
   $('login').hidden = isSignedIn;
@@ -57,10 +58,12 @@ function route() {
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === tab);
   for (const t of TABS) $(t).hidden = t !== tab;
   if (tab !== 'overview') stopOverview();
+  if (tab !== 'tokens') forgetNewToken();
   if (tab === 'overview') void startOverview();
   else if (tab === 'trace') void showTrace(rest.length ? decodeURIComponent(rest.join('/')) : '');
   else if (tab === 'audit') void loadAudit();
   else if (tab === 'reconciliation') void loadReconciliation();
+  else if (tab === 'tokens') void loadTokens();
   else void loadLetters();
 }
 
@@ -70,6 +73,7 @@ function wire() {
   onSignOut(() => showApp(false));
   wireFilters();
   wireLetterActions();
+  wireTokens();
   for (const b of document.querySelectorAll('.tab'))
     b.addEventListener('click', () => switchTab(b.dataset.tab));
   $('trace-form').addEventListener('submit', (e) => {
