@@ -344,7 +344,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       expect(await text('attempt')).toMatch(/write #1 .*503/);
       expect(await text('read-back')).toContain('applied: the target state is reached');
       expect(await text('outcome')).toMatch(
-        /command applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
+        /command applied; outcome outcome\.\S+\.applied published to outcomes\.rental-payments\[\d+\]@\d+/,
       );
       await page.screenshot({ path: 'test-artifacts/ops-trace-503.png', fullPage: true });
     });

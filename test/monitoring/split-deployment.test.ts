@@ -48,6 +48,8 @@ const OWNERS: Record<string, string[]> = {
   // The relay prunes every table (src/retention/).
   RentbridgeRetentionBehind: ['relay'],
   RentbridgeRetentionNotRunning: ['relay'],
+  // The poller runs the scheduled reconciliation (src/reconcile/).
+  RentbridgeReconciliationDrift: ['poller'],
 };
 
 /** Metric families declared on a /metrics page. */

@@ -136,7 +136,7 @@ describe('ops overview and trace', () => {
         status: expect.any(Number),
       });
       expect(step('outcome').what).toMatch(
-        /applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
+        /applied; outcome outcome\.\S+\.applied published to outcomes\.rental-payments\[\d+\]@\d+/,
       );
       expect(body.ends.join('\n')).toContain(`command acme rental_payment "${flow.paymentId}" ended applied`);
     });
@@ -207,7 +207,7 @@ describe('ops overview and trace', () => {
       expect(readBack!.details).toMatchObject({ requestId: `${paymentId}.a1.r1`, result: 'applied' });
       expect(readBack!.what).toContain('applied: the target state is reached');
       expect(done!.what).toMatch(
-        /command applied; outcome published to outcomes\.rental-payments\[\d+\]@\d+/,
+        /command applied; outcome outcome\.\S+\.applied published to outcomes\.rental-payments\[\d+\]@\d+/,
       );
       for (const step of guard) expect(step.details.ms ?? 0).toBeGreaterThanOrEqual(0);
 
