@@ -84,7 +84,7 @@ describe('rentbridge topics', () => {
       expect(block).toMatch(/cleanup\.policy\s+delete\s+compact\s+differs/);
       expect(block).toMatch(/min\.compaction\.lag\.ms\s+0\s+604800000\s+differs/);
       expect(result.stdout).toMatch(
-        /dry run \(\d+ broker\(s\)\): 26 topic\(s\) to create, 2 to alter in place/,
+        /dry run \(\d+ broker\(s\)\): 27 topic\(s\) to create, 2 to alter in place/,
       );
       expect((await configsOf(changelog()))['cleanup.policy']).toBe('delete');
     }, 60_000);
@@ -94,7 +94,7 @@ describe('rentbridge topics', () => {
     it('alters the topics in place: settings as wanted, every message kept, hand-set configs kept', async () => {
       const result = await runCli(['topics', '--apply'], env());
       expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toMatch(/applied: 26 topic\(s\) created, 2 altered in place/);
+      expect(result.stdout).toMatch(/applied: 27 topic\(s\) created, 2 altered in place/);
       const changed = await configsOf(changelog());
       expect(changed).toMatchObject({ 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '604800000' });
       const command = await configsOf(commands());

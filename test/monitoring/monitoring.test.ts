@@ -5,6 +5,8 @@ import { exposeCallbackMetrics } from '../../src/callbacks/callback-metrics.js';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { createLogger } from '../../src/logger.js';
 import { exposeMetrics, METRIC_GROUPS, type MetricGroup } from '../../src/metrics.js';
+import { exposeReconcileMetrics } from '../../src/reconcile/reconcile-metrics.js';
+import { exposeRetentionMetrics } from '../../src/retention/retention-metrics.js';
 import { ROOT } from '../support/cli.js';
 import { promtool, skipPromtool } from '../support/promtool.js';
 
@@ -34,6 +36,9 @@ describe('monitoring', () => {
     exposeMetrics(...(Object.keys(METRIC_GROUPS) as MetricGroup[]));
     // And the outcome callbacks' (`start` with PMS_CALLBACKS set runs that role too).
     exposeCallbackMetrics(['acme']);
+    // And what the relay's pruner and the poller's reconciler expose once `start` builds them.
+    exposeRetentionMetrics();
+    exposeReconcileMetrics();
     const app = createHttpApp({ logger: createLogger({ level: 'silent' }), mounts: [] });
     server = await new Promise<typeof server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
