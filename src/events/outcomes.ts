@@ -203,7 +203,10 @@ export const commandOutcomeSchema = z
           'type and id, other content); this one was refused and nothing was written',
       ),
   })
-  .strict();
+  .strict()
+  .describe(
+    "The data of an outcome CloudEvent. The event's id is `outcome.<request-id base>.<status>`: it names the command and its result (the same outcome published again keeps its id; another result of the same command is a new id), and an outcome callback's webhook-id is this id.",
+  );
 export type CommandOutcome = z.infer<typeof commandOutcomeSchema>;
 
 /** CloudEvent types of outcomes. */
