@@ -17,6 +17,14 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './budget.js',
     what: 'shared rate budget: lanes under a saturating poller (issue 15), 3 processes at limit L (issue 4)',
   },
+  slots: {
+    module: './slot-take.js',
+    what: 'rate-budget slot wait when 13 poller passes and 4 consumers start together, before and after (issue 43)',
+  },
+  writes: {
+    module: './write-budget.js',
+    what: 'Partner requests per payment in a burst and at a trickle, before and after snapshots from stored reads (issue 43)',
+  },
   sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
   commands: {
     module: './commands.js',
@@ -41,6 +49,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
   history: {
     module: './history.js',
     what: 'a year of a large PMS in the tables: read paths and the command path, empty vs filled; storage per month; commands while a backlog is pruned (issue 42)',
+  },
+  reconcile: {
+    module: './reconcile.js',
+    what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments): Partner requests vs the pages that hold them, and time (issue 45)',
   },
   relay: {
     module: './relay-drain.js',

@@ -29,6 +29,10 @@ export const SECRET_KEYS: ReadonlySet<string> = new Set([
   'PMS_WEBHOOK_SECRETS',
   'PMS_PARTNER_KEYS',
   'OPS_TOKEN',
+  'OPS_OIDC_CLIENT_SECRET',
+  'cookie',
+  'set-cookie',
+  'code_verifier',
   'METRICS_TOKEN',
   'DATABASE_URL',
 ]);

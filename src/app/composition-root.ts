@@ -5,7 +5,7 @@ import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
 import { createCallbacks } from '../callbacks/callbacks.js';
 import { UsageError } from '../errors.js';
-import type { GuardOptions } from '../guard/index.js';
+import { createSnapshotStore, type GuardOptions } from '../guard/index.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { createLogger, type Logger } from '../logger.js';
 import { resolveLogFormat } from '../log-format.js';
@@ -243,6 +243,14 @@ export function createCompositionRoot(
         intervals: pollerIntervals(config),
         defaultIntervalSeconds: config.POLL_INTERVAL_SECONDS,
         requestCounter,
+        // The deployment key's reads: the snapshots of commands acting with it may rest on them.
+        ...(config.SNAPSHOT_MAX_AGE_MS > 0 && {
+          snapshots: createSnapshotStore({
+            db: runtime.db,
+            keyId: 'deployment',
+            maxAgeMs: config.SNAPSHOT_MAX_AGE_MS,
+          }),
+        }),
       });
       roleChecks.push({
         name: 'poller',
@@ -284,6 +292,7 @@ export function createCompositionRoot(
         sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
         // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
         guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },
+        snapshotMaxAgeMs: config.SNAPSHOT_MAX_AGE_MS,
       });
       roleChecks.push({
         name: `consumer:${name}`,

@@ -3,6 +3,7 @@ import { createCustomerTokens } from '../access-tokens/customer-token-router.js'
 import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
+import { oidcSettings } from '../ops/oidc-settings.js';
 import { createCommandStatusRouter } from '../pms/command-status-router.js';
 import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
 import { createReadiness, type RoleCheck } from '../readiness.js';
@@ -122,6 +123,7 @@ async function startHttp(
     ...(options.producer && { sharedProducer: options.producer }),
     logger,
     opsToken: config.OPS_TOKEN,
+    ...(config.OPS_OIDC_ISSUER && config.OPS_OIDC_CLIENT_ID && { oidc: oidcSettings(config) }),
     topicPrefix: config.KAFKA_TOPIC_PREFIX,
     // The console judges and explains by the configured rules, as /readyz and the CLI do.
     insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
@@ -163,7 +165,12 @@ async function startHttp(
       ? 'listening: /webhooks, /pms, /ops, /metrics, /healthz, /readyz'
       : 'listening: /webhooks, /ops, /metrics, /healthz, /readyz',
   );
-  if (!config.OPS_TOKEN) logger.warn({ component: 'ops' }, 'OPS_TOKEN is not set: the ops API answers 401');
+  if (!config.OPS_TOKEN && !config.OPS_OIDC_ISSUER) {
+    logger.warn(
+      { component: 'ops' },
+      'neither OPS_TOKEN nor OPS_OIDC_ISSUER is set: only personal tokens open the ops API',
+    );
+  }
   return {
     port,
     async stop() {

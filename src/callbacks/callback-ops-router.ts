@@ -1,9 +1,10 @@
-import express, { type Request, type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Db } from '../db/prisma.js';
+import { writeAudit } from '../dead-letters/audit-repository.js';
 import { AppError } from '../errors.js';
 import { redeliverCallbacks } from './callback-ops.js';
-import { endpointStates, listDeliveries, queueBySource } from './callback-repository.js';
+import { enableEndpoint, endpointStates, listDeliveries, queueBySource } from './callback-repository.js';
 
 /**
  * The ops API of outcome callbacks (under /ops/api, behind OPS_TOKEN like the rest of it), for
@@ -11,7 +12,8 @@ import { endpointStates, listDeliveries, queueBySource } from './callback-reposi
  * - `GET callbacks`: each source's endpoint (breaker, disabled by a 410) and queue, and the dead
  *   deliveries (newest first, `?source=`, `?limit=` up to 500);
  * - `POST callbacks/redeliver` `{ "ids": ["12", …] }` or `{ "all": true, "source"?: "acme" }`,
- *   with an optional `reason`: dead deliveries pending again (audited, actor from X-Ops-Actor).
+ *   with an optional `reason`: dead deliveries pending again (audited under the caller's identity);
+ * - `POST callbacks/:source/enable`: the source's endpoint, disabled by a 410, enabled again (audited).
  */
 const redeliverBody = z
   .object({
@@ -27,12 +29,11 @@ const redeliverBody = z
   .strict()
   .refine((b) => (b.ids ? !b.all : b.all), { message: 'give either ids or all: true' });
 
-function actorOf(req: Request): string {
-  const actor = req.header('x-ops-actor')?.trim();
-  return actor ? actor.slice(0, 200) : 'ops-api';
-}
-
-export function createCallbackOpsRouter(options: { db: Db }): Router {
+export function createCallbackOpsRouter(options: {
+  db: Db;
+  /** The audit's actor of a request: its authenticated identity (src/ops/ops-auth.ts). */
+  actorOf: (res: Response) => string;
+}): Router {
   const router = express.Router();
 
   router.get('/callbacks', async (req, res) => {
@@ -73,9 +74,22 @@ export function createCallbackOpsRouter(options: { db: Db }): Router {
       ...(parsed.data.all && { all: true }),
       ...(parsed.data.source !== undefined && { source: parsed.data.source }),
       ...(parsed.data.reason !== undefined && { reason: parsed.data.reason }),
-      actor: actorOf(req),
+      actor: options.actorOf(res),
     });
     res.json({ redelivered: ids });
+  });
+
+  router.post('/callbacks/:source/enable', async (req, res) => {
+    const source = String(req.params.source);
+    const enabled = await enableEndpoint(options.db, source);
+    if (enabled) {
+      await writeAudit(options.db, {
+        actor: options.actorOf(res),
+        action: 'callback_enable',
+        target: `callback_endpoint:${source}`,
+      });
+    }
+    res.json({ source, enabled });
   });
 
   return router;

@@ -1,4 +1,5 @@
 import type { Db } from '../db/prisma.js';
+import { writeAudit } from '../dead-letters/audit-repository.js';
 import { escapeId } from '../events/command-identity.js';
 import { redeliver, type Delivery } from './callback-repository.js';
 
@@ -30,14 +31,12 @@ export async function redeliverCallbacks(db: Db, request: RedeliverRequest): Pro
     ...(request.source !== undefined && { source: request.source }),
   });
   if (ids.length > 0) {
-    await db.auditEntry.create({
-      data: {
-        actor: request.actor,
-        action: 'callback_redeliver',
-        target: ids.length === 1 ? `callback_delivery:${ids[0]}` : `callback_deliveries:${ids.length}`,
-        reason: request.reason ?? null,
-        details: { ids, ...(request.source !== undefined && { source: request.source }) },
-      },
+    await writeAudit(db, {
+      actor: request.actor,
+      action: 'callback_redeliver',
+      target: ids.length === 1 ? `callback_delivery:${ids[0]}` : `callback_deliveries:${ids.length}`,
+      reason: request.reason ?? null,
+      details: { ids, ...(request.source !== undefined && { source: request.source }) },
     });
   }
   return ids;

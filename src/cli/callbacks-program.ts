@@ -42,7 +42,7 @@ export function registerCallbacks(program: Command): void {
     )
     .option('--all', 'every dead delivery (of --source when given)')
     .option('--source <source>', 'only this PMS source')
-    .option('--actor <name>', 'who redelivers (audit log); default $USER')
+    .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .option('--reason <text>', 'why (audit log)')
     .action(
       async (ids: string[], opts: { all?: boolean; source?: string; actor?: string; reason?: string }) =>

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { projectRoot } from '../local-servers/project-root.js';
 import { registerCallbacks } from './callbacks-program.js';
+import { registerReconcile } from './reconcile-program.js';
+import { registerOpsAccess } from './ops-access-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
@@ -183,6 +185,10 @@ export function buildProgram(): Command {
   addDlqCommands(program, async (invocation) => (await import('./commands/dlq.js')).dlq(invocation));
   // Outcome callbacks to PMS sources: the role process and what ops do (src/cli/commands/callbacks.ts).
   registerCallbacks(program);
+  // Reconciliation against the platform's records (src/reconcile/).
+  registerReconcile(program);
+  // Personal ops tokens and the audit chain (docs/ops-access.md).
+  registerOpsAccess(program);
 
   return program;
 }

@@ -7,6 +7,7 @@ import {
   createCommandLocks,
   createCommandRepository,
   createSnapshotPageCache,
+  createSnapshotStore,
   createThrottleGate,
   FINAL_STATES,
   keyPinnedReadBack,
@@ -67,6 +68,12 @@ export interface CommandConsumerDeps {
    * src/guard/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
    */
   snapshotPageTtlMs?: number;
+  /**
+   * SNAPSHOT_MAX_AGE_MS (issue 43): a snapshot may rest on the latest stored read of the record
+   * (any process's, the poller's too) while it is younger than this; older is refused and re-read.
+   * Unset or 0: no stored reads (every snapshot reads its page).
+   */
+  snapshotMaxAgeMs?: number;
 }
 
 export interface CommandConsumer {
@@ -104,8 +111,12 @@ function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
     };
     let strategy = strategies.get(partner);
     if (!strategy) {
+      const maxAgeMs = deps.snapshotMaxAgeMs ?? 0;
       strategy = keyPinnedReadBack(
-        type.readBack(partner, ttlMs > 0 ? { snapshotCache: createSnapshotPageCache({ ttlMs }) } : {}),
+        type.readBack(partner, {
+          ...(ttlMs > 0 && { snapshotCache: createSnapshotPageCache({ ttlMs }) }),
+          ...(maxAgeMs > 0 && { snapshotStore: createSnapshotStore({ db: deps.db, keyId, maxAgeMs }) }),
+        }),
         keyId,
       );
       strategies.set(partner, strategy);

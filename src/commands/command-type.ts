@@ -8,6 +8,7 @@ import type {
   GuardPartner,
   ReadBackStrategy,
   SnapshotPageCache,
+  SnapshotStore,
 } from '../guard/index.js';
 import type { Logger } from '../logger.js';
 
@@ -42,7 +43,10 @@ export interface CommandType<C = unknown> {
    * partition however the PMS spelled it.
    */
   target: { field: keyof C & string; normalize?: (value: string) => string };
-  readBack(partner: GuardPartner, options: { snapshotCache?: SnapshotPageCache }): ReadBackStrategy<C>;
+  readBack(
+    partner: GuardPartner,
+    options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore },
+  ): ReadBackStrategy<C>;
   /**
    * A check before the guarded write (a registration's eligibility check), run by the guard's
    * state machine: a refusal ends the command `rejected`; it is then published like any other.

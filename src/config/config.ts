@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
+import { opsAuthProblems, opsAuthSettings } from './ops-auth-config.js';
 import { retentionSettings } from './retention-config.js';
+import { reconcileSettings } from './reconcile-config.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
@@ -126,6 +128,13 @@ export const configSchema = z
      */
     PARTNER_MAX_PROCESSING_MS: positiveInt.default(30_000),
     /**
+     * How old a list read of a record may be and still serve as the guard's snapshot before a
+     * write (issue 43, docs/decisions/043): reads by any process, the poller's full passes
+     * included, are stored; an older one is refused and the record's page re-read. 0: every
+     * snapshot reads its page. Default 600000 ms (10 min: longer than the poller's 300 s pass).
+     */
+    SNAPSHOT_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
+    /**
      * Which environment PARTNER_API_URL is (spec: separate sandbox and production environments).
      * `rentbridge probe --write` runs only when this says `sandbox`. Unset: not declared.
      */
@@ -153,8 +162,10 @@ export const configSchema = z
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
     HTTP_PORT: port.default(8080),
-    /** Bearer token of the ops API and console. Unset: the ops API answers 401 to everyone. */
+    /** Break-glass admin token of the ops API and console (every use audited as break-glass). Unset: only personal tokens and single sign-on. */
     OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+    /** Single sign-on and sessions of the console (OPS_OIDC_*, OPS_ROLE_MAP): src/config/ops-auth-config.ts. */
+    ...opsAuthSettings,
     /** Secrets of the Partner API's webhooks, comma- or space-separated (several during rotation). */
     PARTNER_WEBHOOK_SECRETS: secretList.default([]),
     /** Secrets of each property-management system, JSON: {"acme":["whsec_..."]}. */
@@ -168,6 +179,8 @@ export const configSchema = z
     /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
     ...retentionSettings,
+    /** Reconciliation (RECONCILE_INTERVAL, RECONCILE_REDRIVE_ABSENT): src/config/reconcile-config.ts. */
+    ...reconcileSettings,
     /** Largest webhook body accepted. Default 262144 bytes. */
     WEBHOOK_MAX_BODY_BYTES: positiveInt.default(256 * 1024),
     /** How far a webhook's timestamp may be from now. Default 300 s. */
@@ -219,6 +232,8 @@ export const configSchema = z
     LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   })
   .superRefine((c, ctx) => {
+    for (const [variable, message] of opsAuthProblems(c))
+      ctx.addIssue({ code: 'custom', path: [variable], message });
     if (
       c.KAFKA_REPLICATION_FACTOR !== undefined &&
       c.KAFKA_MIN_INSYNC_REPLICAS !== undefined &&

@@ -1,11 +1,28 @@
 import type { Prisma } from '@prisma/client';
+import { appendAudit } from '../audit/audit-chain.js';
 import type { Db } from '../db/prisma.js';
 import type { AuditFilters } from './dead-letter-filters.js';
 
 type Tx = Prisma.TransactionClient;
 
 /** Actions written to `audit_log` (who, when, what, why). */
-export type AuditAction = 'redrive' | 'redrive_failed' | 'close_applied' | 'discard' | 'correct';
+export type AuditAction =
+  | 'redrive'
+  | 'redrive_failed'
+  | 'close_applied'
+  | 'discard'
+  | 'correct'
+  /** Reconciliation settled a parked command from the platform's records (issue 45). */
+  | 'reconcile_settle'
+  | 'callback_redeliver'
+  | 'callback_enable'
+  | 'forbidden'
+  | 'break_glass'
+  | 'sign_in'
+  | 'sign_in_refused'
+  | 'sign_out'
+  | 'token_create'
+  | 'token_revoke';
 
 export interface AuditEntry {
   id: number;
@@ -21,20 +38,12 @@ export function deadLetterTarget(id: number): string {
   return `dead_letter:${id}`;
 }
 
+/** Appends a chained entry (src/audit/audit-chain.ts), in the caller's transaction when given one. */
 export async function writeAudit(
   tx: Db | Tx,
   entry: { actor: string; action: AuditAction; target: string; reason?: string | null; details?: unknown },
 ): Promise<void> {
-  await tx.auditEntry.create({
-    data: {
-      actor: entry.actor,
-      action: entry.action,
-      target: entry.target,
-      reason: entry.reason ?? null,
-      // Dates and bigints become JSON-safe values.
-      details: JSON.parse(JSON.stringify(entry.details ?? {})) as Prisma.InputJsonValue,
-    },
-  });
+  await appendAudit(tx, entry);
 }
 
 export async function listAudit(db: Db, options: Partial<AuditFilters> = {}): Promise<AuditEntry[]> {

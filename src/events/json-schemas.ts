@@ -4,6 +4,7 @@ import { commandOutcomeSchema } from './outcomes.js';
 import { partnerWebhookSchema } from './partner-events.js';
 import { stateChangeSchema } from './state-change.js';
 import { unroutedEventSchema } from './unrouted.js';
+import { reconciliationReportSchema } from './reconciliation-report.js';
 
 /**
  * Every event schema that is not a command type's, by the file name its JSON Schema gets in
@@ -16,6 +17,7 @@ export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
   'state-change': stateChangeSchema,
   'unrouted-event': unroutedEventSchema,
   'command-outcome': commandOutcomeSchema,
+  'reconciliation-report': reconciliationReportSchema,
 };
 
 /** JSON Schema (draft 2020-12) of each schema, as the input a sender may give. */

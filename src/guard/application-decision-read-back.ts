@@ -2,6 +2,8 @@ import type { ApplicationDecisionCommand } from '../events/commands.js';
 import { DATE_FILTERS, DECISION_VISIBLE_ON_APPLICATION } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
+import { findSnapshotRecord } from './snapshot-read.js';
+import type { SnapshotStore } from './snapshot-store.js';
 import { baseSnapshot, findRecord, sameTime, utcDay, type ReadBackStrategy } from './read-back.js';
 
 /** The status an application reaches when the decision is applied. */
@@ -22,12 +24,24 @@ const FROM_DATE = DATE_FILTERS.filter;
  */
 export function applicationDecisionReadBack(
   partner: GuardPartner,
-  options: { snapshotCache?: SnapshotPageCache } = {},
+  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore } = {},
 ): ReadBackStrategy<ApplicationDecisionCommand> {
   const cache = options.snapshotCache;
+  const store = options.snapshotStore;
   return {
     async snapshot(command, ctx) {
-      return baseSnapshot(await findRecord(partner, APPLICATIONS, command.application_id, {}, ctx, cache));
+      const { record, askedAt } = await findSnapshotRecord(
+        partner,
+        APPLICATIONS,
+        command.application_id,
+        ctx,
+        {
+          ...(cache && { cache }),
+          ...(store && { store }),
+        },
+      );
+      // taken_at is the read's own time: the verdict reads from its UTC day (issue 43).
+      return { ...baseSnapshot(record), taken_at: new Date(askedAt).toISOString() };
     },
 
     async verdict(command, snapshot, ctx) {
@@ -64,6 +78,7 @@ export function applicationDecisionReadBack(
           : partner.declineApplication(command.application_id, body, call));
       } finally {
         cache?.wrote(APPLICATIONS, command.application_id);
+        await store?.wrote(APPLICATIONS, command.application_id);
       }
     },
   };

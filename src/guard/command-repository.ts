@@ -190,6 +190,40 @@ export function createCommandRepository(db: Db) {
     finish: (id: CommandIdentity, state: FinalState, failure?: FailureInput) => setState(id, state, failure),
 
     /**
+     * Reconciliation settles a parked command (issue 45, docs/reconciliation.md): `unverified` →
+     * `applied` when the platform's records show its write landed (a later read-back's `applied`),
+     * or → `pending` when they show it absent long after the processing bound (the read-back's
+     * `not_applied`, so a redrive may write again). Only while the row is still `unverified`; the
+     * step says which run and what evidence. Answers the row, or null when it changed meanwhile.
+     */
+    async settleUnverified(
+      id: CommandIdentity,
+      to: 'applied' | 'pending',
+      step: StepInput,
+    ): Promise<CommandRecord | null> {
+      const rows = await db.$queryRaw<RawRow[]>`
+        UPDATE commands
+           SET state = ${to}, updated_at = now(),
+               finished_at = CASE WHEN ${to} = 'applied' THEN now() ELSE NULL END
+         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}
+           AND state = 'unverified'
+        RETURNING *`;
+      const row = rows[0];
+      if (!row) return null;
+      await db.commandAttempt.create({
+        data: {
+          ...keyOf(id),
+          attempt: step.attempt,
+          requestId: step.requestId,
+          kind: step.kind,
+          result: step.result,
+          message: step.message?.slice(0, 2000) ?? null,
+        },
+      });
+      return fromRaw(row);
+    },
+
+    /**
      * The outcome about to be published for the command, kept whole so the PMS status endpoint
      * answers what Kafka says (Partner ids included). Written before the send: a failed send is
      * retried with the same outcome.

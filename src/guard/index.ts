@@ -36,4 +36,5 @@ export {
 } from './command-request-ids.js';
 export type { GuardPartner } from './partner-port.js';
 export { createSnapshotPageCache } from './snapshot-page-cache.js';
+export { createSnapshotStore, type SnapshotStore } from './snapshot-store.js';
 export type { SnapshotPageCache, SnapshotPageCacheOptions } from './snapshot-page-cache.js';

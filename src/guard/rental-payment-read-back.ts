@@ -2,6 +2,8 @@ import type { RentalPaymentCommand } from '../events/commands.js';
 import { PAYMENT_VISIBLE_ON_ENROLLMENT, REPORT_MOVES_UPDATED_AT } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
+import { findSnapshotRecord } from './snapshot-read.js';
+import type { SnapshotStore } from './snapshot-store.js';
 import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy } from './read-back.js';
 
 // The names the payment read-back reads, from the assumptions it rests on (the probe checks them).
@@ -32,20 +34,27 @@ function countMatching(command: RentalPaymentCommand, record: Record<string, unk
 /**
  * Payments, by the snapshot rule (guard assumptions PAYMENT_VISIBLE_ON_ENROLLMENT and
  * REPORT_MOVES_UPDATED_AT, src/partner/assumptions.ts): the enrollment list has no date filter, so the enrollment is
- * found by paging. One more payment with this amount, date and period than the snapshot held →
+ * found by its page (issue 43: the latest stored read when young enough, else the page that held
+ * it, src/guard/snapshot-read.ts). One more payment with this amount, date and period than the snapshot held →
  * applied; `updated_at` unchanged → not applied; anything else (changed, but not by a payment
  * we can recognise) → unknown.
  */
 export function rentalPaymentReadBack(
   partner: GuardPartner,
-  options: { snapshotCache?: SnapshotPageCache } = {},
+  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore } = {},
 ): ReadBackStrategy<RentalPaymentCommand> {
   const cache = options.snapshotCache;
+  const store = options.snapshotStore;
   return {
     async snapshot(command, ctx) {
-      const record = await findRecord(partner, ENROLLMENTS, command.enrollment_id, {}, ctx, cache);
+      const { record, askedAt } = await findSnapshotRecord(partner, ENROLLMENTS, command.enrollment_id, ctx, {
+        ...(cache && { cache }),
+        ...(store && { store }),
+      });
       return {
         ...baseSnapshot(record),
+        // The read it rests on may be older than this moment (a shared or stored read).
+        taken_at: new Date(askedAt).toISOString(),
         matching_payments: countMatching(command, record),
         payments_visible: record == null || paymentsOn(record) !== null,
       };
@@ -91,6 +100,7 @@ export function rentalPaymentReadBack(
         );
       } finally {
         cache?.wrote(ENROLLMENTS, command.enrollment_id);
+        await store?.wrote(ENROLLMENTS, command.enrollment_id);
       }
     },
   };

@@ -14,6 +14,8 @@ export const TOPICS = {
   customerRegistrationOutcomes: 'outcomes.customer-registrations',
   enrollmentOutcomes: 'outcomes.enrollments',
   unrouted: 'inbound.unrouted',
+  /** A report per reconciliation run (issue 45). */
+  reconciliationReports: 'reconciliation.reports',
   dlq: (topic: string) => `${topic}.dlq`,
 } as const;
 
@@ -35,6 +37,7 @@ export function allTopics(): string[] {
     TOPICS.customerRegistrationOutcomes,
     TOPICS.enrollmentOutcomes,
     TOPICS.unrouted,
+    TOPICS.reconciliationReports,
   ];
 }
 

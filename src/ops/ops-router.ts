@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { type Request, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import type { Kafka, Producer } from 'kafkajs';
 import { z } from 'zod';
 import { createCallbackOpsRouter } from '../callbacks/callback-ops-router.js';
@@ -19,9 +19,13 @@ import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
-import { requireOpsToken } from './ops-auth.js';
+import { createOpsAuth, identityOf } from './ops-auth.js';
+import { createOidcRouter, type OidcSettings } from './oidc-router.js';
+import { OPS_API_ROUTES, roleAllows } from './ops-roles.js';
+import { createOpsTokenRouter } from './ops-token-router.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 import { createStorageRouter } from '../retention/storage-router.js';
+import { createReconcileOpsRouter } from './reconcile-ops-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -32,8 +36,10 @@ export interface OpsRouterOptions {
   /** Without a producer given: the router makes its own with createSharedProducer, on first redrive. */
   kafka?: Kafka;
   logger: Logger;
-  /** OPS_TOKEN; unset: every API call answers 401. */
+  /** OPS_TOKEN, the break-glass admin credential; unset: personal tokens and single sign-on only. */
   opsToken: string | undefined;
+  /** Single sign-on of the console (OPS_OIDC_*, OPS_ROLE_MAP); unset: none (tokens only). */
+  oidc?: OidcSettings;
   /** KAFKA_TOPIC_PREFIX. */
   topicPrefix: string;
   /** OUTBOX_RETENTION_HOURS and RELAY_STALL_SECONDS, for the console's views (createInsightRouter). */
@@ -63,10 +69,8 @@ function parseId(req: Request): number {
   return parsed.data;
 }
 
-function actorOf(req: Request): string {
-  const actor = req.header('x-ops-actor')?.trim();
-  return actor ? actor.slice(0, 200) : 'ops-api';
-}
+/** The audit's actor: the authenticated identity (createOpsAuth), never a header the caller sets. */
+const actorOf = (res: Response): string => identityOf(res).actor;
 
 /** The console sends the correction as text from a textarea; API clients may send JSON. */
 function parseCorrection(raw: unknown): unknown {
@@ -137,7 +141,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
 
   const api = express.Router();
   api.use((req, res, next) => (req.id ? next() : requestId()(req, res, next)));
-  api.use(requireOpsToken(options.opsToken));
+  api.use(createOpsAuth({ db, opsToken: options.opsToken, logger }));
   // A body the API cannot read is refused, never taken as "no options": a form-encoded
   // `{"dry_run":true}` (what `curl -d` sends) would otherwise redrive for real.
   api.use((req, _res, next) => {
@@ -154,6 +158,21 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
   api.use(express.json({ limit: '1mb' }));
 
+  // Who is signed in, with which role, what that role may do, and the session's anti-forgery token.
+  api.get('/session', (_req, res) => {
+    const me = identityOf(res);
+    res.json({
+      kind: me.kind,
+      name: me.name,
+      actor: me.actor,
+      role: me.role,
+      ...(me.subject && { subject: me.subject }),
+      ...(me.expiresAt && { expires_at: me.expiresAt }),
+      ...(me.csrfToken && { csrf_token: me.csrfToken }),
+      allowed: OPS_API_ROUTES.filter((r) => roleAllows(me.role, r.role)).map((r) => `${r.method} ${r.path}`),
+    });
+  });
+
   api.get('/dead-letters', async (req, res) => {
     res.json(await letters.list(filtersFromQuery(deadLetterFiltersSchema, req.query)));
   });
@@ -169,7 +188,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.post('/dead-letters/redrive', async (req, res) => {
     const body = parseBody(bulkRedriveBody, req.body);
     const outcomes = await letters.redriveMany(body.ids, {
-      actor: actorOf(req),
+      actor: actorOf(res),
       reason: body.reason ?? null,
       dryRun: body.dry_run,
     });
@@ -181,7 +200,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     const body = parseBody(redriveBody, req.body);
     const correction = parseCorrection(body.corrected_value);
     const result = await letters.redrive(id, {
-      actor: actorOf(req),
+      actor: actorOf(res),
       reason: body.reason ?? null,
       dryRun: body.dry_run,
       force: body.force,
@@ -198,7 +217,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.post('/dead-letters/:id/discard', async (req, res) => {
     const id = parseId(req);
     const body = parseBody(discardBody, req.body);
-    const result = await letters.discard(id, { actor: actorOf(req), reason: body.reason ?? '' });
+    const result = await letters.discard(id, { actor: actorOf(res), reason: body.reason ?? '' });
     if (result.outcome.action === 'not_found') throw new AppError(404, 'not_found', result.outcome.message);
     if (result.outcome.action === 'skip') throw new AppError(409, 'conflict', result.outcome.message);
     res.json(result);
@@ -212,7 +231,11 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   // Each table's size, retention and last pruning (src/retention/, docs/retention.md).
   api.use(createStorageRouter({ db, retention: options.retention ?? {} }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).
-  api.use(createCallbackOpsRouter({ db }));
+  // Reconciliation runs and their items (src/reconcile/, docs/reconciliation.md).
+  api.use(createReconcileOpsRouter({ db }));
+  api.use(createCallbackOpsRouter({ db, actorOf }));
+  // Personal tokens (admin): src/ops/ops-token-router.ts.
+  api.use(createOpsTokenRouter({ db }));
   api.use(notFound());
   api.use(errorHandler(logger));
 
@@ -238,6 +261,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     next();
   });
   router.use('/vendor', createConsoleVendorRouter());
+  // Single sign-on: /ops/auth/login, /callback, /logout, /methods (src/ops/oidc-router.ts).
+  router.use('/auth', createOidcRouter({ db, logger, ...(options.oidc && { oidc: options.oidc }) }));
   router.use(express.static(consoleDir(), { index: 'index.html', fallthrough: true }));
   router.close = async () => {
     await own?.close();

@@ -54,10 +54,13 @@ export interface RateBudgetOptions {
 }
 
 type Take =
-  { taken: true; used: number } | { taken: false; waitMs: number; reason: 'paused' | 'full' | 'paced' };
+  | { taken: true; used: number }
+  | { taken: false; waitMs: number; reason: 'paused' | 'full' | 'paced' | 'error' };
 
 const WAITER_TTL_SECONDS = 5;
 const MAX_SLEEP_MS = 1000;
+/** After a failed attempt to take a slot (database busy, connection lost): 50 ms doubling to 1 s. */
+const ERROR_RETRY_MS = 50;
 const STATE_LOG_EVERY_MS = 30_000;
 
 export function createRateBudget(options: RateBudgetOptions): RateBudget & {
@@ -104,62 +107,39 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
     metrics.budgetUsed.set({ lane: 'external' }, byLane.get('external') ?? 0);
   }
 
+  interface TakeRow {
+    taken: boolean;
+    reason: 'taken' | 'paused' | 'full' | 'paced';
+    wait_ms: number;
+    used: number;
+    write_n: number;
+    readback_n: number;
+    poll_n: number;
+    external_n: number;
+  }
+
+  // One statement, run on its own (no interactive transaction): the function takes the budget's
+  // advisory lock, applies the rules and returns; the lock ends with the statement, so it is held
+  // for the function's own work, never across a round trip (migration 20261127200000, issue 43).
   async function tryTake(lane: Lane, waiterId: string): Promise<Take> {
-    const rank = LANE_RANK[lane];
-    return db.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${lockKey}))`;
-      const [clock] = await tx.$queryRaw<{ now: Date; paused_until: Date | null }[]>`
-        SELECT clock_timestamp() AS now,
-               (SELECT paused_until FROM rate_budget_state WHERE budget = ${name}) AS paused_until`;
-      const now = clock!.now.getTime();
-      const announce = async () => {
-        if (lane === 'poll') return;
-        await tx.$executeRaw`
-          INSERT INTO rate_budget_waiters (id, budget, lane, rank, expires_at)
-          VALUES (${waiterId}, ${name}, ${lane}, ${rank},
-                  clock_timestamp() + make_interval(secs => ${WAITER_TTL_SECONDS}::float8))
-          ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`;
-      };
-      if (clock!.paused_until && clock!.paused_until.getTime() > now) {
-        await announce();
-        return { taken: false, waitMs: clock!.paused_until.getTime() - now, reason: 'paused' } as const;
-      }
-      await tx.$executeRaw`
-        DELETE FROM rate_budget_slots
-        WHERE budget = ${name} AND taken_at <= clock_timestamp() - make_interval(secs => ${windowSeconds}::float8)`;
-      await tx.$executeRaw`DELETE FROM rate_budget_waiters WHERE budget = ${name} AND expires_at < clock_timestamp()`;
-      const rows = await tx.$queryRaw<{ lane: string; n: number; oldest: Date }[]>`
-        SELECT lane, count(*)::int AS n, min(taken_at) AS oldest
-        FROM rate_budget_slots WHERE budget = ${name} GROUP BY lane`;
-      const [ahead] = await tx.$queryRaw<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM rate_budget_waiters
-        WHERE budget = ${name} AND rank < ${rank} AND id <> ${waiterId}`;
-      const byLane = new Map(rows.map((r) => [r.lane, r.n]));
-      const used = rows.reduce((a, r) => a + r.n, 0);
-      const allowed = capacity(lane, demandOf(byLane)) - (ahead?.n ?? 0);
-      if (used < allowed && lane === 'poll' && paceMs > 0) {
-        const [paced] = await tx.$queryRaw<{ n: number; oldest: Date | null }[]>`
-          SELECT count(*)::int AS n, min(taken_at) AS oldest FROM rate_budget_slots
-          WHERE budget = ${name} AND lane = 'poll'
-            AND taken_at > clock_timestamp() - make_interval(secs => ${paceSeconds}::float8)`;
-        if (paced && paced.n >= paceCap && paced.oldest) {
-          setGauges(byLane);
-          return { taken: false, waitMs: paced.oldest.getTime() + paceMs - now, reason: 'paced' } as const;
-        }
-      }
-      if (used < allowed) {
-        await tx.$executeRaw`INSERT INTO rate_budget_slots (budget, lane, taken_at) VALUES (${name}, ${lane}, clock_timestamp())`;
-        await tx.$executeRaw`DELETE FROM rate_budget_waiters WHERE id = ${waiterId}`;
-        byLane.set(lane, (byLane.get(lane) ?? 0) + 1);
-        setGauges(byLane);
-        return { taken: true, used: used + 1 } as const;
-      }
-      await announce();
-      setGauges(byLane);
-      const oldest = Math.min(...rows.map((r) => r.oldest.getTime()));
-      const waitMs = Number.isFinite(oldest) ? oldest + windowMs - now : 50;
-      return { taken: false, waitMs, reason: 'full' } as const;
-    });
+    const [row] = await db.$queryRaw<TakeRow[]>`
+      SELECT * FROM rate_budget_try_take(
+        ${name}, ${lane}, ${LANE_RANK[lane]}::int, ${waiterId}, ${limit}::int, ${windowSeconds}::float8,
+        ${reserveFloor}::int, ${horizonMs}::float8, ${paceSeconds}::float8, ${paceCap}::int,
+        ${WAITER_TTL_SECONDS}::float8)`;
+    if (!row) throw new Error('rate_budget_try_take returned no row');
+    if (row.reason !== 'paused') {
+      setGauges(
+        new Map([
+          ['write', row.write_n],
+          ['readback', row.readback_n],
+          ['poll', row.poll_n],
+          ['external', row.external_n],
+        ]),
+      );
+    }
+    if (row.taken) return { taken: true, used: row.used };
+    return { taken: false, waitMs: Number(row.wait_ms), reason: row.reason as 'paused' | 'full' | 'paced' };
   }
 
   return {
@@ -170,10 +150,28 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
       const started = performance.now();
       const waiterId = randomUUID();
       let waited = false;
+      let failures = 0;
       try {
         for (;;) {
           signal?.throwIfAborted();
-          const take = await tryTake(lane, waiterId);
+          let take: Take;
+          try {
+            take = await tryTake(lane, waiterId);
+            failures = 0;
+          } catch (error) {
+            // Taking a slot never fails the caller's work: the attempt is retried (issue 43).
+            signal?.throwIfAborted();
+            failures++;
+            log.warn(
+              { err: error, lane, attempt: failures },
+              'rate budget could not take a slot; trying again',
+            );
+            take = {
+              taken: false,
+              waitMs: Math.min(MAX_SLEEP_MS, ERROR_RETRY_MS * 2 ** (failures - 1)),
+              reason: 'error',
+            };
+          }
           if (take.taken) {
             const seconds = (performance.now() - started) / 1000;
             metrics.budgetWaitSeconds.observe({ lane }, seconds);

@@ -7,7 +7,13 @@ import { intervalSeconds } from './collections.js';
 import { createPassHealth, type PassHealth, type PassOutcome } from './pass-health.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
-import { PassStoppedError, PER_PAGE, runResourcePass, type PollerHooks } from './resource-pass.js';
+import {
+  PassStoppedError,
+  PER_PAGE,
+  runResourcePass,
+  type PageSink,
+  type PollerHooks,
+} from './resource-pass.js';
 import type { RequestCounter } from './request-counter.js';
 import { createResourceLock, type ResourceLock } from './resource-lock.js';
 
@@ -42,6 +48,8 @@ export interface PollerOptions {
    * Without it, a pass reports the pages it received.
    */
   requestCounter?: RequestCounter;
+  /** The guard's snapshot store: pages of enrollments and applications go there too (issue 43). */
+  snapshots?: PageSink;
   /** Default: an advisory lock on a connection to `databaseUrl`. */
   lock?: ResourceLock;
 }
@@ -138,6 +146,7 @@ export function createPoller(options: PollerOptions): Poller {
           isStopping: () => stopping,
           signal: abort.signal,
           ...(options.requestCounter && { requestCounter: options.requestCounter }),
+          ...(options.snapshots && { snapshots: options.snapshots }),
         }),
       );
       return { resource, outcome: 'completed', stats };

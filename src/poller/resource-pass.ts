@@ -45,7 +45,25 @@ export interface PassContext {
   isStopping: () => boolean;
   /** Aborted when the poller stops: the request in flight (or waiting for its budget slot) ends now. */
   signal?: AbortSignal;
+  /**
+   * Where the pages of the collections the guard snapshots go, for its next snapshots (issue 43,
+   * src/guard/snapshot-store.ts): `askedAt` is no later than the page was asked for.
+   */
+  snapshots?: PageSink;
 }
+
+/** The part of the guard's snapshot store the poller feeds. */
+export interface PageSink {
+  savePage(
+    resource: string,
+    items: ReadonlyArray<Record<string, unknown>>,
+    askedAt: number,
+    position?: { page: number; perPage: number },
+  ): Promise<void>;
+}
+
+/** Collections whose records the guard snapshots (payments: enrollments; decisions: applications). */
+const SNAPSHOTTED: ReadonlySet<string> = new Set(['enrollments', 'applications']);
 
 export class PassStoppedError extends Error {
   override name = 'PassStoppedError';
@@ -105,8 +123,11 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     // The client's walk is drift-safe: a delete while paging makes it re-read the boundary (a
     // re-read that finds something new is yielded as a page), and repeats are left out.
     const walk = ctx.partner.pages(resource as PagedResource, query as ListQuery, pollCall(ctx));
+    // Before the next page is asked for: a lower bound of when it was.
+    let askedAt = Date.now();
     for await (const page of walk) {
       requestMade();
+      await keepForSnapshots(ctx, query, page.data, askedAt);
       stats.pages += 1;
       if (stats.pageCount === 0) stats.pageCount = page.data.page_count;
       stats.records += page.data.items.length;
@@ -117,6 +138,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       if (stats.pages % (ctx.progressEveryPages * 10) === 0) progress('poller pass progress');
       await ctx.hooks.afterPage?.({ resource, page: stats.pages });
       if (ctx.isStopping()) throw new PassStoppedError(STOPPED);
+      askedAt = Date.now();
     }
   };
 
@@ -219,4 +241,25 @@ async function customerIssues(ctx: PassContext, customerId: string): Promise<Par
     if ((error as { status?: unknown }).status === 404) return [];
     throw error;
   }
+}
+
+/**
+ * A page of a snapshotted collection, stored for the guard's snapshots; its position only when the
+ * list was read unfiltered (a filtered list numbers its pages otherwise). Never fails the pass.
+ */
+async function keepForSnapshots(
+  ctx: PassContext,
+  query: Record<string, string | number>,
+  data: { items: PartnerRecord[]; current_page?: number },
+  askedAt: number,
+): Promise<void> {
+  if (!ctx.snapshots || !SNAPSHOTTED.has(ctx.resource)) return;
+  const unfiltered = Object.keys(query).every((k) => k === 'per_page');
+  const position =
+    unfiltered && data.current_page != null ? { page: data.current_page, perPage: ctx.perPage } : undefined;
+  await ctx.snapshots
+    .savePage(ctx.resource, data.items, askedAt, position)
+    .catch((error: unknown) =>
+      ctx.logger.warn({ err: error }, 'poller could not store a page for snapshots'),
+    );
 }

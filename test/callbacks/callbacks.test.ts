@@ -379,7 +379,9 @@ describe('outcome callbacks', () => {
     it("lists each source's endpoint and queue, and refuses a redelivery it cannot read", async () => {
       const app = createHttpApp({
         logger,
-        mounts: [{ path: '/ops/api', router: createCallbackOpsRouter({ db: database.db }) }],
+        mounts: [
+          { path: '/ops/api', router: createCallbackOpsRouter({ db: database.db, actorOf: () => 'test' }) },
+        ],
       });
       const server = await new Promise<Server>((resolve) => {
         const s = app.listen(0, '127.0.0.1', () => resolve(s));

@@ -42,6 +42,7 @@ import { startPostgresCluster, type PostgresCluster } from './postgres-cluster.j
 import { alive, createSupervisor, type Supervisor } from './process-supervisor.js';
 import { readTopics } from './topic-reader.js';
 import { measureCompaction } from './compaction.js';
+import { reconcileAtEnd } from './reconcile-check.js';
 
 /**
  * `npm run test:chaos`: the whole system as separate processes, on a PostgreSQL cluster and a
@@ -568,6 +569,17 @@ async function main(): Promise<number> {
       'time added per ambiguous write, median (ms)': Math.round(ambiguous[0]?.p50 ?? 0),
       'time added per ambiguous write, max (ms)': Math.round(ambiguous[0]?.max ?? 0),
     };
+    // Reconcile the whole run against the platform (issue 45): applied confirmed, parked settled or explained.
+    log('reconciling the run against the platform');
+    const reconciled = await reconcileAtEnd({
+      repoRoot,
+      env,
+      since: t0,
+      pool,
+      hidePayments: options.hidePayments,
+    });
+    analysis.checks.push(...reconciled.checks);
+    log(`reconcile: ${JSON.stringify(reconciled.figures)}`);
     // After the evidence is read: its webhooks are not part of the load the invariants check.
     log('hostile phase: burst, near-limit bodies, odd paths, long ids, non-JSON ops bodies');
     const hostile = await runHostilePhase({

@@ -1,3 +1,4 @@
+import { hostname, userInfo } from 'node:os';
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -156,9 +157,11 @@ describe('rentbridge dlq', () => {
       const sent = await run('redrive', String(id), '--correct-file', good, '--note', 'wrong decision');
       expect(sent.code).toBe(0);
       expect(sent.text).toContain(`#${id} send: send corrected value`);
-      expect(await getDeadLetter(database.db, id)).toMatchObject({
+      // The operating system's user and host, not $USER (set to cli-tester here): #44 item 4.
+      const redriven = await getDeadLetter(database.db, id);
+      expect(redriven).toMatchObject({
         state: 'redriven',
-        resolvedBy: 'cli-tester',
+        resolvedBy: `cli:${userInfo().username}@${hostname()}`,
       });
     });
 
@@ -167,7 +170,10 @@ describe('rentbridge dlq', () => {
       const id = await seedLetter(database.db, kafka.prefix, letter);
       const { text } = await run('redrive', '--where', '--code', 'where_code', '--actor', 'eve');
       expect(text).toContain(`#${id} send`);
-      expect(await getDeadLetter(database.db, id)).toMatchObject({ state: 'redriven', resolvedBy: 'eve' });
+      expect(await getDeadLetter(database.db, id)).toMatchObject({
+        state: 'redriven',
+        resolvedBy: `cli:${userInfo().username}@${hostname()} (as eve)`,
+      });
     });
   });
 

@@ -133,7 +133,6 @@ describe.skipIf(skipWithoutChromium)('the console callbacks card in a real brows
 
     await page.goto(`${base}/ops`);
     await page.fill('#token', TOKEN);
-    await page.fill('#actor', 'e2e-operator');
     await page.click('#login-submit');
     const card = page.locator('[data-testid=callbacks]');
     await card.locator('tr[data-source=beta]').waitFor();

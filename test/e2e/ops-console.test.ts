@@ -111,7 +111,6 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
       await expect.poll(() => page.textContent('#login-error')).toContain('not valid');
 
       await page.fill('#token', TOKEN);
-      await page.fill('#actor', 'e2e-operator');
       await page.click('#login-submit');
       // The overview is the landing page; the letters are one tab away.
       await page.waitForSelector('#pipeline .stage');
@@ -170,7 +169,7 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
       await page.click('#redrive-yes');
       await expect.poll(() => page.textContent('#action-result')).toContain('Redriven');
       await expect.poll(() => page.textContent('#detail-state')).toBe('redriven');
-      await expect.poll(() => page.textContent('#detail-audit')).toContain('e2e-operator · redrive');
+      await expect.poll(() => page.textContent('#detail-audit')).toContain('break-glass · redrive');
 
       await mkdir('test-artifacts', { recursive: true });
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
@@ -178,7 +177,7 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
       const [message] = await kafka.readMessages(TOPICS.applicationDecisions, 1);
       expect(message?.value?.toString()).toBe(letters.unverified.value);
       expect(message?.headers?.[REDRIVE_HEADER.redrivenFrom]?.toString()).toBe(String(ids.unverified));
-      expect(message?.headers?.[REDRIVE_HEADER.redrivenBy]?.toString()).toBe('e2e-operator');
+      expect(message?.headers?.[REDRIVE_HEADER.redrivenBy]?.toString()).toBe('break-glass');
       expect((await getDeadLetter(database.db, ids.unverified))?.state).toBe('redriven');
 
       await page.click('#tab-audit');

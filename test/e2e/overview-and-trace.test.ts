@@ -142,7 +142,6 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
     it('lands on the overview: every stage with its status, figures and last-hour charts', async () => {
       await page.goto(`${base}/ops/`);
       await page.fill('#token', TOKEN);
-      await page.fill('#actor', 'e2e-operator');
       await page.click('#login-submit');
       await page.waitForSelector('#pipeline .stage');
       expect(await page.locator('#tab-overview').getAttribute('class')).toContain('active');

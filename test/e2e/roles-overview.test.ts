@@ -62,7 +62,6 @@ async function lastSeen(base: string): Promise<Record<string, number>> {
 async function signIn(page: Page, base: string): Promise<void> {
   await page.goto(`${base}/ops/`);
   await page.fill('#token', TOKEN);
-  await page.fill('#actor', 'e2e-newcomer');
   await page.click('#login-submit');
   await page.waitForSelector('#pipeline .stage');
 }

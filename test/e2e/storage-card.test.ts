@@ -88,7 +88,6 @@ describe('the storage of each table in the ops API and the console', () => {
     const page = await browser.newPage({ viewport: { width: 1440, height: 1200 } });
     await page.goto(`${base}/ops`);
     await page.fill('#token', TOKEN);
-    await page.fill('#actor', 'e2e-operator');
     await page.click('#login-submit');
     const card = page.locator('[data-testid=storage]');
     await card.locator('tr[data-table=dead_letters]').waitFor();

@@ -8,7 +8,9 @@ import {
   queueBySource,
   type DeliveryState,
 } from '../../callbacks/callback-repository.js';
+import { writeAudit } from '../../dead-letters/audit-repository.js';
 import { COMMAND_KINDS } from '../../events/outcomes.js';
+import { cliActor } from '../cli-actor.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { DEMO_PMS_SOURCE } from '../demo-names.js';
 import { requireMigrated } from '../require-migrated.js';
@@ -139,7 +141,7 @@ export async function redeliverCommand(
       ...(ids.length > 0 && { ids }),
       ...(opts.all && { all: true }),
       ...(opts.source !== undefined && { source: opts.source }),
-      actor: opts.actor ?? process.env.USER ?? process.env.LOGNAME ?? 'unknown',
+      actor: cliActor(opts.actor),
       ...(opts.reason !== undefined && { reason: opts.reason }),
     });
     process.stdout.write(
@@ -157,6 +159,12 @@ export async function redeliverCommand(
 export async function enable(source: string): Promise<void> {
   await withDb(async (root) => {
     const was = await enableEndpoint(root.db, source);
+    if (was)
+      await writeAudit(root.db, {
+        actor: cliActor(),
+        action: 'callback_enable',
+        target: `callback_endpoint:${source}`,
+      });
     process.stdout.write(
       was ? `the callback endpoint of ${source} is enabled again\n` : `${source}: not disabled\n`,
     );

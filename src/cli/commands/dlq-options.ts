@@ -86,7 +86,7 @@ function redriveOptions(cmd: Command): Command {
     .option('--correct-file <path>', 'JSON file: the corrected command (or whole CloudEvent), one id only')
     .option('--force', 'redrive a letter that is no longer open')
     .option('--note <text>', 'why (kept in the audit log; --reason is the failure-reason filter)')
-    .option('--actor <name>', 'who (default $USER)')
+    .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .option('--json', 'print JSON');
 }
 
@@ -119,7 +119,7 @@ export function addDlqCommands(program: Command, run: (invocation: DlqInvocation
     .option('--note <text>', 'why (required, kept in the audit log)')
     // One word for one meaning: --reason is the failure-reason filter; the audit text is --note.
     .option('--reason <text>', 'old name of --note, still accepted')
-    .option('--actor <name>', 'who (default $USER)')
+    .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .action(action('discard'));
   return dlq;
 }

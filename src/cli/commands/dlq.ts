@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { cliActor } from '../cli-actor.js';
 import { createInterface } from 'node:readline/promises';
 import cliProgress from 'cli-progress';
 import { Command, CommanderError } from 'commander';
@@ -57,8 +58,9 @@ export function partnerErrorLines(json: string | undefined): string[] {
   return partnerErrorDetailLines(fromDeadLetterHeaders({ [DLQ_HEADER.error]: json }).error);
 }
 
-function actorOf(flags: DlqFlags, env: NodeJS.ProcessEnv): string {
-  return flags.actor ?? env.USER ?? env.LOGNAME ?? 'unknown';
+/** `cli:<user>@<host>` from the operating system; a --actor name is kept beside it (src/cli/cli-actor.ts). */
+function actorOf(flags: DlqFlags): string {
+  return cliActor(flags.actor);
 }
 
 function parseIds(values: string[]): number[] {
@@ -146,7 +148,7 @@ async function redrive(invocation: DlqInvocation, ctx: DlqContext): Promise<numb
     .redriveMany(
       ids,
       {
-        actor: actorOf(flags, ctx.env),
+        actor: actorOf(flags),
         reason: flags.note ?? null,
         dryRun,
         force: flags.force ?? false,
@@ -169,7 +171,7 @@ async function discard({ args, flags }: DlqInvocation, ctx: DlqContext): Promise
     );
   let failed = false;
   for (const id of parseIds(args)) {
-    const { outcome } = await ctx.letters.discard(id, { actor: actorOf(flags, ctx.env), reason });
+    const { outcome } = await ctx.letters.discard(id, { actor: actorOf(flags), reason });
     failed ||= outcome.action === 'not_found';
     ctx.out(
       `#${id} ${outcome.action === 'discarded' ? 'discarded' : `${outcome.action}: ${outcome.message}`}`,

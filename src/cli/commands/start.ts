@@ -9,6 +9,7 @@ import type { HttpRole } from '../../app/http-role.js';
 import type { Component } from '../../app/lifecycle.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
+import { scheduledReconcile } from '../../app/reconcile-role.js';
 import { startDemoPmsCallbacks } from '../../demo/demo-pms-callbacks.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
@@ -160,6 +161,8 @@ async function runAll(
             ...[root.callbacks()].filter((c) => c !== null),
           ]),
         () => root.poller(),
+        // The scheduled reconciliation (RECONCILE_INTERVAL; 0: none), poll-lane work like the poller.
+        () => scheduledReconcile(root),
         () =>
           announce(root, {
             demo,

@@ -60,7 +60,11 @@ function sourcesTable(sources) {
         s.dead
           ? el(
               'button',
-              { type: 'button', onclick: () => redeliver({ all: true, source: s.source }) },
+              {
+                type: 'button',
+                'data-needs': 'operator',
+                onclick: () => redeliver({ all: true, source: s.source }),
+              },
               `Redeliver all ${s.dead} dead`,
             )
           : '',
@@ -82,7 +86,15 @@ function deadTable(dead) {
       el('td', {}, d.outcomeStatus),
       el('td', {}, String(d.attempts)),
       el('td', { class: 'small' }, d.lastError ?? ''),
-      el('td', {}, el('button', { type: 'button', onclick: () => redeliver({ ids: [d.id] }) }, 'Redeliver')),
+      el(
+        'td',
+        {},
+        el(
+          'button',
+          { type: 'button', 'data-needs': 'operator', onclick: () => redeliver({ ids: [d.id] }) },
+          'Redeliver',
+        ),
+      ),
     ),
   );
   return el('table', {}, el('tbody', {}, ...rows));

@@ -1,4 +1,4 @@
-/* global document, window */
+/* global document, window, fetch */
 // The ops console: vanilla JS modules, no build step. Everything it shows comes from /ops/api
 // (bearer OPS_TOKEN kept in sessionStorage). This module signs in and out and routes between the
 // views; each view is a module of its own and no state is shared through globals.
@@ -6,11 +6,13 @@ import { loadAudit } from './audit.js';
 import { $ } from './dom.js';
 import { wireLetterActions } from './letter-actions.js';
 import { loadLetters, wireFilters } from './letters.js';
+import { loadReconciliation } from './reconciliation.js';
 import { startOverview, stopOverview } from './overview.js';
-import { actorName, api, forgetToken, keepCredentials, onSignOut, signOut, signedIn } from './session.js';
+import { forgetNewToken, loadTokens, wireTokens } from './tokens.js';
+import { forgetToken, keepToken, loadSession, onSignOut, signOut, signedIn, whoAmI } from './session.js';
 import { lastTracedId, showTrace, traceLink } from './trace.js';
 
-const TABS = ['overview', 'trace', 'letters', 'audit'];
+const TABS = ['overview', 'trace', 'letters', 'audit', 'reconciliation', 'tokens'];
 
 function showApp(isSignedIn) {
   $('login').hidden = isSignedIn;
@@ -19,22 +21,24 @@ function showApp(isSignedIn) {
   $('trace-form').hidden = !isSignedIn;
   for (const tab of TABS) $(tab).hidden = true;
   if (!isSignedIn) stopOverview();
-  if (isSignedIn) $('whoami').textContent = `signed in as ${actorName() || 'ops-api'}`;
+  const me = whoAmI();
+  // CSS hides what the role cannot do ([data-needs] in console.css); the server refuses it anyway.
+  document.body.dataset.role = me ? me.role : '';
+  if (me)
+    $('whoami').textContent = `${me.name} · ${me.role}${me.kind === 'break-glass' ? ' (break-glass)' : ''}`;
 }
 
 async function login(event) {
   event.preventDefault();
   $('login-error').textContent = '';
-  keepCredentials($('token').value.trim(), $('actor').value.trim());
-  try {
-    await api('dead-letters?limit=1');
+  keepToken($('token').value.trim());
+  if (await loadSession()) {
     $('token').value = '';
     showApp(true);
     route();
-  } catch (error) {
+  } else {
     forgetToken();
-    $('login-error').textContent =
-      error.status === 403 ? 'That token is not valid.' : `Cannot sign in: ${error.message}`;
+    $('login-error').textContent = 'That token is not valid (unknown, revoked or expired).';
   }
 }
 
@@ -54,18 +58,22 @@ function route() {
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === tab);
   for (const t of TABS) $(t).hidden = t !== tab;
   if (tab !== 'overview') stopOverview();
+  if (tab !== 'tokens') forgetNewToken();
   if (tab === 'overview') void startOverview();
   else if (tab === 'trace') void showTrace(rest.length ? decodeURIComponent(rest.join('/')) : '');
   else if (tab === 'audit') void loadAudit();
+  else if (tab === 'reconciliation') void loadReconciliation();
+  else if (tab === 'tokens') void loadTokens();
   else void loadLetters();
 }
 
 function wire() {
   $('login-form').addEventListener('submit', (e) => void login(e));
-  $('logout').addEventListener('click', signOut);
+  $('logout').addEventListener('click', () => void signOut());
   onSignOut(() => showApp(false));
   wireFilters();
   wireLetterActions();
+  wireTokens();
   for (const b of document.querySelectorAll('.tab'))
     b.addEventListener('click', () => switchTab(b.dataset.tab));
   $('trace-form').addEventListener('submit', (e) => {
@@ -78,6 +86,12 @@ function wire() {
 
 // A module runs once the document is parsed (modules are deferred): the elements are there.
 wire();
-$('actor').value = actorName();
-showApp(signedIn());
-if (signedIn()) route();
+// Single sign-on offered when configured; a session cookie or a stored token signs in at once.
+void fetch('auth/methods')
+  .then((res) => res.json())
+  .then((methods) => ($('sso').hidden = !methods.sso))
+  .catch(() => undefined);
+void loadSession().then(() => {
+  showApp(signedIn());
+  if (signedIn()) route();
+});
