@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { prettyDestination, type LogFormat } from './log-format.js';
 
 export type { Logger };
 
@@ -80,9 +81,11 @@ const errors = (error: Error) => redactSecrets(pino.stdSerializers.err(error));
 
 /** The one root logger; every component logs through a child carrying its ids. */
 export function createLogger(
-  options: { level?: string; name?: string } = {},
-  destination?: pino.DestinationStream,
+  options: { level?: string; name?: string; format?: LogFormat } = {},
+  given?: pino.DestinationStream,
 ): Logger {
+  // Readable lines for a person at a terminal (src/log-format.ts); JSON everywhere else.
+  const destination = given ?? (options.format === 'pretty' ? prettyDestination() : undefined);
   const opts: LoggerOptions = {
     name: options.name ?? 'rentbridge',
     level: options.level ?? 'info',

@@ -49,6 +49,12 @@ export const metrics = {
     labelNames: ['source', 'result'] as const,
     registers: r,
   }),
+  webhooksUnrouted: new Counter({
+    name: 'rentbridge_webhooks_unrouted_total',
+    help: 'Signed webhooks of a type rentbridge does not route (kept on inbound.unrouted), by source and type (at most 20 types per source, then other)',
+    labelNames: ['source', 'type'] as const,
+    registers: r,
+  }),
   outboxBacklog: new Gauge({
     name: 'rentbridge_outbox_backlog',
     help: 'Outbox rows not yet published to Kafka',
@@ -187,7 +193,7 @@ type AnyMetric = (typeof metrics)[keyof typeof metrics];
 
 /** Which metrics each kind of work updates: what a process running that work exposes. */
 export const METRIC_GROUPS = {
-  receiver: [metrics.webhooks],
+  receiver: [metrics.webhooks, metrics.webhooksUnrouted],
   /** The process serving the console (src/ops/role-heartbeat.ts). */
   roles: [metrics.roleLastSeen],
   customerTokens: [metrics.customerTokens],

@@ -6,6 +6,7 @@ import { pendingChanges, readTopicPlan } from './kafka/topic-plan.js';
 import { ensureTopics } from './kafka/topics.js';
 import { topicSettingsFromConfig } from './kafka/topic-settings.js';
 import { createLogger, type Logger } from './logger.js';
+import { resolveLogFormat } from './log-format.js';
 
 /**
  * The composition root's shared parts: config, the root logger, Prisma and Kafka. Built once per
@@ -22,7 +23,10 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function createRuntime(config: Config, logger = createLogger({ level: config.LOG_LEVEL })): Runtime {
+export function createRuntime(
+  config: Config,
+  logger = createLogger({ level: config.LOG_LEVEL, format: resolveLogFormat(config.LOG_FORMAT) }),
+): Runtime {
   let db: Db | undefined;
   let kafka: Kafka | undefined;
   return {

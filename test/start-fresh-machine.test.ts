@@ -143,7 +143,7 @@ describe('rentbridge start with neither DATABASE_URL nor KAFKA_BROKERS', () => {
     expect(lines.some((l) => String(l.msg).includes('set DATABASE_URL and KAFKA_BROKERS'))).toBe(true);
     // Those lines come before every role's: the first thing a user reads.
     expect(run.log.indexOf('started an embedded PostgreSQL')).toBeLessThan(
-      run.log.indexOf('"msg":"applying migration'),
+      run.log.indexOf('"msg":"migrations done'),
     );
 
     // Data to find again after a restart.

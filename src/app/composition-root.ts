@@ -8,6 +8,7 @@ import { UsageError } from '../errors.js';
 import { createSnapshotStore, type GuardOptions } from '../guard/index.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import { createLogger, type Logger } from '../logger.js';
+import { resolveLogFormat } from '../log-format.js';
 import {
   createPartnerClient,
   createRateBudget,
@@ -92,12 +93,13 @@ export interface CompositionRoot extends Runtime {
   callbacks(): (Component & { readonly groupId: string }) | null;
 }
 
-const NO_PARTNER_URL =
-  'PARTNER_API_URL is not set: point it at the Partner API (or use `rentbridge start`, which runs the embedded sandbox)';
+/** Beside a running `npm start`, its embedded sandbox answers on SANDBOX_PORT with the default keys. */
+const noPartnerUrl = (sandboxPort: number) =>
+  `PARTNER_API_URL is not set: point it at the Partner API; beside a running \`npm start\` (demo), set PARTNER_API_URL=http://127.0.0.1:${sandboxPort} (its embedded sandbox, SANDBOX_PORT) and leave the PARTNER_*_KEY variables unset`;
 
 export function createCompositionRoot(
   config: Config,
-  logger: Logger = createLogger({ level: config.LOG_LEVEL }),
+  logger: Logger = createLogger({ level: config.LOG_LEVEL, format: resolveLogFormat(config.LOG_FORMAT) }),
 ): CompositionRoot {
   const runtime = createRuntime(config, logger);
   let partnerUrl = config.PARTNER_API_URL;
@@ -120,7 +122,7 @@ export function createCompositionRoot(
 
   function sharedPartner(): { partner: PartnerClient; budget: RateBudget } {
     if (partner) return partner;
-    if (!partnerUrl) throw new UsageError(NO_PARTNER_URL);
+    if (!partnerUrl) throw new UsageError(noPartnerUrl(config.SANDBOX_PORT));
     const budget = createRateBudget({
       db: runtime.db,
       limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE,

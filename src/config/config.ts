@@ -228,6 +228,8 @@ export const configSchema = z
       .pipe(z.record(z.string(), z.number().int().positive()))
       .default({}),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** `json` or `pretty` (short readable lines); unset: pretty when stdout is a terminal, else JSON. */
+    LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   })
   .superRefine((c, ctx) => {
     for (const [variable, message] of opsAuthProblems(c))

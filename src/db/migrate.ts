@@ -124,7 +124,8 @@ export async function migrate(
             `migration ${m.name} started but did not finish (as Prisma's P3009); resolve it with \`prisma migrate resolve\` before migrating again`,
           );
         }
-        log?.info({ migration: m.name, schema }, 'applying migration');
+        // Debug: one line each is start-up chatter; `migrations done` (info) says how many.
+        log?.debug({ migration: m.name, schema }, 'applying migration');
         await client.query('BEGIN');
         try {
           await client.query(m.sql);

@@ -44,7 +44,8 @@ export function startDemoTraffic(options: DemoTrafficOptions): { stop(): Promise
       },
       body,
     });
-    logger.info({ type, webhookId: id, status: res.status }, 'demo webhook sent');
+    // Debug: the demo PMS's outcome callbacks (info) show what came of each.
+    logger.debug({ type, webhookId: id, status: res.status }, 'demo webhook sent');
   }
 
   // Onboarding first: each registered (checked, then created) and enrolled, as one chain.

@@ -4,6 +4,7 @@ import { chown, mkdir, open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
+import { closedFolderAdvice, firstClosedFolder } from './reachable.js';
 import { UsageError } from '../errors.js';
 
 /**
@@ -131,6 +132,8 @@ async function prepareDataDir(
     writable = false;
   }
   if (!writable) {
+    const closed = user && firstClosedFolder(join(dataDir, 'PG_VERSION'), user);
+    if (closed) throw new UsageError(closedFolderAdvice(closed, `its data folder ${dataDir}`));
     const who = user ? 'the user `postgres` (PostgreSQL refuses to run as root)' : 'this user';
     throw new UsageError(
       `the embedded PostgreSQL's data folder ${dataDir} cannot be written by ${who}: give it access (each parent folder needs o+x), set LOCAL_PG_DIR to a folder it can write, or set DATABASE_URL to a PostgreSQL server`,
@@ -193,6 +196,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const { dataDir, logFile, port } = options;
   const bin = binaries();
   const user = serverUser();
+  // As root, the `postgres` user must reach the programs: say which folder shuts it out.
+  const closed = user && firstClosedFolder(bin.initdb, user);
+  if (closed)
+    throw new UsageError(closedFolderAdvice(closed, `the PostgreSQL programs in ${dirname(bin.initdb)}`));
   await prepareDataDir(dataDir, user);
   await mkdir(dirname(logFile), { recursive: true });
 

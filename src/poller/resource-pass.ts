@@ -175,7 +175,9 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     stats.elapsedMs = Date.now() - clock;
     await markSucceeded(db, resource, { fromDate: utcDate(startedAt), at: ctx.now(), stats });
     metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
-    logger.info({ resource, ...stats }, 'poller pass completed');
+    // A pass that found nothing is routine (every resource, every interval): debug.
+    const found = stats.changes > 0 || stats.removed > 0;
+    logger[found ? 'info' : 'debug']({ resource, ...stats }, 'poller pass completed');
     return stats;
   } catch (thrown) {
     syncRequests();

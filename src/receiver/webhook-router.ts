@@ -8,6 +8,7 @@ import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
+import { createTypeLabeler, unroutedAnswer } from './unrouted-answer.js';
 import { traceWebhook } from '../telemetry/telemetry.js';
 
 /**
@@ -86,6 +87,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
   const maxInFlight = config.WEBHOOK_MAX_IN_FLIGHT ?? 256;
   const maxEventBytes = config.RELAY_MAX_BATCH_BYTES ?? DEFAULT_MAX_BATCH_BYTES;
   let holding = 0;
+  const typeLabel = createTypeLabeler();
   const partnerVerifier = createVerifier(config.PARTNER_WEBHOOK_SECRETS, tolerance);
   const pmsVerifiers = new Map<string, Verifier>(
     Object.entries(config.PMS_WEBHOOK_SECRETS).map(([source, secrets]) => [
@@ -104,6 +106,20 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
   const router = express.Router();
   // Raw bytes whatever the content type: the signature covers them exactly as sent.
   const raw = express.raw({ type: () => true, limit: config.WEBHOOK_MAX_BODY_BYTES });
+
+  /** Kept (never drop a signed event), but said: a mistyped type must not pass in silence. */
+  function replyUnrouted(
+    res: Response,
+    ids: { source: string; requestId: string; webhookId: string; eventId?: string | undefined },
+    item: IngestItem,
+  ): void {
+    metrics.webhooksUnrouted.inc({ source: ids.source, type: typeLabel(ids.source, item.eventType) });
+    logger.warn(
+      { ...ids, eventType: item.eventType },
+      'webhook of an unknown type: kept on inbound.unrouted, nothing consumes it',
+    );
+    reply(res, 202, unroutedAnswer(ids.source, ids.eventId));
+  }
 
   async function handle(
     req: Request,
@@ -192,6 +208,8 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         { ...ids, webhookId, eventId: written.eventId, eventType: item.eventType, result },
         'webhook accepted',
       );
+      if (result === 'unrouted')
+        return replyUnrouted(res, { ...ids, webhookId, eventId: written.eventId }, item);
       reply(res, 202, { accepted: true, ...(written.eventId ? { event_id: written.eventId } : {}) });
     } catch (error) {
       if (!(error instanceof AppError)) result = 'error';

@@ -143,6 +143,12 @@ export function outboxSteps(t: Timeline, rows: TraceRows): void {
           attempts: o.attempts,
         },
       });
+      if (o.topic === TOPICS.unrouted) {
+        const type = rows.receipts.find((r) => r.outboxId === o.id)?.eventType;
+        t.ends.push(
+          `unknown type: kept on inbound.unrouted, nothing consumes it${type ? ` (the sender's type was "${escapeId(type)}")` : ''}`,
+        );
+      }
     } else {
       t.ends.push(
         `event ${o.eventId} waits in the outbox, not yet published${o.lastError ? ` (last error: ${o.lastError})` : ''}`,

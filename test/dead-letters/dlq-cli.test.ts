@@ -178,14 +178,27 @@ describe('rentbridge dlq', () => {
   });
 
   describe('when discarding', () => {
-    it('needs --reason', async () => {
-      await expect(run('discard', '1')).rejects.toThrow(/needs --reason/);
+    it('needs --note', async () => {
+      await expect(run('discard', '1')).rejects.toThrow(/needs --note/);
     });
 
-    it('exits 2 from the real command line without --reason', async () => {
+    it('exits 2 from the real command line without --note', async () => {
       const result = await cli('dlq', 'discard', '1');
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain('needs --reason');
+      expect(result.stderr).toContain('needs --note');
+    });
+
+    it('discards with --note, and with --reason (its old name) all the same', async () => {
+      const byNote = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
+      const byReason = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
+      expect(
+        (await cli('dlq', 'discard', String(byNote), '--note', 'test data', '--actor', 'eve')).code,
+      ).toBe(0);
+      expect(
+        (await cli('dlq', 'discard', String(byReason), '--reason', 'test data', '--actor', 'eve')).code,
+      ).toBe(0);
+      for (const id of [byNote, byReason])
+        expect(await getDeadLetter(database.db, id)).toMatchObject({ state: 'discarded' });
     });
   });
 

@@ -220,6 +220,25 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
           ),
         };
         expect(layout.page).toBeLessThanOrEqual(layout.window);
+        // A card's labels wrap between words (or at a dot or hyphen), never letter by letter ("budg / et / write").
+        const labels = await page.locator('.stage .figures dt').evaluateAll((nodes) =>
+          nodes.map((n) => {
+            // In the page: the DOM's getComputedStyle (this project's types have no DOM library).
+            const style = (
+              globalThis as unknown as { getComputedStyle(e: unknown): { lineHeight: string } }
+            ).getComputedStyle(n);
+            const lineHeight = parseFloat(style.lineHeight) || 16;
+            const text = n.textContent ?? '';
+            return {
+              text,
+              lines: Math.round(n.getBoundingClientRect().height / lineHeight),
+              // Parts a line may break between: words, and the parts of a dotted or hyphenated name.
+              words: text.split(/[\s./-]+/).filter(Boolean).length,
+            };
+          }),
+        );
+        expect(labels.length).toBeGreaterThan(0);
+        for (const label of labels) expect(label.lines, label.text).toBeLessThanOrEqual(label.words);
         for (const stage of layout.stages) {
           expect(stage.left, stage.id).toBeGreaterThanOrEqual(0);
           expect(stage.right, stage.id).toBeLessThanOrEqual(layout.window);

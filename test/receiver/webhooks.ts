@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { createHttpApp } from '../../src/http/http-app.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import type { Db } from '../../src/db/prisma.js';
 import { createLimitedServer, type ServerLimits } from '../../src/http/server-limits.js';
 import { createIngestWriter, type IngestWriter } from '../../src/receiver/ingest-writer.js';
@@ -110,8 +110,10 @@ export async function startReceiver(options: {
   /** The HTTP server's limits (default: Node's). */
   limits?: ServerLimits;
   metricsToken?: string;
+  /** Where the receiver logs; default: nowhere. */
+  logger?: Logger;
 }): Promise<TestReceiver> {
-  const logger = createLogger({ level: 'silent' });
+  const logger = options.logger ?? createLogger({ level: 'silent' });
   const writer = createIngestWriter({
     db: options.db,
     databaseUrl: options.databaseUrl,

@@ -12,6 +12,7 @@ import { writeAudit } from '../../dead-letters/audit-repository.js';
 import { COMMAND_KINDS } from '../../events/outcomes.js';
 import { cliActor } from '../cli-actor.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
+import { DEMO_PMS_SOURCE } from '../demo-names.js';
 import { requireMigrated } from '../require-migrated.js';
 
 /**
@@ -50,9 +51,12 @@ export async function status(opts: { json?: boolean }): Promise<void> {
       const q = queues.find((x) => x.source === source);
       const e = endpoints.find((x) => x.source === source);
       const url = root.config.PMS_CALLBACKS[source]?.url ?? null;
+      // `npm start`'s demo configures its own PMS's callbacks in its process, not in this shell.
+      const byDemo = url === null && source === DEMO_PMS_SOURCE && !root.config.PARTNER_API_URL;
       return {
         source,
-        configured: url !== null,
+        configured: url !== null || byDemo,
+        ...(byDemo && { configured_by: 'npm start (the demo)' }),
         endpoint: e?.disabledUrl && e.disabledUrl === url ? 'disabled (410 Gone)' : (e?.breaker ?? 'closed'),
         pending: q?.pending ?? 0,
         oldest_pending_seconds: Math.round(q?.oldestPendingSeconds ?? 0),
@@ -63,7 +67,7 @@ export async function status(opts: { json?: boolean }): Promise<void> {
     if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     for (const r of rows) {
       process.stdout.write(
-        `${r.source}: ${r.configured ? r.endpoint : 'not configured'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}\n`,
+        `${r.source}: ${r.configured_by ? `configured by ${r.configured_by}` : r.configured ? r.endpoint : 'not in PMS_CALLBACKS'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}\n`,
       );
     }
   });

@@ -85,7 +85,7 @@ function redriveOptions(cmd: Command): Command {
     .option('-y, --yes', `do not ask before redriving more than ${CONFIRM_ABOVE} letters`)
     .option('--correct-file <path>', 'JSON file: the corrected command (or whole CloudEvent), one id only')
     .option('--force', 'redrive a letter that is no longer open')
-    .option('--note <text>', 'why (kept in the audit log; --reason is the filter)')
+    .option('--note <text>', 'why (kept in the audit log; --reason is the failure-reason filter)')
     .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .option('--json', 'print JSON');
 }
@@ -116,7 +116,9 @@ export function addDlqCommands(program: Command, run: (invocation: DlqInvocation
     .command('discard')
     .description('close dead letters without redriving them')
     .argument('<ids...>')
-    .option('--reason <text>', 'why (required, kept in the audit log)')
+    .option('--note <text>', 'why (required, kept in the audit log)')
+    // One word for one meaning: --reason is the failure-reason filter; the audit text is --note.
+    .option('--reason <text>', 'old name of --note, still accepted')
     .option('--actor <name>', 'a name recorded beside cli:<os user>@<host> in the audit log')
     .action(action('discard'));
   return dlq;

@@ -163,8 +163,12 @@ async function redrive(invocation: DlqInvocation, ctx: DlqContext): Promise<numb
 }
 
 async function discard({ args, flags }: DlqInvocation, ctx: DlqContext): Promise<number> {
-  const { reason } = flags;
-  if (!reason?.trim()) throw new UsageError('dlq discard needs --reason TEXT (kept in the audit log)');
+  // --reason is the old name of --note here (it is the failure-reason filter everywhere else).
+  const reason = flags.note ?? flags.reason;
+  if (!reason?.trim())
+    throw new UsageError(
+      'dlq discard needs --note TEXT (kept in the audit log; --reason TEXT, its old name, works too)',
+    );
   let failed = false;
   for (const id of parseIds(args)) {
     const { outcome } = await ctx.letters.discard(id, { actor: actorOf(flags), reason });

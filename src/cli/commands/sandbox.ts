@@ -1,4 +1,5 @@
 import { createLogger } from '../../logger.js';
+import { resolveLogFormat } from '../../log-format.js';
 import { runUntilSignal } from '../../app/lifecycle.js';
 import { UsageError } from '../process.js';
 
@@ -9,7 +10,15 @@ import { UsageError } from '../process.js';
 export async function sandbox(opts: { port: number; seed?: string; host?: string }): Promise<void> {
   if (opts.seed !== undefined && opts.seed !== 'demo')
     throw new UsageError(`unknown seed "${opts.seed}": the only data set is "demo"`);
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', name: 'rentbridge-sandbox' });
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'info',
+    name: 'rentbridge-sandbox',
+    format: resolveLogFormat(
+      process.env.LOG_FORMAT === 'json' || process.env.LOG_FORMAT === 'pretty'
+        ? process.env.LOG_FORMAT
+        : undefined,
+    ),
+  });
   const { startSandbox, DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY } = await import('../../sandbox/index.js');
   await runUntilSignal(logger, async () => {
     const sandbox = await startSandbox({

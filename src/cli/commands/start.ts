@@ -13,8 +13,11 @@ import { scheduledReconcile } from '../../app/reconcile-role.js';
 import { startDemoPmsCallbacks } from '../../demo/demo-pms-callbacks.js';
 import { startDemoTraffic } from '../../demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
+import { resolveLogFormat } from '../../log-format.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
+import { startBanner, type BannerFields } from '../start-banner.js';
+import { DEMO_PMS_SOURCE } from '../demo-names.js';
 import { requireProbeAssumptions } from '../../probe/probe-gate.js';
 import { startLocalServers } from '../../local-servers/local-servers.js';
 import { canListen } from '../../local-servers/ports.js';
@@ -22,7 +25,6 @@ import { projectRoot } from '../../local-servers/project-root.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
-const DEMO_PMS_SOURCE = 'demo-pms';
 
 /**
  * Webhook secrets of a demo run when none are configured: fixed and documented in the README
@@ -66,7 +68,7 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   const demo = !given.PARTNER_API_URL;
   // Before any server starts: a second `npm start` (or another program) on our ports stops here.
   await requireFreePorts(given, demo);
-  const logger = createLogger({ level: given.LOG_LEVEL });
+  const logger = createLogger({ level: given.LOG_LEVEL, format: resolveLogFormat(given.LOG_FORMAT) });
   // Until every role runs (then runRoles takes the signals): exit now, and the servers started
   // here are asked to stop as the process exits (src/local-servers/).
   const duringStartUp = (signal: NodeJS.Signals) => {
@@ -161,7 +163,14 @@ async function runAll(
         () => root.poller(),
         // The scheduled reconciliation (RECONCILE_INTERVAL; 0: none), poll-lane work like the poller.
         () => scheduledReconcile(root),
-        () => announce(root, { demo, sandbox, port: httpRole!.port, running }),
+        () =>
+          announce(root, {
+            demo,
+            sandbox,
+            port: httpRole!.port,
+            running,
+            pretty: resolveLogFormat(config.LOG_FORMAT) === 'pretty',
+          }),
       ];
     },
     {
@@ -236,7 +245,8 @@ function announce(
     sandbox,
     port,
     running,
-  }: { demo: boolean; sandbox: Sandbox | undefined; port: number; running: () => void },
+    pretty,
+  }: { demo: boolean; sandbox: Sandbox | undefined; port: number; running: () => void; pretty: boolean },
 ): Component {
   const { config, logger } = root;
   let traffic: { stop(): Promise<void> } | undefined;
@@ -255,24 +265,30 @@ function announce(
           logger,
         });
       }
-      logger.info(
-        {
-          component: 'start',
-          console: `${base}/ops`,
-          metrics: `${base}/metrics`,
-          ready: `${base}/readyz`,
-          ...(config.OPS_TOKEN === DEMO_OPS_TOKEN && { demoOpsToken: DEMO_OPS_TOKEN }),
-          // The fixed demo secrets only (docs/running.md, "What npm start shows"), never configured ones.
-          ...(demo &&
-            config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]?.[0] === DEMO_PMS_WEBHOOK_SECRET && {
-              demoPmsWebhook: `${base}/webhooks/pms/${DEMO_PMS_SOURCE}`,
-              demoPmsWebhookSecret: DEMO_PMS_WEBHOOK_SECRET,
-            }),
-        },
-        demo
-          ? 'rentbridge is running (demo): open the console, events and commands flow within a minute'
-          : 'rentbridge is running',
-      );
+      const fields: BannerFields = {
+        console: `${base}/ops`,
+        metrics: `${base}/metrics`,
+        ready: `${base}/readyz`,
+        ...(config.OPS_TOKEN === DEMO_OPS_TOKEN && { demoOpsToken: DEMO_OPS_TOKEN }),
+        // The fixed demo secrets only (docs/running.md, "What npm start shows"), never configured ones.
+        ...(demo &&
+          config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]?.[0] === DEMO_PMS_WEBHOOK_SECRET && {
+            demoPmsWebhook: `${base}/webhooks/pms/${DEMO_PMS_SOURCE}`,
+            demoPmsWebhookSecret: DEMO_PMS_WEBHOOK_SECRET,
+          }),
+      };
+      if (pretty) {
+        // After every start-up line is written: the banner is the last thing on the screen.
+        await new Promise<void>((done) => logger.flush(() => done()));
+        process.stdout.write(startBanner(fields, demo));
+      } else {
+        logger.info(
+          { component: 'start', ...fields },
+          demo
+            ? 'rentbridge is running (demo): open the console, events and commands flow within a minute'
+            : 'rentbridge is running',
+        );
+      }
     },
     async stop() {
       await traffic?.stop();
