@@ -60,17 +60,19 @@ export async function markSucceeded(
     lastError: null,
     lastStats: pass.stats as unknown as Prisma.InputJsonValue,
   };
-  await db.$transaction([
-    db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data }),
-    db.$executeRaw`
+  // Interactive, with the file's waits: a batch transaction waits 2 s for a connection, and when the
+  // first passes of every resource start together that failed a pass that had done its work (CI).
+  await db.$transaction(async (tx) => {
+    await tx.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
+    await tx.$executeRaw`
       INSERT INTO poller_passes (resource, succeeded_at) VALUES (${resource}, ${pass.at})
-      ON CONFLICT DO NOTHING`,
-    db.$executeRaw`
+      ON CONFLICT DO NOTHING`;
+    await tx.$executeRaw`
       DELETE FROM poller_passes
        WHERE resource = ${resource}
          AND succeeded_at < (SELECT max(succeeded_at) FROM poller_passes
-                              WHERE resource = ${resource} AND succeeded_at <= ${pass.at}::timestamptz - interval '1 hour')`,
-  ]);
+                              WHERE resource = ${resource} AND succeeded_at <= ${pass.at}::timestamptz - interval '1 hour')`;
+  }, TX_OPTIONS);
 }
 
 /** Records the failure; the cursor (from_date) stays where it was, so the next pass re-reads. */
