@@ -17,7 +17,10 @@ export function registerReconcile(program: Command): void {
       '--source <source>',
       'only the commands of this PMS source (read with its own key, if it has one)',
     )
-    .option('--type <type>', 'only this command type: rental_payment | application_decision')
+    .option(
+      '--type <type>',
+      'only this command type: rental_payment | application_decision | customer_registration | enrollment',
+    )
     .option('--format <format>', 'table | json | csv', 'table')
     .action(async (opts: ReconcileCliOptions) => (await import('./commands/reconcile.js')).reconcile(opts));
 }

@@ -1,5 +1,6 @@
 import { Counter, Gauge } from 'prom-client';
 import { registry, startAtZero } from '../metrics.js';
+import { RECONCILED_TYPES } from './reconcile-repository.js';
 import { RECONCILE_VERDICTS, type ReconcileItem } from './reconcile-types.js';
 
 /**
@@ -34,7 +35,7 @@ export function exposeReconcileMetrics(): void {
       registry.registerMetric(metric);
   }
   startAtZero(reconcileMetrics.items, {
-    command_type: ['rental_payment', 'application_decision'],
+    command_type: RECONCILED_TYPES,
     verdict: RECONCILE_VERDICTS,
   });
 }

@@ -2,8 +2,17 @@ import type { Logger } from '../logger.js';
 import type { PartnerClient } from '../partner/index.js';
 import type { SourcePartners } from '../partner/source-partners.js';
 import { judgeApplication } from './decision-evidence.js';
+import { judgeCustomer, judgeCustomerEnrollment } from './onboarding-evidence.js';
 import { judgeEnrollment } from './payment-evidence.js';
-import { readApplications, readEnrollments, type ReadCost } from './platform-reader.js';
+import {
+  createPlatformReader,
+  readApplications,
+  readCustomersByEmail,
+  readEnrollments,
+  readEnrollmentsOfCustomers,
+  type PlatformReader,
+  type ReadCost,
+} from './platform-reader.js';
 import {
   RECONCILED_TYPES,
   type ReconciledType,
@@ -67,25 +76,53 @@ function firstDay(commands: ReconcileCommand[]): string {
   return new Date(Math.min(...times)).toISOString().slice(0, 10);
 }
 
+/** The readers of a pass, one per key: each list walked at most once per key and pass. */
+type Readers = (keyId: string, partner: PartnerClient) => PlatformReader;
+
+/** One key's targets of one type: read what they need, judge each. */
+async function judgeTargets(
+  type: ReconciledType,
+  reader: PlatformReader,
+  targets: Map<string, ReconcileCommand[]>,
+  clock: VerdictClock,
+): Promise<ReconcileItem[]> {
+  const ids = [...targets.keys()];
+  const judged: ReconcileItem[] = [];
+  switch (type) {
+    case 'rental_payment': {
+      const found = await readEnrollments(reader, ids);
+      for (const [id, cmds] of targets)
+        judged.push(...judgeEnrollment(id, found.get(id) ?? null, cmds, clock));
+      break;
+    }
+    case 'application_decision': {
+      const found = await readApplications(reader, ids, firstDay([...targets.values()].flat()));
+      for (const [id, cmds] of targets) judged.push(...judgeApplication(found.get(id) ?? null, cmds, clock));
+      break;
+    }
+    case 'customer_registration':
+    case 'enrollment': {
+      const read = type === 'enrollment' ? readEnrollmentsOfCustomers : readCustomersByEmail;
+      const judge = type === 'enrollment' ? judgeCustomerEnrollment : judgeCustomer;
+      const { records, unkeyed } = await read(reader, ids);
+      for (const [id, cmds] of targets)
+        judged.push(...judge(id, { record: records.get(id) ?? null, unkeyed }, cmds, clock));
+      break;
+    }
+  }
+  return judged;
+}
+
 async function judgeType(
   deps: PassDeps,
   type: ReconciledType,
   commands: ReconcileCommand[],
   clock: VerdictClock,
-  cost: ReadCost,
+  readers: Readers,
 ): Promise<ReconcileItem[]> {
   const items: ReconcileItem[] = [];
   for (const { keyId, partner, targets } of byKey(deps.sources, commands).values()) {
-    const ids = [...targets.keys()];
-    const judged: ReconcileItem[] = [];
-    if (type === 'rental_payment') {
-      const found = await readEnrollments(partner, keyId, ids, cost);
-      for (const [id, cmds] of targets)
-        judged.push(...judgeEnrollment(id, found.get(id) ?? null, cmds, clock));
-    } else {
-      const found = await readApplications(partner, keyId, ids, firstDay([...targets.values()].flat()), cost);
-      for (const [id, cmds] of targets) judged.push(...judgeApplication(found.get(id) ?? null, cmds, clock));
-    }
+    const judged = await judgeTargets(type, readers(keyId, partner), targets, clock);
     // Which key read the evidence (decision 026): `deployment`, or a digest naming a source's own key.
     for (const item of judged) items.push({ ...item, evidence: { ...item.evidence, read_with: keyId } });
   }
@@ -115,14 +152,27 @@ export function createReconcilePass(deps: PassDeps) {
       const id = runId ?? (await deps.reconcile.startRun(trigger, scope));
       const log = deps.logger.child({ component: 'reconcile', runId: id });
       const cost: ReadCost = { requests: 0, pages: new Set() };
+      const open = new Map<string, PlatformReader>();
+      const readers: Readers = (keyId, partner) => {
+        let reader = open.get(keyId);
+        if (!reader) open.set(keyId, (reader = createPlatformReader(partner, keyId, cost)));
+        return reader;
+      };
       const items: ReconcileItem[] = [];
       try {
         const clock = { now: Date.now(), maxProcessingMs: deps.maxProcessingMs };
         const types = RECONCILED_TYPES.filter((t) => !scope.commandType || t === scope.commandType);
-        for (const type of types) {
-          const commands = await deps.reconcile.commands(scope, type);
-          log.info({ commandType: type, commands: commands.filter((c) => c.inScope).length }, 'reconciling');
-          items.push(...(await judgeType(deps, type, commands, clock, cost)));
+        try {
+          for (const type of types) {
+            const commands = await deps.reconcile.commands(scope, type);
+            log.info(
+              { commandType: type, commands: commands.filter((c) => c.inScope).length },
+              'reconciling',
+            );
+            items.push(...(await judgeType(deps, type, commands, clock, readers)));
+          }
+        } finally {
+          for (const reader of open.values()) await reader.close();
         }
         await settle(deps, id, items);
       } catch (error) {

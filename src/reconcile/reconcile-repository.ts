@@ -13,8 +13,17 @@ import {
  * repository). Plain objects out.
  */
 
-/** The command types a pass reconciles (those whose effect the guard's read-back can see on a list). */
-export const RECONCILED_TYPES = ['rental_payment', 'application_decision'] as const;
+/**
+ * The command types a pass reconciles (those whose effect the guard's read-back can see on a list),
+ * in the order a pass takes them: enrollments after payments, so the enrollments list walked for
+ * the payments answers for the enrollments as far as it was read.
+ */
+export const RECONCILED_TYPES = [
+  'rental_payment',
+  'application_decision',
+  'customer_registration',
+  'enrollment',
+] as const;
 export type ReconciledType = (typeof RECONCILED_TYPES)[number];
 
 /** Guard states a pass looks at: landed, refused or given up (explain nothing), parked. */

@@ -202,7 +202,10 @@ describe('rentbridge reconcile options', () => {
 
   it.each([
     [{ format: 'xml' }, /--format must be one of table, json, csv/],
-    [{ type: 'enrollment' }, /--type must be one of rental_payment, application_decision/],
+    [
+      { type: 'lease' },
+      /--type must be one of rental_payment, application_decision, customer_registration, enrollment/,
+    ],
     [{ since: 'yesterday' }, /--since "yesterday" is not a date/],
     [{ since: '2026-11-02', until: '2026-11-01' }, /--since must be before --until/],
   ])('refuses %o as bad usage', (opts, message) => {
