@@ -3,11 +3,12 @@ import { commandTypeOfKind } from '../commands/command-types.js';
 import { destinationsOf } from '../command-consumer/outcome-events.js';
 import { createResultPublisher, type ResultPublisher } from '../command-consumer/publish-result.js';
 import type { Db } from '../db/prisma.js';
-import type { CommandIdentity } from '../events/command-identity.js';
+import { commandSourceOf, pmsCloudEventSource, type CommandIdentity } from '../events/command-identity.js';
 import type { CommandKind } from '../events/outcomes.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import { redriveDeadLetter } from '../dead-letters/redrive.js';
-import type { CommandRepository } from '../guard/index.js';
+import type { CommandRecord, CommandRepository, GuardPartner } from '../guard/index.js';
+import type { Completion } from '../commands/command-type.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { KeyUse } from '../partner/source-partners.js';
@@ -37,6 +38,8 @@ export interface SettleDeps {
   redriveAbsent: boolean;
   /** Which key acts for a source (the outcome's `Acting`). */
   keyOf(source: string): KeyUse;
+  /** The client acting for a source: the command type's step after the write reads with it. */
+  partnerOf(source: string): GuardPartner;
 }
 
 const ACTOR = 'reconcile';
@@ -54,6 +57,15 @@ function noOrigin(key: string): { partition: number; message: KafkaMessage } {
       headers: {},
     } as KafkaMessage,
   };
+}
+
+/**
+ * The CloudEvent source the command came with, as the consumer knows it: a follow-up command (a
+ * registration's enrollment) is published under it, so it keeps the command's source.
+ */
+export function ceSourceOf(source: string): string {
+  const pms = pmsCloudEventSource(source);
+  return commandSourceOf(pms) === source ? pms : source;
 }
 
 export function createSettler(deps: SettleDeps) {
@@ -81,6 +93,25 @@ export function createSettler(deps: SettleDeps) {
     commandId: item.commandId!,
   });
 
+  /**
+   * What the command type adds once the command is final (a registration's Partner customer id
+   * and, with `enroll: true`, its enrollment command; an enrollment's id), exactly as the consumer
+   * computes it: the type's own step, with the source's key, its reads `<base>.rs<n>` (reconcile steps).
+   */
+  async function completionOf(record: CommandRecord): Promise<Completion> {
+    const type = commandTypeOfKind(record.commandType);
+    if (!type?.complete) return {};
+    let steps = 0;
+    const identity = { source: record.source, commandType: record.commandType, commandId: record.commandId };
+    return type.complete(record.payload, record, {
+      identity: identity as CommandIdentity,
+      partner: deps.partnerOf(record.source),
+      repository: deps.commands,
+      logger: deps.logger.child({ commandId: record.commandId, commandSource: record.source }),
+      nextRequestId: () => `${record.requestIdBase}.rs${++steps}`,
+    });
+  }
+
   async function audit(item: ReconcileItem, runId: number, what: string) {
     await writeAudit(deps.db, {
       actor: ACTOR,
@@ -105,10 +136,17 @@ export function createSettler(deps: SettleDeps) {
     // Attempt numbers of steps are the write's they follow: this one follows the last write.
     const acting = {
       source: record.source,
-      ceSource: `/pms/${record.source}`,
+      ceSource: ceSourceOf(record.source),
       key: deps.keyOf(record.source),
     };
-    await publisherOf(item.commandType).publishResult(noOrigin(record.targetId), record, false, {}, acting);
+    const completion = await completionOf(record);
+    await publisherOf(item.commandType).publishResult(
+      noOrigin(record.targetId),
+      record,
+      false,
+      completion,
+      acting,
+    );
     await audit(item, runId, 'applied: outcome published');
     deps.logger.info(
       { commandId: record.commandId, source: record.source, runId },

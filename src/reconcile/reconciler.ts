@@ -51,6 +51,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     topicPrefix: deps.topicPrefix,
     redriveAbsent: deps.redriveAbsent,
     keyOf: (source) => deps.sources.keyOf(source),
+    partnerOf: (source) => deps.sources.forSource(source).partner,
   });
 
   async function publishReport(run: RunRecord, items: ReconcileItem[]): Promise<void> {
