@@ -1,26 +1,29 @@
 /**
- * `npm run bench -- reconcile` (issue 45): one reconciliation pass over a month of payments —
- * 10,000 applied payment commands over 3,000 enrollments (BENCH_RECONCILE="payments:enrollments",
- * comma-separated for several sizes) — against the sandbox over HTTP, on the shared rate budget in
- * PostgreSQL at the sandbox's own limit (650/min). Its figures: the Partner API requests the pass
- * needs against the minimum (the pages that hold the enrollments: one per 1,000), and its time.
- * The commands are written straight into `commands` as the guard leaves them (`applied`, with their
- * payload); the platform holds the same payments, so every item is `confirmed`.
+ * `npm run bench -- reconcile` (issue 45): one reconciliation pass against the sandbox over HTTP,
+ * on the shared rate budget in PostgreSQL at the sandbox's own limit (650/min); its figures are
+ * the Partner API requests the pass needs against the minimum (the pages that hold its records,
+ * per_page 1,000), per record, and its time.
+ *
+ * - `BENCH_RECONCILE="payments:enrollments"` (comma-separated for several sizes; default
+ *   10000:3000): a month of payments, every enrollment holding its share.
+ * - `BENCH_RECONCILE_ONBOARDING="registrations:older"` (default 3000:7000; empty: none): the same
+ *   month with its onboarding: `registrations` customers registered and enrolled by rentbridge
+ *   (the newest customers and enrollments), each enrollment with its share of 10,000 payments,
+ *   on a platform that holds `older` customers besides. The enrollments list serves the payments
+ *   and the enrollments in one walk; the customers list is walked from its newest.
+ *
+ * The commands are written straight into `commands` as the guard leaves them (`applied`, with
+ * their payload); the platform holds the same records, so every item is `confirmed`.
  */
-import { randomBytes } from 'node:crypto';
-import { withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
-import { createDb } from '../src/db/prisma.js';
 import type { SharedProducer } from '../src/kafka/shared-producer.js';
-import { createLogger } from '../src/logger.js';
-import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import { createSourcePartners } from '../src/partner/source-partners.js';
 import { createReconciler } from '../src/reconcile/reconciler.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
+import { withSandboxBench, type SandboxBench } from './sandbox-bench.js';
 import type { BenchResult } from './types.js';
 
 const CHUNK = 500;
 const PER_PAGE = 1000;
+const PAYMENTS_WITH_ONBOARDING = 10_000;
 
 /** The report event is not what is measured: a producer that takes it and sends nothing. */
 const NO_KAFKA = {
@@ -29,109 +32,175 @@ const NO_KAFKA = {
   close: async () => undefined,
 } as unknown as SharedProducer;
 
+type Row = Record<string, unknown>;
+
 function paymentOf(n: number) {
   const month = String((n % 12) + 1).padStart(2, '0');
   return { amount_cents: 100_000 + n, paid_on: `2026-${month}-01`, period: `2026-${month}` };
 }
 
-async function one(base: string, payments: number, enrollments: number, figures: BenchResult['figures']) {
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-  const schema = `bench_reconcile_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
-  const db = createDb(url, { max: 5 });
-  const sandbox = await startSandbox({ port: 0 });
-  const control = createSandboxControl(sandbox.url);
-  let requests = 0;
-  const countingFetch: typeof fetch = async (input, init) => {
-    const u = new URL(input instanceof Request ? input.url : String(input));
-    if (!u.pathname.startsWith('/__sandbox') && !u.pathname.endsWith('/authenticate')) requests += 1;
-    return fetch(input, init);
+/** A guard row as the guard leaves an applied command. */
+function applied(commandType: string, commandId: string, targetId: string, payload: Row) {
+  return {
+    source: 'bench',
+    commandId,
+    commandType,
+    targetId,
+    state: 'applied',
+    payload,
+    attempts: 1,
+    requestIdBase: commandId,
+    requestIds: [`${commandId}.a1`],
+    finishedAt: new Date(),
   };
-  try {
-    // Payment n goes to enrollment n mod E: every enrollment holds its share of the month.
-    const byEnrollment: Array<Array<ReturnType<typeof paymentOf>>> = Array.from(
-      { length: enrollments },
-      () => [],
-    );
-    for (let n = 0; n < payments; n++) byEnrollment[n % enrollments]!.push(paymentOf(n));
-    const ids: number[] = [];
-    for (let done = 0; done < enrollments; done += CHUNK) {
-      const stored = await control.addRecords(
-        'enrollments',
-        byEnrollment
-          .slice(done, done + CHUNK)
-          .map((rental_payments) => ({ status: 'active', rental_payments })),
-      );
-      ids.push(...stored.map((r) => Number(r.id)));
-    }
-    const rows = Array.from({ length: payments }, (_, n) => ({
-      source: 'bench',
-      commandId: `pay-${n}`,
-      commandType: 'rental_payment',
-      targetId: String(ids[n % enrollments]),
-      state: 'applied',
-      payload: { payment_id: `pay-${n}`, enrollment_id: ids[n % enrollments], ...paymentOf(n) },
-      attempts: 1,
-      requestIdBase: `pay-${n}`,
-      requestIds: [`pay-${n}.a1`],
-      finishedAt: new Date(),
-    }));
-    for (let i = 0; i < rows.length; i += 5000)
-      await db.command.createMany({ data: rows.slice(i, i + 5000) });
-
-    const partner = createPartnerClient({
-      baseUrl: sandbox.url,
-      accessKey: 'sandbox-access-key',
-      secretKey: 'sandbox-secret-key',
-      logger,
-      budget: createRateBudget({ db, limitPerMinute: 650, logger }),
-      fetch: countingFetch,
-    });
-    const reconciler = createReconciler({
-      db,
-      producer: NO_KAFKA,
-      sources: createSourcePartners({ deployment: () => partner, keys: {}, build: () => partner }),
-      logger,
-      topicPrefix: 'bench.',
-      maxProcessingMs: 30_000,
-      redriveAbsent: false,
-    });
-    const started = Date.now();
-    const now = Date.now();
-    const { run } = await reconciler.run(
-      { since: new Date(now - 86_400_000), until: new Date(now + 1000) },
-      'cli',
-    );
-    const seconds = (Date.now() - started) / 1000;
-    const minimum = Math.ceil(enrollments / PER_PAGE);
-    const k = `${payments}_over_${enrollments}`;
-    figures[`${k}_seconds`] = seconds;
-    figures[`${k}_partner_requests`] = requests;
-    figures[`${k}_minimum_requests`] = minimum;
-    figures[`${k}_requests_vs_minimum`] = Number((requests / minimum).toFixed(2));
-    figures[`${k}_confirmed`] = run.counts.confirmed ?? 0;
-    figures[`${k}_drift_items`] = Object.entries(run.counts)
-      .filter(([v]) => v !== 'confirmed')
-      .reduce((sum, [, n]) => sum + n, 0);
-  } finally {
-    await sandbox.close();
-    await db.$executeRawUnsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await db.$disconnect();
-  }
 }
 
+async function addInChunks(bench: SandboxBench, resource: 'customers' | 'enrollments', records: Row[]) {
+  const stored: Row[] = [];
+  for (let done = 0; done < records.length; done += CHUNK)
+    stored.push(...(await bench.control.addRecords(resource, records.slice(done, done + CHUNK))));
+  return stored;
+}
+
+/** Enrollments for `customers` (null: none), payment n in enrollment n mod E; the payment commands. */
+async function seedPayments(bench: SandboxBench, payments: number, customers: Array<string | null>) {
+  const shares: Array<Array<ReturnType<typeof paymentOf>>> = customers.map(() => []);
+  for (let n = 0; n < payments; n++) shares[n % customers.length]!.push(paymentOf(n));
+  const stored = await addInChunks(
+    bench,
+    'enrollments',
+    shares.map((rental_payments, i) => ({
+      status: 'active',
+      rental_payments,
+      ...(customers[i] != null && { customer_id: Number(customers[i]) }),
+    })),
+  );
+  const ids = stored.map((r) => String(r.id));
+  const rows = Array.from({ length: payments }, (_, n) => {
+    const e = ids[n % ids.length]!;
+    return applied('rental_payment', `pay-${n}`, e, {
+      payment_id: `pay-${n}`,
+      enrollment_id: Number(e),
+      ...paymentOf(n),
+    });
+  });
+  return { ids, rows };
+}
+
+/** `older` customers from January, then `registrations` rentbridge registered; their commands. */
+async function seedOnboarding(bench: SandboxBench, registrations: number, older: number) {
+  const person = (n: number, email: string) => ({
+    first_name: 'Tenant',
+    last_name: String(n),
+    phone: String(5_550_000_000 + n),
+    email,
+  });
+  await addInChunks(
+    bench,
+    'customers',
+    Array.from({ length: older }, (_, n) => ({
+      ...person(n, `older-${n}@example.com`),
+      created_at: new Date(Date.parse('2026-01-01T00:00:00Z') + n * 1000).toISOString(),
+    })),
+  );
+  const registered = Array.from({ length: registrations }, (_, n) => person(n, `reg-${n}@example.com`));
+  const customers = await addInChunks(bench, 'customers', registered);
+  const rows = registered.map((p, n) =>
+    applied('customer_registration', `reg-${n}`, p.email, { registration_id: `reg-${n}`, ...p }),
+  );
+  return { customerIds: customers.map((c) => String(c.id)), rows };
+}
+
+async function pass(bench: SandboxBench) {
+  const partner = bench.partner();
+  const reconciler = createReconciler({
+    db: bench.db,
+    producer: NO_KAFKA,
+    sources: createSourcePartners({ deployment: () => partner, keys: {}, build: () => partner }),
+    logger: bench.logger,
+    topicPrefix: 'bench.',
+    maxProcessingMs: 30_000,
+    redriveAbsent: false,
+  });
+  const started = Date.now();
+  const now = Date.now();
+  const { run } = await reconciler.run(
+    { since: new Date(now - 86_400_000), until: new Date(now + 1000) },
+    'cli',
+  );
+  return { run, seconds: (Date.now() - started) / 1000 };
+}
+
+async function insert(bench: SandboxBench, rows: Row[]) {
+  for (let i = 0; i < rows.length; i += 5000)
+    await bench.db.command.createMany({ data: rows.slice(i, i + 5000) as never });
+}
+
+function record(
+  figures: BenchResult['figures'],
+  k: string,
+  bench: SandboxBench,
+  result: Awaited<ReturnType<typeof pass>>,
+  minimum: number,
+) {
+  const items = Object.values(result.run.counts).reduce((sum, n) => sum + n, 0);
+  figures[`${k}_seconds`] = result.seconds;
+  figures[`${k}_partner_requests`] = bench.requests();
+  figures[`${k}_minimum_requests`] = minimum;
+  figures[`${k}_requests_vs_minimum`] = Number((bench.requests() / minimum).toFixed(2));
+  figures[`${k}_requests_per_1000_records`] = Number(((1000 * bench.requests()) / items).toFixed(3));
+  figures[`${k}_confirmed`] = result.run.counts.confirmed ?? 0;
+  figures[`${k}_drift_items`] = items - (result.run.counts.confirmed ?? 0);
+}
+
+async function payments(count: number, enrollments: number, figures: BenchResult['figures']) {
+  await withSandboxBench('reconcile', async (bench) => {
+    const { rows } = await seedPayments(bench, count, Array<null>(enrollments).fill(null));
+    await insert(bench, rows);
+    record(
+      figures,
+      `${count}_over_${enrollments}`,
+      bench,
+      await pass(bench),
+      Math.ceil(enrollments / PER_PAGE),
+    );
+  });
+}
+
+async function onboarding(registrations: number, older: number, figures: BenchResult['figures']) {
+  await withSandboxBench('reconcile', async (bench) => {
+    const seeded = await seedOnboarding(bench, registrations, older);
+    const pay = await seedPayments(bench, PAYMENTS_WITH_ONBOARDING, seeded.customerIds);
+    const enrollments = seeded.customerIds.map((c, n) =>
+      applied('enrollment', `enr-${n}`, c, { enrollment_request_id: `enr-${n}`, customer_id: c }),
+    );
+    await insert(bench, [...seeded.rows, ...enrollments, ...pay.rows]);
+    // The registrations are the newest customers, their enrollments the only ones: one walk each.
+    const minimum = 2 * Math.ceil(registrations / PER_PAGE);
+    const k = `onboarding_${registrations}_registered_${older}_older`;
+    record(figures, k, bench, await pass(bench), minimum);
+  });
+}
+
+const sizesOf = (text: string) =>
+  text
+    .split(',')
+    .filter((s) => s.trim() !== '')
+    .map((s) => s.split(':').map(Number) as [number, number]);
+
 export async function run(): Promise<BenchResult> {
-  const sizes = (process.env.BENCH_RECONCILE ?? '10000:3000').split(',').map((s) => s.split(':').map(Number));
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
   const figures: BenchResult['figures'] = {};
-  for (const [payments, enrollments] of sizes) await one(base, payments!, enrollments!, figures);
+  for (const [count, enrollments] of sizesOf(process.env.BENCH_RECONCILE ?? '10000:3000'))
+    await payments(count, enrollments, figures);
+  for (const [registrations, older] of sizesOf(process.env.BENCH_RECONCILE_ONBOARDING ?? '3000:7000'))
+    await onboarding(registrations, older, figures);
   return {
     name: 'reconcile',
     figures,
     notes: [
       'One pass, every command applied and on the platform: requests are list pages (per_page 1000) on the poll lane, token requests not counted.',
-      'Minimum: the pages that hold the enrollments, one per 1,000. Time includes reading the commands and storing one item per command.',
+      'Minimum: the pages that hold the records: one per 1,000 enrollments; with onboarding, as many customer pages again (the registered customers are the newest).',
+      `Onboarding: registrations, their enrollments and ${PAYMENTS_WITH_ONBOARDING} payments over those enrollments in one pass. Time includes reading the commands and storing one item per command.`,
     ],
   };
 }

@@ -5,16 +5,9 @@
  * requests against the minimum, one request per 1,000 records. The resync's reading and its rows
  * into the outbox; the relay's publishing is measured by `npm run bench -- relay`.
  */
-import { randomBytes } from 'node:crypto';
-import { withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
-import { createDb } from '../src/db/prisma.js';
-import { createLogger } from '../src/logger.js';
-import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import { createRequestCounter } from '../src/poller/index.js';
 import { createResync } from '../src/resync/resync.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
-import pg from 'pg';
+import { withSandboxBench } from './sandbox-bench.js';
 import type { BenchResult } from './types.js';
 
 const RESOURCE = 'leads' as const;
@@ -22,23 +15,9 @@ const CHUNK = 2000;
 
 export async function run(): Promise<BenchResult> {
   const sizes = (process.env.BENCH_RESYNC_RECORDS ?? '10000,100000').split(',').map(Number);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
   const figures: Record<string, number | string> = {};
   for (const total of sizes) {
-    const schema = `bench_resync_${randomBytes(4).toString('hex')}`;
-    const url = withSchema(base, schema);
-    await migrate(url);
-    const db = createDb(url, { max: 5 });
-    const sandbox = await startSandbox({ port: 0 });
-    const control = createSandboxControl(sandbox.url);
-    let requests = 0;
-    const countingFetch: typeof fetch = async (input, init) => {
-      const u = new URL(input instanceof Request ? input.url : String(input));
-      if (!u.pathname.startsWith('/__sandbox') && !u.pathname.endsWith('/authenticate')) requests += 1;
-      return fetch(input, init);
-    };
-    try {
+    await withSandboxBench('resync', async ({ db, logger, control, requests, partner: clientOf }) => {
       for (let done = 0; done < total; done += CHUNK) {
         await control.addRecords(
           RESOURCE,
@@ -50,15 +29,8 @@ export async function run(): Promise<BenchResult> {
           })),
         );
       }
-      const partner = createPartnerClient({
-        baseUrl: sandbox.url,
-        accessKey: 'sandbox-access-key',
-        secretKey: 'sandbox-secret-key',
-        logger,
-        // The sandbox's own limit: the resync must keep to the poll lane of it.
-        budget: createRateBudget({ db, limitPerMinute: 650, logger }),
-        fetch: createRequestCounter(countingFetch).fetch,
-      });
+      // The sandbox's own limit: the resync must keep to the poll lane of it.
+      const partner = clientOf((f) => createRequestCounter(f).fetch);
       let lastLog = 0;
       const started = Date.now();
       const [result] = await createResync({
@@ -78,20 +50,13 @@ export async function run(): Promise<BenchResult> {
       const k = total >= 1000 ? `${total / 1000}k` : String(total);
       figures[`${k}_records_seconds`] = seconds;
       figures[`${k}_records_per_second`] = Math.round(total / seconds);
-      figures[`${k}_partner_requests`] = requests;
+      figures[`${k}_partner_requests`] = requests();
       figures[`${k}_minimum_requests`] = Math.ceil(total / 1000);
       figures[`${k}_budget_slots`] = slots.map((s) => `${Number(s.n)} ${s.lane}`).join(', ');
       figures[`${k}_outbox_rows`] = rows;
       figures[`${k}_records_reported`] = result?.records ?? 0;
-      console.log(`resync ${total}: ${requests} requests, ${seconds.toFixed(1)} s, ${rows} outbox rows`);
-    } finally {
-      await sandbox.close();
-      await db.$disconnect();
-      const client = new pg.Client({ connectionString: base });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
+      console.log(`resync ${total}: ${requests()} requests, ${seconds.toFixed(1)} s, ${rows} outbox rows`);
+    });
   }
   return {
     name: 'resync',

@@ -52,7 +52,7 @@ const BENCHES: Record<string, { module: string; what: string }> = {
   },
   reconcile: {
     module: './reconcile.js',
-    what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments): Partner requests vs the pages that hold them, and time (issue 45)',
+    what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments), and the same month with its 3,000 registrations and enrollments: Partner requests vs the pages that hold them, and time (issue 45)',
   },
   relay: {
     module: './relay-drain.js',
