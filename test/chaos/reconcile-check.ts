@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type pg from 'pg';
+import { RECONCILED_TYPES } from '../../src/reconcile/reconcile-repository.js';
 import type { Check } from './invariants.js';
 
 /**
  * The chaos run's last word on the platform (issue 45): `rentbridge reconcile` over the whole run,
  * as an operator runs it, then three checks on its items — every applied command is confirmed (or,
  * where the platform cannot show it, an item says why), every parked command is settled or
- * explained, and the platform holds no payment no command explains.
+ * explained, and the platform holds no payment, customer or enrollment no command explains.
  */
 
 const run = promisify(execFile);
@@ -88,7 +89,8 @@ export async function reconcileAtEnd(options: {
     (options.hidePayments && i.verdict === 'unknown');
   const parked = items.filter((i) => i.commandState === 'unverified');
   const { rows } = await options.pool.query<{ n: string }>(
-    "SELECT count(*) AS n FROM commands WHERE state = 'unverified' AND command_type IN ('rental_payment', 'application_decision')",
+    "SELECT count(*) AS n FROM commands WHERE state = 'unverified' AND command_type = ANY($1)",
+    [[...RECONCILED_TYPES]],
   );
   // Settled ones are `applied` or `pending` now; those still parked must each have an item.
   const stillParked = Number(rows[0]?.n ?? 0);
@@ -114,7 +116,7 @@ export async function reconcileAtEnd(options: {
         ...(stillParked > parkedItems ? [`${stillParked} parked commands, ${parkedItems} items`] : []),
       ]),
       check(
-        'reconcile: no payment on the platform that no command explains',
+        'reconcile: no payment, customer or enrollment on the platform that no command explains',
         items.length,
         items.filter((i) => i.verdict === 'unexpected').map(describe),
       ),
