@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { judgeCustomer, judgeCustomerEnrollment } from '../../src/reconcile/onboarding-evidence.js';
+import { ceSourceOf } from '../../src/reconcile/reconcile-settle.js';
 import type { ReconcileCommand } from '../../src/reconcile/reconcile-types.js';
 
 /**
@@ -177,5 +178,12 @@ describe('enrollment verdicts', () => {
     const open = enrollmentCommand({ state: 'in_flight', inScope: false });
     const items = judgeCustomerEnrollment('41', seen(enrollment()), [gaveUp, open], clock);
     expect(items).toMatchObject([{ verdict: 'unknown', commandId: open.commandId }]);
+  });
+});
+
+describe('the CloudEvent source a settled command’s follow-up goes out under', () => {
+  it('is the receiver’s for a PMS source, and the source itself otherwise', () => {
+    expect(ceSourceOf('acme')).toBe('/webhooks/pms/acme');
+    expect(ceSourceOf('/test')).toBe('/test');
   });
 });
