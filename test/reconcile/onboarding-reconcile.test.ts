@@ -40,7 +40,7 @@ describe('rentbridge reconcile, customer registrations and enrollments', () => {
   beforeAll(async () => {
     h = await createHarness();
     await h.kafka.createTopics([TOPICS.reconciliationReports]);
-    const sources = ['onb-missing', 'onb-ended', 'onb-landed', 'onb-absent'];
+    const sources = ['onb-missing', 'onb-ended', 'onb-refused', 'onb-landed', 'onb-absent'];
     const env = {
       DATABASE_URL: h.database.url,
       KAFKA_BROKERS: h.kafka.brokers.join(','),
@@ -146,6 +146,38 @@ describe('rentbridge reconcile, customer registrations and enrollments', () => {
       const { items } = await reconcile('onb-ended');
       const item = items.find((i) => i.commandType === 'enrollment')!;
       expect(item).toMatchObject({ verdict: 'missing', reason: expect.stringContaining('cancelled') });
+    });
+  });
+
+  describe('when a customer appears after rentbridge’s registration of it was refused', () => {
+    it('reports the customer unexpected, naming the refused registration', async () => {
+      await h.control.addFault({
+        method: 'POST',
+        path: CREATE_CUSTOMER,
+        kind: 'error',
+        status: 422,
+        code: 'validation_error',
+      });
+      const command = await register('onb-refused');
+      try {
+        expect((await h.outcomesOf(command.registration_id))[0]).toMatchObject({ status: 'rejected' });
+      } finally {
+        await h.control.clearFaults();
+      }
+      // Another system registers the same person meanwhile.
+      const [customer] = await h.control.addRecords('customers', [
+        { email: command.email, first_name: 'Ada', last_name: 'Lovelace', phone: '5551234567' },
+      ]);
+      const { items } = await reconcile('onb-refused');
+      expect(items).toHaveLength(1);
+      expect(items[0]).toMatchObject({
+        verdict: 'unexpected',
+        commandType: 'customer_registration',
+        commandId: null,
+        targetId: command.email,
+        evidence: { record: { id: customer!.id } },
+      });
+      expect(items[0]!.reason).toContain(`onb-refused/${command.registration_id} (rejected)`);
     });
   });
 
