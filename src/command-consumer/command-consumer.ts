@@ -19,6 +19,7 @@ import {
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
+import { logSummary } from '../log-summary.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { SourcePartners } from '../partner/source-partners.js';
 import { traceCommand } from '../telemetry/telemetry.js';
@@ -169,6 +170,7 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     throttle: gate,
     signal: stopping.signal,
     ...(deps.guard && { guard: deps.guard }),
+    finals: logSummary(logger, 'commands applied (count by state)'),
   });
 
   return {
