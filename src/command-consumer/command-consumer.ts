@@ -6,6 +6,7 @@ import { PARTNER_ERROR_CODES } from '../events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
+  createPaymentLedger,
   createSnapshotPageCache,
   createSnapshotStore,
   createThrottleGate,
@@ -117,6 +118,8 @@ function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
         type.readBack(partner, {
           ...(ttlMs > 0 && { snapshotCache: createSnapshotPageCache({ ttlMs }) }),
           ...(maxAgeMs > 0 && { snapshotStore: createSnapshotStore({ db: deps.db, keyId, maxAgeMs }) }),
+          // rentbridge's own rows complete a baseline that could not see payments (decision 047).
+          ledger: createPaymentLedger(deps.db),
         }),
         keyId,
       );
