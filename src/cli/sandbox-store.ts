@@ -1,4 +1,3 @@
-import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
 import type { SandboxPersistence, SandboxSnapshot } from '../sandbox/index.js';
 
@@ -19,12 +18,11 @@ export function sandboxStore(db: Db, name = DEMO_SANDBOX): SandboxPersistence {
       return state?.version === 1 ? state : null;
     },
     async save(snapshot) {
-      const state = snapshot as unknown as Prisma.InputJsonValue;
-      await db.sandboxState.upsert({
-        where: { name },
-        create: { name, state },
-        update: { state, savedAt: new Date() },
-      });
+      // One text parameter cast in SQL: Prisma's Json handling of a 1 MB document took seconds.
+      await db.$executeRaw`
+        INSERT INTO sandbox_state (name, state, saved_at)
+        VALUES (${name}, ${JSON.stringify(snapshot)}::jsonb, now())
+        ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, saved_at = EXCLUDED.saved_at`;
     },
   };
 }
