@@ -98,6 +98,21 @@ describe('the terminal', () => {
       // Ready when it says so.
       expect((await fetch(`http://127.0.0.1:${http}/readyz`)).ok).toBe(true);
     });
+
+    it('keeps the banner on the screen under steady demo traffic', async () => {
+      const current = run!;
+      expect(current.output()).toContain('try next:');
+      // About ten demo events (one a second) and what comes of them: lines are counted, never a time.
+      await new Promise((r) => setTimeout(r, 10_000));
+      const text = current.output();
+      const fromBanner = text.slice(text.indexOf('─'.repeat(72)));
+      // Rows on the 160-column screen (no colours are written): a longer line wraps.
+      const rows = fromBanner
+        .split('\n')
+        .reduce((n, line) => n + Math.max(1, Math.ceil(line.length / 160)), 0);
+      // The screen is 50 rows: the banner's first rule is still on it.
+      expect(rows, fromBanner).toBeLessThanOrEqual(50);
+    });
   });
 
   describe('when output is not a terminal', () => {

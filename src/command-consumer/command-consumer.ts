@@ -6,6 +6,7 @@ import { PARTNER_ERROR_CODES } from '../events/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
+  createPaymentLedger,
   createSnapshotPageCache,
   createSnapshotStore,
   createThrottleGate,
@@ -19,6 +20,7 @@ import {
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
+import { logSummary } from '../log-summary.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { SourcePartners } from '../partner/source-partners.js';
 import { traceCommand } from '../telemetry/telemetry.js';
@@ -116,6 +118,8 @@ function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
         type.readBack(partner, {
           ...(ttlMs > 0 && { snapshotCache: createSnapshotPageCache({ ttlMs }) }),
           ...(maxAgeMs > 0 && { snapshotStore: createSnapshotStore({ db: deps.db, keyId, maxAgeMs }) }),
+          // rentbridge's own rows complete a baseline that could not see payments (decision 047).
+          ledger: createPaymentLedger(deps.db),
         }),
         keyId,
       );
@@ -169,6 +173,7 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     throttle: gate,
     signal: stopping.signal,
     ...(deps.guard && { guard: deps.guard }),
+    finals: logSummary(logger, 'commands applied (count by state)'),
   });
 
   return {

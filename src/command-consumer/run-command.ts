@@ -14,6 +14,7 @@ import {
   type ThrottleGate,
 } from '../guard/index.js';
 import type { Logger } from '../logger.js';
+import type { LogSummary } from '../log-summary.js';
 import { metrics } from '../metrics.js';
 import { invalidMessageBatches, parseCommandMessage } from './invalid-message.js';
 import type { ResultPublisher } from './publish-result.js';
@@ -38,6 +39,8 @@ export interface CommandHandlerDeps {
   /** Aborted on stop: the command in hand is left as it is (its row keeps its state). */
   signal: AbortSignal;
   guard?: GuardOptions;
+  /** Applied commands, one info line a minute (src/log-summary.ts). */
+  finals?: LogSummary;
 }
 
 /** One valid command, with everything its attempts share. */
@@ -78,6 +81,7 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
         throttle: deps.throttle,
         signal: deps.signal,
         ...(deps.guard && { options: deps.guard }),
+        ...(deps.finals && { finals: deps.finals }),
       },
       {
         ...identity,

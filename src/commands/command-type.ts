@@ -6,6 +6,7 @@ import type {
   CommandRepository,
   FailureInput,
   GuardPartner,
+  PaymentLedger,
   ReadBackStrategy,
   SnapshotPageCache,
   SnapshotStore,
@@ -45,7 +46,7 @@ export interface CommandType<C = unknown> {
   target: { field: keyof C & string; normalize?: (value: string) => string };
   readBack(
     partner: GuardPartner,
-    options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore },
+    options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore; ledger?: PaymentLedger },
   ): ReadBackStrategy<C>;
   /**
    * A check before the guarded write (a registration's eligibility check), run by the guard's

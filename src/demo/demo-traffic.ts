@@ -20,6 +20,12 @@ export interface DemoTrafficOptions {
   total?: number;
   /** Pause between events. Default 1000 ms. */
   everyMs?: number;
+  /**
+   * Send the doomed decisions (an unknown application: dead-lettered on purpose). Default true;
+   * `rentbridge start` sends them only when the sandbox was seeded now, so a restart adds no
+   * demo dead letters.
+   */
+  doomed?: boolean;
 }
 
 export function startDemoTraffic(options: DemoTrafficOptions): { stop(): Promise<void> } {
@@ -114,6 +120,7 @@ export function startDemoTraffic(options: DemoTrafficOptions): { stop(): Promise
       }
       default:
         // Doomed on purpose: no such application. The guard rejects it and it is dead-lettered.
+        if (options.doomed === false) break;
         await send('application.decided', {
           decision_id: `demo-${randomUUID()}`,
           application_id: 999_999_999,

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '@prisma/client';
 import type { CommandIdentity } from '../events/command-identity.js';
 import type { Logger } from '../logger.js';
+import type { LogSummary } from '../log-summary.js';
 import { metrics } from '../metrics.js';
 import { classifyFailure } from './classify-failure.js';
 import type { CommandLock, CommandLocks } from './command-lock.js';
@@ -26,6 +27,8 @@ export interface EffectContext<C> {
   throttle: ThrottleGate | undefined;
   signal: AbortSignal | undefined;
   log: Logger;
+  /** Applied commands, counted in one info line a minute (src/log-summary.ts). */
+  finals?: LogSummary;
   identity: CommandIdentity;
   command: C;
   targetId: string;
@@ -69,10 +72,17 @@ const resolved = Promise.resolve();
 
 function counted<C>(ctx: EffectContext<C>, record: CommandRecord, settled = resolved): Done {
   metrics.commands.inc({ command: ctx.identity.commandType, status: record.state });
-  ctx.log.info(
-    { state: record.state, attempts: record.attempts, partnerRequestId: record.requestIds.at(-1) },
-    'command final',
-  );
+  // Applied is the routine result, one a request: at debug, and counted in a line a minute
+  // (issue 41). A command that did not apply stays one line at info: someone may have to act.
+  const fields = {
+    state: record.state,
+    attempts: record.attempts,
+    partnerRequestId: record.requestIds.at(-1),
+  };
+  if (record.state === 'applied' || record.state === 'already_applied') {
+    ctx.log.debug(fields, 'command final');
+    ctx.finals?.add(record.state);
+  } else ctx.log.info(fields, 'command final');
   return { result: { record, alreadyFinal: false, settled } };
 }
 

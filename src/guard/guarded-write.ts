@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import type { LogSummary } from '../log-summary.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
 import type { CommandIdentity } from '../events/command-identity.js';
 import type { CommandLocks } from './command-lock.js';
@@ -85,6 +86,8 @@ export interface GuardDeps<C> {
   /** Aborts back-off sleeps on shutdown (never a write in flight). */
   signal?: AbortSignal;
   options?: GuardOptions;
+  /** Applied commands are counted here, in one info line a minute (the consumer's). */
+  finals?: LogSummary;
 }
 
 export interface GuardInput<C> extends CommandIdentity {
@@ -177,6 +180,7 @@ async function walk<C>(deps: GuardDeps<C>, input: GuardInput<C>, owned: EffectCo
       commandSource: input.source,
       commandType: input.commandType,
     }),
+    ...(deps.finals && { finals: deps.finals }),
     identity,
     command: input.command,
     targetId: input.targetId,

@@ -37,4 +37,5 @@ export {
 export type { GuardPartner } from './partner-port.js';
 export { createSnapshotPageCache } from './snapshot-page-cache.js';
 export { createSnapshotStore, type SnapshotStore } from './snapshot-store.js';
+export { createPaymentLedger, type PaymentLedger } from './payment-ledger.js';
 export type { SnapshotPageCache, SnapshotPageCacheOptions } from './snapshot-page-cache.js';

@@ -1,10 +1,11 @@
 import type { RentalPaymentCommand } from '../events/commands.js';
 import { PAYMENT_VISIBLE_ON_ENROLLMENT, REPORT_MOVES_UPDATED_AT } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
+import type { PaymentLedger } from './payment-ledger.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
 import { findSnapshotRecord } from './snapshot-read.js';
 import type { SnapshotStore } from './snapshot-store.js';
-import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy } from './read-back.js';
+import { baseSnapshot, findRecord, sameTime, type ReadBackStrategy, type ReadContext } from './read-back.js';
 
 // The names the payment read-back reads, from the assumptions it rests on (the probe checks them).
 const ENROLLMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.collection;
@@ -38,13 +39,19 @@ function countMatching(command: RentalPaymentCommand, record: Record<string, unk
  * it, src/guard/snapshot-read.ts). One more payment with this amount, date and period than the snapshot held →
  * applied; `updated_at` unchanged → not applied; anything else (changed, but not by a payment
  * we can recognise) → unknown.
+ *
+ * A snapshot taken while the platform kept payments off the enrollment holds no count: once they
+ * show, `ledger` (rentbridge's own guard rows) completes the baseline as reconciliation does
+ * (decisions 045, 047): exactly one matching payment that no other command of rentbridge
+ * explains is this one's → applied. Never `not_applied` on such a baseline.
  */
 export function rentalPaymentReadBack(
   partner: GuardPartner,
-  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore } = {},
+  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore; ledger?: PaymentLedger } = {},
 ): ReadBackStrategy<RentalPaymentCommand> {
   const cache = options.snapshotCache;
   const store = options.snapshotStore;
+  const ledger = options.ledger;
   return {
     async snapshot(command, ctx) {
       const { record, askedAt } = await findSnapshotRecord(partner, ENROLLMENTS, command.enrollment_id, ctx, {
@@ -69,12 +76,13 @@ export function rentalPaymentReadBack(
       }
       // Guard assumption PAYMENT_VISIBLE_ON_ENROLLMENT: without the list of payments on the
       // record, "no new payment" is no evidence at all.
-      if (paymentsOn(now) === null || snapshot.payments_visible === false) {
+      if (paymentsOn(now) === null) {
         ctx.missing?.(
           `the enrollment record carries no ${PAYMENTS} list, so a reported payment cannot be seen on it (assumption PAYMENT_VISIBLE_ON_ENROLLMENT)`,
         );
         return 'unknown';
       }
+      if (snapshot.payments_visible === false) return hiddenBaselineVerdict(command, now, ledger, ctx);
       const before = typeof snapshot.matching_payments === 'number' ? snapshot.matching_payments : 0;
       if (countMatching(command, now) > before) return 'applied';
       if (now[UPDATED_AT] == null || snapshot.updated_at == null) {
@@ -104,4 +112,27 @@ export function rentalPaymentReadBack(
       }
     },
   };
+}
+
+/**
+ * The snapshot could not see payments (the platform kept them off the enrollment then); they show
+ * now. The count before the first write is completed from rentbridge's own commands: one matching
+ * payment, explained by no other landed or parked command → this one's (applied). Anything else
+ * cannot be told.
+ */
+async function hiddenBaselineVerdict(
+  command: RentalPaymentCommand,
+  now: Record<string, unknown>,
+  ledger: PaymentLedger | undefined,
+  ctx: ReadContext,
+): Promise<'applied' | 'unknown'> {
+  const onRecord = countMatching(command, now);
+  const others = onRecord === 1 && ledger ? await ledger.othersWithFacts(command) : null;
+  if (onRecord === 1 && others === 0) return 'applied';
+  ctx.missing?.(
+    onRecord === 0
+      ? `the snapshot could not see payments (no ${PAYMENTS} list then), and none with this amount, date and period is on the enrollment yet`
+      : `the snapshot could not see payments (no ${PAYMENTS} list then): ${onRecord} payment(s) with this amount, date and period${others ? ` and ${others} other command(s) of rentbridge with them` : ''}, so which is this one cannot be told`,
+  );
+  return 'unknown';
 }

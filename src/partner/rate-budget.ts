@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
+import { logSummary } from '../log-summary.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { LANES, LANE_RANK, type Lane, type RateBudget } from './rate-budget-types.js';
 import { sleep } from './transport.js';
@@ -83,6 +84,7 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   const paceCap = Math.max(1, Math.ceil((limit * paceMs) / windowMs));
   const lockKey = `rate_budget:${name}`;
   const log = options.logger.child({ component: 'rate-budget', budget: name, limitPerMinute: limit });
+  const waits = logSummary(log, 'rate budget slots taken after waiting more than 1 s (count by lane)');
   let lastStateLog = 0;
 
   // The higher lanes' last-window demand, scaled to the horizon; never under the floor, and never
@@ -180,11 +182,12 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
               { lane, waitedMs: Math.round(seconds * 1000), used: take.used },
               'rate budget slot taken',
             );
-            if (seconds > 1)
-              log.info(
-                { lane, waitedMs: Math.round(seconds * 1000), used: take.used },
-                'rate budget slot taken after waiting',
-              );
+            if (seconds > 1) {
+              const waitedMs = Math.round(seconds * 1000);
+              // Once per slot at debug; at info, one line a minute (issue 41: it scrolled the banner away).
+              log.debug({ lane, waitedMs, used: take.used }, 'rate budget slot taken after waiting');
+              waits.add(lane, { longestWaitMs: waitedMs });
+            }
             if (Date.now() - lastStateLog > STATE_LOG_EVERY_MS) {
               lastStateLog = Date.now();
               log.info({ used: take.used, left: Math.max(0, limit - take.used) }, 'rate budget state');

@@ -1,5 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
+import { logSummary } from '../log-summary.js';
 import { metrics } from '../metrics.js';
 import type { Resource } from '../partner/resources.js';
 import { COLLECTION_RULES, utcDate } from './collections.js';
@@ -175,9 +176,15 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     stats.elapsedMs = Date.now() - clock;
     await markSucceeded(db, resource, { fromDate: utcDate(startedAt), at: ctx.now(), stats });
     metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
-    // A pass that found nothing is routine (every resource, every interval): debug.
-    const found = stats.changes > 0 || stats.removed > 0;
-    logger[found ? 'info' : 'debug']({ resource, ...stats }, 'poller pass completed');
+    // Each pass at debug; the passes that found something, counted in one info line a minute
+    // (issue 41: one line a pass scrolled npm start's banner away under the demo's traffic).
+    logger.debug({ resource, ...stats }, 'poller pass completed');
+    if (stats.changes > 0 || stats.removed > 0)
+      logSummary(logger, 'poller passes that found changes (count by resource)').add(
+        resource,
+        {},
+        { changes: stats.changes, removed: stats.removed },
+      );
     return stats;
   } catch (thrown) {
     syncRequests();

@@ -35,6 +35,7 @@ export function retentionText(s: RetentionSettings): Record<string, string> {
     rate_budget_waiters: 'until expired (the budget)',
     poller_passes: 'about two hours (the poller)',
     role_heartbeats: 'one row per running process',
+    sandbox_state: 'one row: the demo sandbox of npm start (--fresh wipes it)',
   };
 }
 

@@ -29,7 +29,7 @@ function unauthenticated(message: string): SandboxError {
  */
 export class KeyRing {
   private readonly keys = new Map<string, ApiKey>();
-  private readonly secret = new Uint8Array(randomBytes(32));
+  private secret = new Uint8Array(randomBytes(32));
 
   constructor() {
     this.add({ access_key: DEFAULT_ACCESS_KEY, secret_key: DEFAULT_SECRET_KEY });
@@ -62,6 +62,17 @@ export class KeyRing {
 
   list(): ApiKey[] {
     return [...this.keys.values()];
+  }
+
+  /** The keys and the token signing secret, for a saved sandbox: its tokens stay valid across a restart. */
+  dump(): { keys: ApiKey[]; secret: string } {
+    return { keys: this.list(), secret: Buffer.from(this.secret).toString('base64') };
+  }
+
+  load(saved: { keys: ApiKey[]; secret: string }): void {
+    this.keys.clear();
+    for (const key of saved.keys) this.keys.set(key.access_key, key);
+    this.secret = new Uint8Array(Buffer.from(saved.secret, 'base64'));
   }
 
   /** `POST /partner/v1/authenticate`: the key pair must match a live key. */

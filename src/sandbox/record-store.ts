@@ -24,6 +24,8 @@ export class Collection {
   private readonly byId = new Map<number, SandboxRecord>();
   private nextId = 1;
   private readonly views = new Map<string, SandboxRecord[]>();
+  /** Bumped on every change: a saved copy (src/sandbox/sandbox-snapshot.ts) knows when it is stale. */
+  revision = 0;
 
   constructor(private readonly precision: () => CreatedAtPrecision = () => 'milliseconds') {}
 
@@ -54,7 +56,7 @@ export class Collection {
       updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : givenCreated ? created : now,
     };
     this.byId.set(id, record);
-    this.views.clear();
+    this.changedNow();
     return record;
   }
 
@@ -74,7 +76,7 @@ export class Collection {
       updated_at: typeof fields.updated_at === 'string' ? fields.updated_at : now,
     };
     this.byId.set(id, record);
-    this.views.clear();
+    this.changedNow();
     return record;
   }
 
@@ -82,8 +84,29 @@ export class Collection {
     const current = this.byId.get(id);
     if (!current) return undefined;
     this.byId.delete(id);
-    this.views.clear();
+    this.changedNow();
     return current;
+  }
+
+  private changedNow(): void {
+    this.views.clear();
+    this.revision += 1;
+  }
+
+  /** Everything the collection holds, its next id included (a saved sandbox). */
+  dump(): { nextId: number; records: SandboxRecord[] } {
+    return { nextId: this.nextId, records: [...this.byId.values()] };
+  }
+
+  /** Puts back what `dump()` gave: the records as they were, ids going on where they stopped. */
+  load(saved: { nextId: number; records: SandboxRecord[] }): void {
+    this.byId.clear();
+    this.nextId = Math.max(saved.nextId, 1);
+    for (const record of saved.records) {
+      this.byId.set(record.id, record);
+      if (record.id >= this.nextId) this.nextId = record.id + 1;
+    }
+    this.changedNow();
   }
 
   /** A derived view of the records, cached by key until the collection changes. */
@@ -109,5 +132,21 @@ export class RecordStore {
     const found = this.collections.get(resource);
     if (!found) throw new Error(`unknown resource ${resource}`);
     return found;
+  }
+
+  /** The sum of the collections' revisions: it moves whenever any record changes. */
+  get revision(): number {
+    let n = 0;
+    for (const c of this.collections.values()) n += c.revision;
+    return n;
+  }
+
+  dump(): Record<string, { nextId: number; records: SandboxRecord[] }> {
+    return Object.fromEntries([...this.collections].map(([resource, c]) => [resource, c.dump()]));
+  }
+
+  /** Puts back a `dump()`; a collection it does not name stays empty. */
+  load(saved: Record<string, { nextId: number; records: SandboxRecord[] } | undefined>): void {
+    for (const [resource, c] of this.collections) c.load(saved[resource] ?? { nextId: 1, records: [] });
   }
 }

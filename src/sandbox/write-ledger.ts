@@ -27,4 +27,13 @@ export class WriteLedger {
   clear(): void {
     this.entries = [];
   }
+
+  /** Puts back a saved ledger (a sandbox restored across a restart). */
+  load(entries: LedgerEntry[]): void {
+    this.entries = [...entries];
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
 }

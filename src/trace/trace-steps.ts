@@ -4,6 +4,7 @@ import { commandSourceOf, describeIdentity, escapeId } from '../events/command-i
 import { outcomeEventId } from '../events/outcome-id.js';
 import type { CommandKind } from '../events/outcomes.js';
 import { identityKey, type AttemptRow, type TraceRows } from './trace-rows.js';
+import { commandTargets, targetSuffix } from './trace-targets.js';
 
 /**
  * The steps of a trace's timeline, by kind of row, and the sentences that say where its trail
@@ -190,28 +191,40 @@ export function commandSteps(t: Timeline, rows: TraceRows): void {
       );
     }
   }
+  // Each attempt under the target it had: a corrected redrive changes it (trace-targets.ts).
+  const targets = new Map(rows.commands.map((c) => [identityKey(c), commandTargets(c, rows.audit)]));
   for (const c of rows.commands) {
+    const had = targets.get(identityKey(c))!;
     t.steps.push({
       at: iso(c.createdAt),
       stage: 'command',
-      what: `command ${named(c)} taken by the guard for ${escapeId(c.targetId)}`,
+      what: `command ${named(c)} taken by the guard for ${escapeId(had.first)}`,
       details: {
         source: c.source,
         commandId: c.commandId,
         commandType: c.commandType,
-        targetId: c.targetId,
+        targetId: had.first,
         requestIdBase: c.requestIdBase,
       },
     });
+    for (const change of had.changes)
+      t.steps.push({
+        at: iso(change.at),
+        stage: 'command',
+        what: `command ${named(c)} corrected by ${change.actor} (${change.letter}): target ${escapeId(change.from)} → ${escapeId(change.to)}`,
+        details: { commandId: c.commandId, from: change.from, to: change.to, actor: change.actor },
+      });
   }
   for (const a of rows.attempts) {
     if (a.kind === 'outcome') continue;
     const step = guardStep(a);
+    const had = targets.get(identityKey(a));
     t.steps.push({
       at: iso(a.startedAt),
       stage: step.stage,
-      what: step.what,
+      what: step.what + (had ? targetSuffix(had, a.startedAt) : ''),
       details: {
+        targetId: had?.at(a.startedAt) ?? null,
         source: a.source,
         commandId: a.commandId,
         requestId: a.requestId,

@@ -7,6 +7,7 @@ import type { Db } from '../../src/db/prisma.js';
 import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { createCommandRepository } from '../../src/guard/command-repository.js';
+import { createPaymentLedger } from '../../src/guard/payment-ledger.js';
 import { readOverviewRows } from '../../src/ops/overview/overview-repository.js';
 import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
 import { traceId } from '../../src/trace/trace.js';
@@ -148,6 +149,17 @@ describe('the lookups on growing tables', () => {
         await guard(db).requestIdBaseFor(identity);
         await guard(db).attempts(identity);
       },
+    ],
+    [
+      "the guard's count of payments with the same facts on an enrollment (decision 047)",
+      (db) =>
+        createPaymentLedger(db).othersWithFacts({
+          payment_id: 'h-pay-5002',
+          enrollment_id: 'enr_5001',
+          amount_cents: 100_000,
+          paid_on: '2026-01-01',
+          period: '2026-01',
+        } as never),
     ],
   ];
 

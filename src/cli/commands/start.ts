@@ -22,6 +22,7 @@ import { requireProbeAssumptions } from '../../probe/probe-gate.js';
 import { startLocalServers } from '../../local-servers/local-servers.js';
 import { canListen } from '../../local-servers/ports.js';
 import { projectRoot } from '../../local-servers/project-root.js';
+import { sandboxStore } from '../sandbox-store.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
 export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
@@ -219,7 +220,12 @@ function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => 
   return {
     name: 'sandbox',
     async start() {
-      sandbox = await startSandbox({ port: config.SANDBOX_PORT, seed: 'demo', logger });
+      sandbox = await startSandbox({
+        port: config.SANDBOX_PORT,
+        seed: 'demo',
+        logger,
+        persistence: sandboxStore(root.db),
+      });
       started(sandbox);
       root.usePartnerUrl(sandbox.url);
       await createSandboxControl(sandbox.url).setConfig({
@@ -227,8 +233,10 @@ function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => 
         webhook_secret: config.PARTNER_WEBHOOK_SECRETS[0] ?? null,
       });
       logger.info(
-        { component: 'start', sandboxUrl: sandbox.url },
-        'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
+        { component: 'start', sandboxUrl: sandbox.url, restored: sandbox.restored },
+        sandbox.restored
+          ? 'PARTNER_API_URL is not set: started the embedded Partner API sandbox with the data it had when it stopped, and pointed rentbridge at it'
+          : 'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
       );
     },
     async stop() {
@@ -263,6 +271,8 @@ function announce(
           secret: config.PMS_WEBHOOK_SECRETS[DEMO_PMS_SOURCE]![0]!,
           sandbox: createSandboxControl(sandbox.url),
           logger,
+          // The doomed commands (dead-lettered on purpose) once per data set: a restart adds none.
+          doomed: !sandbox.restored,
         });
       }
       const fields: BannerFields = {
