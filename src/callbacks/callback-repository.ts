@@ -7,6 +7,9 @@ import type { AttemptOutcome } from './callback-sender.js';
  * attempts, and each source's endpoint state. Plain objects out; ids as strings.
  */
 
+/** A transaction's waits for a connection and to finish (as the poller's, f9d9aa5). */
+const TX_OPTIONS = { timeout: 30_000, maxWait: 30_000 } as const;
+
 export type DeliveryState = 'pending' | 'delivered' | 'dead';
 
 export interface NewDelivery {
@@ -126,11 +129,13 @@ export async function recordAttempt(
   next: { state: DeliveryState; nextAttemptAt: Date | null; failures: number },
 ): Promise<void> {
   const id = BigInt(delivery.id);
-  await db.$transaction([
-    db.$executeRaw`
+  // Interactive, with TX_OPTIONS: a batch transaction waits 2 s for a connection, which many
+  // deliveries in flight at once (adaptive concurrency) on a busy machine can pass.
+  await db.$transaction(async (tx) => {
+    await tx.$executeRaw`
       INSERT INTO callback_attempts (delivery_id, url, result, http_status, duration_ms, error)
-      VALUES (${id}, ${url}, ${attempt.result}, ${attempt.httpStatus}, ${attempt.durationMs}, ${attempt.error})`,
-    db.$executeRaw`
+      VALUES (${id}, ${url}, ${attempt.result}, ${attempt.httpStatus}, ${attempt.durationMs}, ${attempt.error})`;
+    await tx.$executeRaw`
       UPDATE callback_deliveries
          SET attempts = attempts + 1,
              failures = ${next.failures},
@@ -140,8 +145,8 @@ export async function recordAttempt(
              dead_at = CASE WHEN ${next.state} = 'dead' THEN now() ELSE NULL END,
              last_status = ${attempt.httpStatus},
              last_error = ${attempt.error}
-       WHERE id = ${id}`,
-  ]);
+       WHERE id = ${id}`;
+  }, TX_OPTIONS);
 }
 
 /** A delivery taken but not attempted (the endpoint was disabled meanwhile): due again now. */
