@@ -14,6 +14,7 @@ import {
 } from './callback-repository.js';
 import { nextAttemptAt, type RetrySchedule } from './callback-schedule.js';
 import { sendCallback, type AttemptOutcome } from './callback-sender.js';
+import { createAdaptiveLimit } from './adaptive-limit.js';
 import { createCircuitBreaker, type BreakerOptions, type BreakerState } from './circuit-breaker.js';
 
 export interface CallbackDelivererOptions {
@@ -24,8 +25,10 @@ export interface CallbackDelivererOptions {
   timeoutMs: number;
   schedule: RetrySchedule;
   breaker: BreakerOptions;
-  /** In flight at once per source. */
+  /** In flight at once per source to start from (CALLBACK_CONCURRENCY). */
   concurrency: number;
+  /** The most in flight at once per source, adapted up to (CALLBACK_MAX_CONCURRENCY; default `concurrency`). */
+  maxConcurrency?: number;
   /** How often each source looks for due deliveries, and re-reads its endpoint's state. */
   pollMs: number;
   /** Sends one callback (tests and the bench may wrap it). Default `sendCallback`. */
@@ -49,8 +52,9 @@ const LEASE_MARGIN_MS = 5000;
 /**
  * One delivery loop per source (per-source isolation: a source's slow or dead endpoint takes only
  * its own slots and its own breaker; another source's loop never waits for it). Each loop claims
- * due deliveries up to its allowance (CALLBACK_CONCURRENCY, one while the breaker probes, none
- * while it is open), POSTs them, and records each attempt with the delivery's next state.
+ * due deliveries up to its allowance (its adaptive limit, src/callbacks/adaptive-limit.ts, from
+ * CALLBACK_CONCURRENCY up to CALLBACK_MAX_CONCURRENCY; one while the breaker probes, none while it
+ * is open), POSTs them, and records each attempt with the delivery's next state.
  */
 export function createCallbackDeliverer(options: CallbackDelivererOptions): CallbackDeliverer {
   const log = options.logger.child({ component: 'callbacks' });
@@ -60,6 +64,11 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
 
   function sourceLoop(source: string, endpoint: CallbackEndpointConfig) {
     const breaker = createCircuitBreaker(options.breaker);
+    const limit = createAdaptiveLimit({
+      initial: options.concurrency,
+      max: options.maxConcurrency ?? options.concurrency,
+    });
+    callbackMetrics.limit.set({ source }, limit.current());
     const timeoutMs = endpoint.timeout_ms ?? options.timeoutMs;
     const leaseMs = 2 * timeoutMs + LEASE_MARGIN_MS;
     const slog = log.child({ source, endpoint: new URL(endpoint.url).origin });
@@ -106,6 +115,7 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     }
 
     async function attempt(delivery: Delivery): Promise<void> {
+      const sentAt = Date.now();
       const outcome = await send({
         url: endpoint.url,
         secrets: endpoint.secrets,
@@ -114,6 +124,15 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
         timeoutMs,
       });
       callbackMetrics.deliveries.inc({ source, result: outcome.result });
+      // A 410 says nothing of the endpoint's load: it disables the endpoint instead.
+      if (outcome.result !== 'gone') {
+        const ok = outcome.result === 'delivered';
+        const { durationMs } = outcome;
+        callbackMetrics.limit.set(
+          { source },
+          limit.record({ ok, durationMs, sentAt, inFlight: inFlight.size }),
+        );
+      }
       // Saved before the next poll re-reads PostgreSQL, which would otherwise clear `disabled`
       // and let a 410 endpoint get one more attempt.
       if (outcome.result === 'gone') {
@@ -174,7 +193,7 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
         do {
           again = false;
           if (disabled) break;
-          const allowance = breaker.allowance(options.concurrency) - inFlight.size;
+          const allowance = breaker.allowance(limit.current()) - inFlight.size;
           const claimed = await claimDue(options.db, source, allowance, leaseMs);
           for (const delivery of claimed) {
             const p: Promise<void> = attempt(delivery)
