@@ -7,7 +7,7 @@ type PartnerRecord = Record<string, unknown>;
 
 /**
  * Page 1 of a newest-first list as an onboarding snapshot needs it (issue 43 item 2,
- * docs/decisions/049-onboarding-snapshot-from-a-stored-first-page.md): its marker, and the records
+ * docs/decisions/049-onboarding-snapshots-and-adaptive-callbacks.md): its marker, and the records
  * on it reduced to the fields the strategy looks at (a customer's e-mail, an enrollment's
  * customer and status).
  */
