@@ -8,13 +8,13 @@ import {
   enableEndpoint,
   endpointStates,
   queueBySource,
-  recordAttempt,
   saveBreaker,
   type Delivery,
 } from './callback-repository.js';
 import { nextAttemptAt, type RetrySchedule } from './callback-schedule.js';
 import { sendCallback, type AttemptOutcome } from './callback-sender.js';
 import { createAdaptiveLimit } from './adaptive-limit.js';
+import { createAttemptRecorder } from './attempt-recorder.js';
 import { createCircuitBreaker, type BreakerOptions, type BreakerState } from './circuit-breaker.js';
 
 export interface CallbackDelivererOptions {
@@ -59,6 +59,8 @@ const LEASE_MARGIN_MS = 5000;
 export function createCallbackDeliverer(options: CallbackDelivererOptions): CallbackDeliverer {
   const log = options.logger.child({ component: 'callbacks' });
   const send = options.send ?? sendCallback;
+  // One for every source's loop: the attempts that end together are written together.
+  const recorder = createAttemptRecorder(options.db);
   const loops = new Map(Object.entries(options.endpoints).map(([s, e]) => [s, sourceLoop(s, e)]));
   let gauges: NodeJS.Timeout | undefined;
 
@@ -142,7 +144,12 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
           slog.error({ err }, 'endpoint disabled here but not saved'),
         );
       }
-      await recordAttempt(options.db, delivery, endpoint.url, outcome, next(delivery, outcome));
+      await recorder.record({
+        deliveryId: delivery.id,
+        url: endpoint.url,
+        attempt: outcome,
+        next: next(delivery, outcome),
+      });
     }
 
     function next(delivery: Delivery, outcome: AttemptOutcome) {
