@@ -37,7 +37,7 @@ export interface AdaptiveLimitOptions {
   min?: number;
   /** Never more (CALLBACK_MAX_CONCURRENCY). */
   max: number;
-  /** An answer slower than 2 × baseline + this is slow. Default 100 ms: noise at small latencies. */
+  /** An answer slower than 2 × baseline + this is slow. Default 250 ms: noise at small latencies, a busy event loop, a GC pause. */
   marginMs?: number;
   /** How long the fastest answer stays the baseline (one to two windows). Default 30 000 ms. */
   windowMs?: number;
@@ -46,7 +46,7 @@ export interface AdaptiveLimitOptions {
 export function createAdaptiveLimit(options: AdaptiveLimitOptions): AdaptiveLimit {
   const min = Math.max(1, options.min ?? 1);
   const max = Math.max(min, options.max);
-  const marginMs = options.marginMs ?? 100;
+  const marginMs = options.marginMs ?? 250;
   const windowMs = options.windowMs ?? 30_000;
   let limit = Math.min(max, Math.max(min, options.initial));
   let slowStart = true;

@@ -116,7 +116,7 @@ describe('deliveries in flight per endpoint', () => {
     expect(peak('adapt')).toBeGreaterThan(8);
 
     // Twenty times slower: each answer sent at the high limit lowers it.
-    receiver.modes.set('adapt', { status: 204, delayMs: 1000 });
+    receiver.modes.set('adapt', { status: 204, delayMs: 1500 });
     const slowFrom = receiver.seen.get('adapt')!.length;
     await enqueue('adapt', 150);
     await until('the slow batch delivered', async () => (await pending('adapt')) === 0, 120_000);
