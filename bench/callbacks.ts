@@ -7,7 +7,9 @@
  * 2. Beside failing sources: the same again for that source while a second source's endpoint
  *    refuses connections and a third's answers only after its time-out, each with as many
  *    outcomes: what a dead or slow endpoint costs a healthy one.
- * Figures, not a test. Default settings (CALLBACK_CONCURRENCY 4, breaker after 5 failures).
+ * Figures, not a test. Default settings (CALLBACK_CONCURRENCY 4 adapted up to
+ * CALLBACK_MAX_CONCURRENCY 64, breaker after 5 failures); BENCH_CALLBACK_MAX_CONCURRENCY=4 fixes
+ * it at 4, as before issue 43.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -107,6 +109,9 @@ export async function run(): Promise<BenchResult> {
     const config = loadConfig({
       DATABASE_URL: url,
       KAFKA_TOPIC_PREFIX: prefix,
+      ...(process.env.BENCH_CALLBACK_MAX_CONCURRENCY && {
+        CALLBACK_MAX_CONCURRENCY: process.env.BENCH_CALLBACK_MAX_CONCURRENCY,
+      }),
       PMS_CALLBACKS: JSON.stringify(
         Object.fromEntries(
           Object.entries(sources).map(([s, u]) => [s, { url: u, secrets: [secret()], timeout_ms: 1000 }]),

@@ -25,6 +25,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './write-budget.js',
     what: 'Partner requests per payment in a burst and at a trickle, before and after snapshots from stored reads (issue 43)',
   },
+  writes650: {
+    module: './writes-650.js',
+    what: 'a month-end burst at the real 650/min (time vs N/650 min, 429s) and the unknown share under the fault mix, before and after (issue 43)',
+  },
   sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
   commands: {
     module: './commands.js',

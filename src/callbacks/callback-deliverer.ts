@@ -8,12 +8,13 @@ import {
   enableEndpoint,
   endpointStates,
   queueBySource,
-  recordAttempt,
   saveBreaker,
   type Delivery,
 } from './callback-repository.js';
 import { nextAttemptAt, type RetrySchedule } from './callback-schedule.js';
 import { sendCallback, type AttemptOutcome } from './callback-sender.js';
+import { createAdaptiveLimit } from './adaptive-limit.js';
+import { createAttemptRecorder } from './attempt-recorder.js';
 import { createCircuitBreaker, type BreakerOptions, type BreakerState } from './circuit-breaker.js';
 
 export interface CallbackDelivererOptions {
@@ -24,8 +25,10 @@ export interface CallbackDelivererOptions {
   timeoutMs: number;
   schedule: RetrySchedule;
   breaker: BreakerOptions;
-  /** In flight at once per source. */
+  /** In flight at once per source to start from (CALLBACK_CONCURRENCY). */
   concurrency: number;
+  /** The most in flight at once per source, adapted up to (CALLBACK_MAX_CONCURRENCY; default `concurrency`). */
+  maxConcurrency?: number;
   /** How often each source looks for due deliveries, and re-reads its endpoint's state. */
   pollMs: number;
   /** Sends one callback (tests and the bench may wrap it). Default `sendCallback`. */
@@ -49,17 +52,25 @@ const LEASE_MARGIN_MS = 5000;
 /**
  * One delivery loop per source (per-source isolation: a source's slow or dead endpoint takes only
  * its own slots and its own breaker; another source's loop never waits for it). Each loop claims
- * due deliveries up to its allowance (CALLBACK_CONCURRENCY, one while the breaker probes, none
- * while it is open), POSTs them, and records each attempt with the delivery's next state.
+ * due deliveries up to its allowance (its adaptive limit, src/callbacks/adaptive-limit.ts, from
+ * CALLBACK_CONCURRENCY up to CALLBACK_MAX_CONCURRENCY; one while the breaker probes, none while it
+ * is open), POSTs them, and records each attempt with the delivery's next state.
  */
 export function createCallbackDeliverer(options: CallbackDelivererOptions): CallbackDeliverer {
   const log = options.logger.child({ component: 'callbacks' });
   const send = options.send ?? sendCallback;
+  // One for every source's loop: the attempts that end together are written together.
+  const recorder = createAttemptRecorder(options.db);
   const loops = new Map(Object.entries(options.endpoints).map(([s, e]) => [s, sourceLoop(s, e)]));
   let gauges: NodeJS.Timeout | undefined;
 
   function sourceLoop(source: string, endpoint: CallbackEndpointConfig) {
     const breaker = createCircuitBreaker(options.breaker);
+    const limit = createAdaptiveLimit({
+      initial: options.concurrency,
+      max: options.maxConcurrency ?? options.concurrency,
+    });
+    callbackMetrics.limit.set({ source }, limit.current());
     const timeoutMs = endpoint.timeout_ms ?? options.timeoutMs;
     const leaseMs = 2 * timeoutMs + LEASE_MARGIN_MS;
     const slog = log.child({ source, endpoint: new URL(endpoint.url).origin });
@@ -106,6 +117,7 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     }
 
     async function attempt(delivery: Delivery): Promise<void> {
+      const sentAt = Date.now();
       const outcome = await send({
         url: endpoint.url,
         secrets: endpoint.secrets,
@@ -114,6 +126,15 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
         timeoutMs,
       });
       callbackMetrics.deliveries.inc({ source, result: outcome.result });
+      // A 410 says nothing of the endpoint's load: it disables the endpoint instead.
+      if (outcome.result !== 'gone') {
+        const ok = outcome.result === 'delivered';
+        const { durationMs } = outcome;
+        callbackMetrics.limit.set(
+          { source },
+          limit.record({ ok, durationMs, sentAt, inFlight: inFlight.size }),
+        );
+      }
       // Saved before the next poll re-reads PostgreSQL, which would otherwise clear `disabled`
       // and let a 410 endpoint get one more attempt.
       if (outcome.result === 'gone') {
@@ -123,7 +144,12 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
           slog.error({ err }, 'endpoint disabled here but not saved'),
         );
       }
-      await recordAttempt(options.db, delivery, endpoint.url, outcome, next(delivery, outcome));
+      await recorder.record({
+        deliveryId: delivery.id,
+        url: endpoint.url,
+        attempt: outcome,
+        next: next(delivery, outcome),
+      });
     }
 
     function next(delivery: Delivery, outcome: AttemptOutcome) {
@@ -174,7 +200,7 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
         do {
           again = false;
           if (disabled) break;
-          const allowance = breaker.allowance(options.concurrency) - inFlight.size;
+          const allowance = breaker.allowance(limit.current()) - inFlight.size;
           const claimed = await claimDue(options.db, source, allowance, leaseMs);
           for (const delivery of claimed) {
             const p: Promise<void> = attempt(delivery)

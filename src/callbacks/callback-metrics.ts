@@ -37,6 +37,12 @@ export const callbackMetrics = {
     labelNames: ['source'] as const,
     registers: [],
   }),
+  limit: new Gauge({
+    name: 'rentbridge_callback_concurrency_limit',
+    help: "Callbacks a source may have in flight at once, adapted to its endpoint's answers (CALLBACK_CONCURRENCY up to CALLBACK_MAX_CONCURRENCY)",
+    labelNames: ['source'] as const,
+    registers: [],
+  }),
   breaker: new Gauge({
     name: 'rentbridge_callback_breaker_state',
     help: "State of a source's callback circuit breaker: 0 closed, 1 half-open (probing), 2 open (paused), 3 disabled (410 Gone)",

@@ -1,6 +1,5 @@
 import { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import type { AttemptOutcome } from './callback-sender.js';
 
 /**
  * The callback tables (prisma/migrations/20261125360000_outcome_callbacks): deliveries, their
@@ -115,33 +114,6 @@ export async function claimDue(db: Db, source: string, limit: number, leaseMs: n
      WHERE d.id = due.id
     RETURNING d.*`;
   return rows.map(toDelivery).sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
-}
-
-/** After an attempt: its row, and the delivery's new state (one transaction). */
-export async function recordAttempt(
-  db: Db,
-  delivery: { id: string },
-  url: string,
-  attempt: AttemptOutcome,
-  next: { state: DeliveryState; nextAttemptAt: Date | null; failures: number },
-): Promise<void> {
-  const id = BigInt(delivery.id);
-  await db.$transaction([
-    db.$executeRaw`
-      INSERT INTO callback_attempts (delivery_id, url, result, http_status, duration_ms, error)
-      VALUES (${id}, ${url}, ${attempt.result}, ${attempt.httpStatus}, ${attempt.durationMs}, ${attempt.error})`,
-    db.$executeRaw`
-      UPDATE callback_deliveries
-         SET attempts = attempts + 1,
-             failures = ${next.failures},
-             state = ${next.state},
-             next_attempt_at = COALESCE(${next.nextAttemptAt}::timestamptz, next_attempt_at),
-             delivered_at = CASE WHEN ${next.state} = 'delivered' THEN now() ELSE delivered_at END,
-             dead_at = CASE WHEN ${next.state} = 'dead' THEN now() ELSE NULL END,
-             last_status = ${attempt.httpStatus},
-             last_error = ${attempt.error}
-       WHERE id = ${id}`,
-  ]);
 }
 
 /** A delivery taken but not attempted (the endpoint was disabled meanwhile): due again now. */

@@ -38,6 +38,7 @@ export interface CallbacksDeps {
     | 'CALLBACK_BREAKER_FAILURES'
     | 'CALLBACK_BREAKER_COOLDOWN_MS'
     | 'CALLBACK_CONCURRENCY'
+    | 'CALLBACK_MAX_CONCURRENCY'
     | 'CALLBACK_POLL_MS'
   >;
   /** Consumer group of the intake; default `<prefix>rentbridge.callbacks`. */
@@ -65,6 +66,7 @@ export function createCallbacks(deps: CallbacksDeps): Callbacks {
       maxCooldownMs: config.CALLBACK_RETRY_MAX_DELAY_MS,
     },
     concurrency: config.CALLBACK_CONCURRENCY,
+    maxConcurrency: config.CALLBACK_MAX_CONCURRENCY,
     pollMs: config.CALLBACK_POLL_MS,
     ...(deps.send && { send: deps.send }),
   });

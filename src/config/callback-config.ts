@@ -71,8 +71,13 @@ export const callbackSettings = {
   CALLBACK_BREAKER_FAILURES: positiveInt.default(5),
   /** How long an open breaker waits before one probe; doubled after each failed probe, up to CALLBACK_RETRY_MAX_DELAY_MS. Default 30000 ms. */
   CALLBACK_BREAKER_COOLDOWN_MS: positiveInt.default(30_000),
-  /** Callbacks in flight at once per source. Default 4. */
+  /** Callbacks in flight at once per source to start from (the adaptive limit's start). Default 4. */
   CALLBACK_CONCURRENCY: positiveInt.max(64).default(4),
+  /**
+   * The most callbacks in flight at once per source: the limit grows toward it while the endpoint
+   * answers fast, and shrinks when it slows or fails. Equal to CALLBACK_CONCURRENCY: fixed. Default 64.
+   */
+  CALLBACK_MAX_CONCURRENCY: positiveInt.max(256).default(64),
   /** How often each source's loop looks for due deliveries (new outcomes wake it at once). Default 1000 ms. */
   CALLBACK_POLL_MS: positiveInt.default(1000),
 } as const;

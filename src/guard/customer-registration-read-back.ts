@@ -2,7 +2,9 @@ import type { CustomerRegistrationCommand } from '../events/commands.js';
 import { CUSTOMERS_NEWEST_FIRST } from '../partner/assumptions.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
-import { byCreatedAt, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
+import type { SnapshotStore } from './snapshot-store.js';
+import { newestFirstSnapshotPage } from './snapshot-first-page.js';
+import { byCreatedAt, createdSince, type Marker } from './newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
 
 type PartnerRecord = Record<string, unknown>;
@@ -23,7 +25,9 @@ function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand
  * so the read-back works by position (src/guard/newest-first.ts): the customer list is newest
  * first by `created_at` (spec 4.2), records created while paging appear at the start (4.6.4).
  *
- * - snapshot: page 1 of the list; its newest record is the marker, and the ids of page 1's
+ * - snapshot: page 1 of the list (issue 43: the latest stored read of it when younger than
+ *   SNAPSHOT_MAX_AGE_MS, src/guard/snapshot-first-page.ts; an older marker only lengthens the
+ *   prefix the verdict walks); its newest record is the marker, and the ids of page 1's
  *   records sharing its `created_at` are kept (they predate the write, so none is ours); a
  *   customer on it with the command's e-mail is noted (`existing_customer_id`: the e-mail was
  *   taken before the write).
@@ -41,16 +45,22 @@ function sameDetails(record: PartnerRecord, command: CustomerRegistrationCommand
  */
 export function customerRegistrationReadBack(
   partner: GuardPartner,
-  // The snapshot page cache is not used: see firstPage.
-  _options: { snapshotCache?: SnapshotPageCache } = {},
+  // The in-process page cache is not used (see firstPage); the stored first page is.
+  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore } = {},
 ): ReadBackStrategy<CustomerRegistrationCommand> {
+  const store = options.snapshotStore;
   return {
     async snapshot(command, ctx) {
-      const page = await firstPage(partner, CUSTOMERS_NEWEST_FIRST.collection, ctx);
+      const page = await newestFirstSnapshotPage(partner, CUSTOMERS_NEWEST_FIRST.collection, ctx, {
+        ...(store && { store }),
+        keep: (r) => ({ id: r.id, email: r.email }),
+      });
       const existing = page.items.find((r) => sameEmail(r, command.email)) ?? null;
       return {
         ...baseSnapshot(existing),
-        marker: markerOf(page),
+        // The read it rests on may be older than this moment (a stored read).
+        taken_at: new Date(page.askedAt).toISOString(),
+        marker: page.marker,
         existing_customer_id: existing ? String(existing.id) : null,
       };
     },

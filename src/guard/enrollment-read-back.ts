@@ -1,7 +1,9 @@
 import type { EnrollmentCommand } from '../events/commands.js';
 import type { GuardPartner } from './partner-port.js';
 import type { SnapshotPageCache } from './snapshot-page-cache.js';
-import { byId, createdSince, firstPage, markerOf, type Marker } from './newest-first.js';
+import type { SnapshotStore } from './snapshot-store.js';
+import { newestFirstSnapshotPage } from './snapshot-first-page.js';
+import { byId, createdSince, type Marker } from './newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from './read-back.js';
 
 type PartnerRecord = Record<string, unknown>;
@@ -18,7 +20,8 @@ export function enrollmentOf(record: PartnerRecord, customerId: string): boolean
  * before" by position (src/guard/newest-first.ts): the enrollment list is newest first by id
  * (spec 4.6.2) and records created while paging appear at the start (4.6.4).
  *
- * - snapshot: page 1; its newest record is the marker; an active enrollment of the customer on it
+ * - snapshot: page 1 (issue 43: the latest stored read of it when younger than
+ *   SNAPSHOT_MAX_AGE_MS, src/guard/snapshot-first-page.ts); its newest record is the marker; an active enrollment of the customer on it
  *   is noted (`existing_enrollment_id`).
  * - verdict: the enrollments created since the marker. One for the customer → `applied` (it did
  *   not exist at the snapshot; a customer's enrollments before that lie beyond the marker and are
@@ -27,17 +30,22 @@ export function enrollmentOf(record: PartnerRecord, customerId: string): boolean
  */
 export function enrollmentReadBack(
   partner: GuardPartner,
-  // The snapshot page cache is not used: see firstPage.
-  _options: { snapshotCache?: SnapshotPageCache } = {},
+  // The in-process page cache is not used (see firstPage); the stored first page is.
+  options: { snapshotCache?: SnapshotPageCache; snapshotStore?: SnapshotStore } = {},
 ): ReadBackStrategy<EnrollmentCommand> {
+  const store = options.snapshotStore;
   return {
     async snapshot(command, ctx) {
-      const page = await firstPage(partner, 'enrollments', ctx);
+      const page = await newestFirstSnapshotPage(partner, 'enrollments', ctx, {
+        ...(store && { store }),
+        keep: (r) => ({ id: r.id, customer_id: r.customer_id, status: r.status }),
+      });
       const existing =
         page.items.find((r) => enrollmentOf(r, command.customer_id) && r.status === 'active') ?? null;
       return {
         ...baseSnapshot(existing),
-        marker: markerOf(page),
+        taken_at: new Date(page.askedAt).toISOString(),
+        marker: page.marker,
         existing_enrollment_id: existing ? String(existing.id) : null,
       };
     },
