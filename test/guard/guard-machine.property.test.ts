@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FailureInfo } from '../../src/guard/classify-failure.js';
 import type { GuardState } from '../../src/guard/command-repository.js';
 import { decide, initialState, type MachineLimits } from '../../src/guard/guard-machine.js';
+import { failureInfo } from './machine-fixtures.js';
 
 /**
  * The guard's decisions (`decide`) driven against a simulated Partner API over generated
@@ -55,15 +56,7 @@ const history = (bound: number): fc.Arbitrary<History> =>
   });
 
 function failureOf(kind: FailureInfo['kind'], status: number | null): FailureInfo {
-  return {
-    kind,
-    code: kind,
-    status,
-    message: kind,
-    error: null,
-    requestId: null,
-    retryAfterSeconds: kind === 'throttled' ? 1 : null,
-  };
+  return failureInfo(kind, { status, retryAfterSeconds: kind === 'throttled' ? 1 : null });
 }
 
 interface Run {

@@ -1,0 +1,61 @@
+import type { FailureInfo, FailureKind } from '../../src/guard/classify-failure.js';
+import type { CommandRecord } from '../../src/guard/command-record.js';
+import type { MachineLimits } from '../../src/guard/guard-machine.js';
+
+/**
+ * The guard machine's test fixtures, shared by its table tests and its property tests: the limits
+ * of the table tests, failures as `classifyFailure` gives them, a command row, a 503.
+ */
+
+/** The table tests' limits (read retries and the lock wait left to the machine's defaults). */
+export const LIMITS: MachineLimits = {
+  maxRetries: 2,
+  maxLockRetries: 2,
+  maxThrottles: 2,
+  backoffMs: 100,
+  maxBackoffMs: 1000,
+  readBackDelayMs: 1000,
+  maxProcessingMs: 30_000,
+};
+
+/** A failure of `kind`: by default a 500 whose code and message are its kind, no request id. */
+export function failureInfo(kind: FailureKind, overrides: Partial<FailureInfo> = {}): FailureInfo {
+  return {
+    kind,
+    code: kind,
+    status: 500,
+    message: kind,
+    error: null,
+    requestId: null,
+    retryAfterSeconds: null,
+    ...overrides,
+  };
+}
+
+/** A write whose answer never came: the client timed out. */
+export const TIMED_OUT = failureInfo('uncertain', { code: 'timeout', status: null, message: 'timed out' });
+
+/** The Partner API's 503, as the client throws it. */
+export const UNAVAILABLE = Object.assign(new Error('503'), { status: 503, code: 'unavailable' });
+
+/** The row of command `p-1` (source `s`, a rental payment), pending, never written. */
+export function commandRecord(overrides: Partial<CommandRecord> = {}): CommandRecord {
+  const at = new Date(0);
+  return {
+    source: 's',
+    commandId: 'p-1',
+    commandType: 'rental_payment',
+    targetId: 't',
+    state: 'pending',
+    payload: { amount: 10, payment_id: 'p-1' },
+    snapshot: null,
+    attempts: 0,
+    requestIdBase: 'p-1',
+    requestIds: [],
+    lastError: null,
+    createdAt: at,
+    updatedAt: at,
+    finishedAt: null,
+    ...overrides,
+  };
+}
