@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { ROOT } from './support/cli.js';
+import { spawnCli } from './support/cli.js';
 import { freePort } from './support/free-port.js';
 
 /** How long the demo gets to do each thing, polled once a second. */
@@ -24,10 +24,9 @@ describe('rentbridge start', () => {
     beforeAll(async () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${httpPort}`;
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
+      child = spawnCli(
+        ['start'],
+        {
           DATABASE_URL: withSchema(inject('databaseUrl'), schema),
           KAFKA_BROKERS: inject('kafkaBrokers'),
           KAFKA_TOPIC_PREFIX: `${schema}.`,
@@ -37,10 +36,8 @@ describe('rentbridge start', () => {
           PARTNER_API_URL: '',
           LOG_LEVEL: 'info',
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+        (text) => (log += text),
+      );
     });
 
     afterAll(async () => {

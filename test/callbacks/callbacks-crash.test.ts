@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
 import { OUTCOME_TYPES } from '../../src/events/outcomes.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { ROOT } from '../support/cli.js';
+import { spawnCli, storesEnv } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
@@ -29,13 +29,10 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   let log = '';
 
   function startRole(): ChildProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'callbacks', 'run'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.url,
-        KAFKA_BROKERS: kafka.brokers.join(','),
-        KAFKA_TOPIC_PREFIX: kafka.prefix,
+    const child = spawnCli(
+      ['callbacks', 'run'],
+      {
+        ...storesEnv(database, kafka),
         HTTP_PORT: String(httpPort),
         PMS_CALLBACKS: JSON.stringify({
           acme: { url: `http://127.0.0.1:${endpointPort}/acme`, secrets: [secret], timeout_ms: 1000 },
@@ -46,10 +43,8 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
         CALLBACK_POLL_MS: '100',
         LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      (text) => (log += text),
+    );
     children.push(child);
     return child;
   }

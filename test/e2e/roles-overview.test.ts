@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
 import { EXPECTED_ROLES } from '../../src/ops/role-heartbeat.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT, stopProcesses } from '../support/cli.js';
+import { ROOT, spawnCli, stopProcesses } from '../support/cli.js';
 import { freePort } from '../support/free-port.js';
 import { launchChromium, skipWithoutChromium } from './browser.js';
 
@@ -29,15 +29,10 @@ interface Run {
 }
 
 function spawnRole(run: Run, role: string, args: string[], env: Record<string, string>): void {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
   run.logs.set(role, '');
-  const append = (d: Buffer) => run.logs.set(role, run.logs.get(role)! + d.toString());
-  child.stdout!.on('data', append);
-  child.stderr!.on('data', append);
+  const child = spawnCli(args, { LOG_LEVEL: 'warn', ...env }, (text) =>
+    run.logs.set(role, run.logs.get(role)! + text),
+  );
   run.children.set(role, child);
 }
 

@@ -45,3 +45,34 @@ export async function stopProcesses(children: Iterable<ChildProcess>, graceMs = 
     }),
   );
 }
+
+/**
+ * Starts `rentbridge <args>` from source (tsx) as a long-running process of the test: `env` over
+ * the test's own environment; all it prints (stdout and stderr) is passed to `onOutput`.
+ */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  onOutput: (text: string) => void,
+): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => onOutput(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => onOutput(d.toString()));
+  return child;
+}
+
+/** The environment that puts a rentbridge process on a test's database schema and topics. */
+export function storesEnv(
+  database: { url: string },
+  kafka: { brokers: string[]; prefix: string },
+): Record<string, string> {
+  return {
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: kafka.brokers.join(','),
+    KAFKA_TOPIC_PREFIX: kafka.prefix,
+  };
+}
