@@ -4,7 +4,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
+import {
+  DECLINED_CARD,
+  buildDecisionLetter,
+  seedGuardRow,
+  seedLetter,
+} from '../dead-letters/build-dead-letter.js';
 import { useApp } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';
 import type { TestKafka } from '../support/kafka.js';
@@ -43,12 +48,7 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
   const ids: Record<keyof typeof specs, number> = { unverified: 0, rejected: 0, exhausted: 0, declined: 0 };
   // The Partner API's whole error, as the consumers keep it beside the letter (issue 21's shape).
   const partnerError = {
-    code: 'processor_card_error',
-    status: 402,
-    message: 'Your card was declined.',
-    request_id: 'pay-1.a1',
-    processor_code: 'card_declined',
-    processor_decline_code: 'insufficient_funds',
+    ...DECLINED_CARD,
     errors: ['amount_cents: must be positive'],
     details: { tenant_email: 'unreachable' },
   };

@@ -81,6 +81,36 @@ export interface TestApp {
   restartRelay(): Promise<void>;
 }
 
+/** A relay on a test's database and topics (retention 72 h, silent), `overrides` over that. */
+export function testRelay(
+  database: Pick<TestDatabase, 'db' | 'url'>,
+  kafka: Pick<TestKafka, 'kafka' | 'prefix'>,
+  overrides: Partial<RelayOptions> = {},
+): Relay {
+  return createRelay({
+    db: database.db,
+    kafka: kafka.kafka,
+    logger: createLogger({ level: 'silent' }),
+    databaseUrl: database.url,
+    topicPrefix: kafka.prefix,
+    retentionHours: 72,
+    ...overrides,
+  });
+}
+
+/** Publishes what the outbox holds with a relay of its own, then stops that relay. */
+export async function drainOutbox(
+  database: Pick<TestDatabase, 'db' | 'url'>,
+  kafka: Pick<TestKafka, 'kafka' | 'prefix'>,
+): Promise<void> {
+  const relay = testRelay(database, kafka);
+  try {
+    await relay.drain();
+  } finally {
+    await relay.stop();
+  }
+}
+
 /**
  * One set-up of the app on the real PostgreSQL and Kafka, registered as hooks of the calling
  * `describe`: what `options` asks for is started in its beforeAll (in the order of the flow) and
@@ -91,17 +121,7 @@ export function useApp(options: AppOptions): TestApp {
   const silent = createLogger({ level: 'silent' });
   const newRelay = (): Relay => {
     const { start: _start, ...overrides } = options.relay ?? {};
-    const database = state.database as TestDatabase;
-    const kafka = state.kafka as TestKafka;
-    return createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: silent,
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-      ...overrides,
-    });
+    return testRelay(state.database as TestDatabase, state.kafka as TestKafka, overrides);
   };
 
   beforeAll(async () => {
