@@ -20,6 +20,36 @@ const TOKEN = 'e2e-ops-token-0123456789';
 const secret = buildSecret();
 const betaSecret = buildSecret();
 
+/** The overview's stages, in the order of the flow. */
+const STAGES = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner', 'poller', 'dead-letters'];
+
+/** The trail of an applied payment, from its webhook to its outcome. */
+function expectAppliedTrail(stages: Array<string | null>): void {
+  // The relay marks its row published once Kafka answered; the consumer may read its snapshot
+  // before that, so those two are compared without order.
+  expect(stages.filter((x) => x !== 'published')).toEqual([
+    'webhook',
+    'outbox',
+    'snapshot',
+    'command',
+    'attempt',
+    'outcome',
+  ]);
+  expect(stages).toContain('published');
+}
+
+/** A payment to a new enrollment whose report the Partner API applies but answers with a 503. */
+async function paymentAppliedThen503(h: Harness) {
+  const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+  await h.control.addFault({
+    method: 'POST',
+    path: `/partner/v1/enrollments/${record!.id}/report_rental_payments`,
+    kind: 'apply_then_error',
+    status: 503,
+  });
+  return buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(record!.id) });
+}
+
 function useFlow(options: Pick<AppOptions, 'ops' | 'browser'> & { pmsSecrets: Record<string, string[]> }) {
   return useApp({
     harness: true,
@@ -79,17 +109,7 @@ describe('ops overview and trace', () => {
       expect(status).toBe(200);
       expect(body.found).toBe(true);
       const stages = body.steps.map((s) => s.stage);
-      // The relay marks its row published once Kafka answered; the consumer may read its snapshot
-      // before that, so those two are compared without order.
-      expect(stages.filter((x) => x !== 'published')).toEqual([
-        'webhook',
-        'outbox',
-        'snapshot',
-        'command',
-        'attempt',
-        'outcome',
-      ]);
-      expect(stages).toContain('published');
+      expectAppliedTrail(stages);
       expect(body.steps[0]!.details).toMatchObject({ source: 'pms:acme', webhookId: flow.webhookId });
       const step = (stage: string) => body.steps.find((x) => x.stage === stage)!;
       expect(step('published').what).toMatch(/commands\.rental-payments partition \d+ offset \d+/);
@@ -120,16 +140,7 @@ describe('ops overview and trace', () => {
       const { status, body } = await get<Overview>('/overview');
       expect(status).toBe(200);
       const stage = (id: string) => body.stages.find((s) => s.id === id)!;
-      expect(body.stages.map((s) => s.id)).toEqual([
-        'receiver',
-        'outbox',
-        'relay',
-        'kafka',
-        'consumers',
-        'partner',
-        'poller',
-        'dead-letters',
-      ]);
+      expect(body.stages.map((s) => s.id)).toEqual(STAGES);
       expect(stage('receiver').figures[0]).toEqual({ label: 'stored, last hour', value: 1 });
       expect(stage('relay').status).toBe('moving');
       expect(stage('kafka').figures).toContainEqual({ label: 'commands.rental-payments', value: 1 });
@@ -143,14 +154,7 @@ describe('ops overview and trace', () => {
 
   describe('when a write met a 503 after it was applied', () => {
     it('shows every guard step: snapshot, write, wait, read-back with its verdict and why, outcome', async () => {
-      const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
-      await h.control.addFault({
-        method: 'POST',
-        path: `/partner/v1/enrollments/${record!.id}/report_rental_payments`,
-        kind: 'apply_then_error',
-        status: 503,
-      });
-      const body = buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(record!.id) });
+      const body = await paymentAppliedThen503(h);
       const paymentId = body.data.payment_id as string;
       expect((await send(receiver.url, '/webhooks/pms/acme', body, { secret })).status).toBe(202);
       const [outcome] = await h.outcomesOf(paymentId);
@@ -334,14 +338,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       flows.push({ paymentId: body.data.payment_id as string, webhookId: res.webhookId });
     }
     for (const f of flows) await h.outcomesOf(f.paymentId);
-    const [other] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
-    await h.control.addFault({
-      method: 'POST',
-      path: `/partner/v1/enrollments/${other!.id}/report_rental_payments`,
-      kind: 'apply_then_error',
-      status: 503,
-    });
-    const late = buildRentPayment({ payment_id: uid('pay'), enrollment_id: Number(other!.id) });
+    const late = await paymentAppliedThen503(h);
     expect((await send(receiver.url, '/webhooks/pms/acme', late, { secret })).status).toBe(202);
     lateAnswer = late.data.payment_id as string;
     await h.outcomesOf(lateAnswer);
@@ -394,16 +391,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       const stages = await page
         .locator('.stage')
         .evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-stage')));
-      expect(stages).toEqual([
-        'receiver',
-        'outbox',
-        'relay',
-        'kafka',
-        'consumers',
-        'partner',
-        'poller',
-        'dead-letters',
-      ]);
+      expect(stages).toEqual(STAGES);
       expect(await status('relay')).toBe('moving');
       expect(await status('consumers')).toBe('moving');
       expect(await status('receiver')).toBe('attention'); // one webhook refused
@@ -516,17 +504,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       const stages = await page
         .locator('#trace-table tbody tr')
         .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-stage')));
-      // The relay marks its row published once Kafka answered; the consumer may read its snapshot
-      // before that, so those two are compared without order.
-      expect(stages.filter((x) => x !== 'published')).toEqual([
-        'webhook',
-        'outbox',
-        'snapshot',
-        'command',
-        'attempt',
-        'outcome',
-      ]);
-      expect(stages).toContain('published');
+      expectAppliedTrail(stages);
       expect(await page.textContent('#trace-table')).toContain(flow.webhookId);
       expect(await page.textContent('[data-testid=trace-ends]')).toContain(
         `command acme rental_payment "${flow.paymentId}" ended applied`,

@@ -1,10 +1,12 @@
 import type { FailureInfo, FailureKind } from '../../src/guard/classify-failure.js';
 import type { CommandRecord } from '../../src/guard/command-record.js';
 import type { MachineLimits } from '../../src/guard/guard-machine.js';
+import type { ReadContext } from '../../src/guard/read-back.js';
 
 /**
- * The guard machine's test fixtures, shared by its table tests and its property tests: the limits
- * of the table tests, failures as `classifyFailure` gives them, a command row, a 503.
+ * The guard's test fixtures, shared by the machine's table and property tests and the read-back
+ * tests: the limits of the table tests, failures as `classifyFailure` gives them, a command row,
+ * a 503, a read context.
  */
 
 /** The table tests' limits (read retries and the lock wait left to the machine's defaults). */
@@ -59,3 +61,9 @@ export function commandRecord(overrides: Partial<CommandRecord> = {}): CommandRe
     ...overrides,
   };
 }
+
+/** A read-back's context: each read a new random id. */
+export const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
+
+/** A few milliseconds, so that the next write has a later timestamp. */
+export const tick = () => new Promise((r) => setTimeout(r, 5));
