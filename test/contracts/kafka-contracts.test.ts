@@ -1,13 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEMO_PARTNER_WEBHOOK_SECRET, DEMO_PMS_WEBHOOK_SECRET } from '../../src/cli/commands/start.js';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
-import { spawnCli } from '../support/cli.js';
+import { demoEnv, spawnCli } from '../support/cli.js';
+import { dropSchema } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { freePort } from '../support/free-port.js';
 
@@ -64,13 +63,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
     child = spawnCli(
       ['start'],
       {
-        DATABASE_URL: withSchema(inject('databaseUrl'), schema),
-        KAFKA_BROKERS: inject('kafkaBrokers'),
-        KAFKA_TOPIC_PREFIX: prefix,
-        HTTP_PORT: String(httpPort),
-        SANDBOX_PORT: String(sandboxPort),
-        OPS_TOKEN: '',
-        PARTNER_API_URL: '',
+        ...demoEnv(schema, httpPort, sandboxPort),
         PARTNER_WEBHOOK_SECRETS: '',
         PMS_WEBHOOK_SECRETS: '{}',
         LOG_LEVEL: 'info',
@@ -197,11 +190,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
       await admin.disconnect();
       await kafka.close();
     }
-    const { connectionString } = parseDatabaseUrl(inject('databaseUrl'));
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await client.end();
+    await dropSchema(schema);
   });
 
   it('reads messages of every topic rentbridge writes', () => {

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { withSchema } from '../../src/db/database-url.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -74,5 +76,22 @@ export function storesEnv(
     DATABASE_URL: database.url,
     KAFKA_BROKERS: kafka.brokers.join(','),
     KAFKA_TOPIC_PREFIX: kafka.prefix,
+  };
+}
+
+/**
+ * The environment of `rentbridge start` (the demo) on its own `schema` of the test server and
+ * topics `<schema>.`, serving on `httpPort`, its sandbox on `sandboxPort` as the Partner API, no
+ * ops token.
+ */
+export function demoEnv(schema: string, httpPort: number, sandboxPort: number): Record<string, string> {
+  return {
+    DATABASE_URL: withSchema(inject('databaseUrl'), schema),
+    KAFKA_BROKERS: inject('kafkaBrokers'),
+    KAFKA_TOPIC_PREFIX: `${schema}.`,
+    HTTP_PORT: String(httpPort),
+    SANDBOX_PORT: String(sandboxPort),
+    OPS_TOKEN: '',
+    PARTNER_API_URL: '',
   };
 }
