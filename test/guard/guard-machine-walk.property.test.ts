@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { CommandRecord, GuardState } from '../../src/guard/command-record.js';
 import { decide, initialState, type MachineLimits } from '../../src/guard/guard-machine.js';
 import type { Snapshot } from '../../src/guard/read-back.js';
-import { TIMED_OUT, UNAVAILABLE, commandRecord } from './machine-fixtures.js';
+import { TIMED_OUT, UNAVAILABLE, WALK_LIMITS, commandRecord, ownersInTurn } from './machine-fixtures.js';
 
 /**
  * The whole life of a command row driven by `decide` alone, from `began` to the final state:
@@ -31,17 +31,7 @@ const history: fc.Arbitrary<History> = fc.record({
   deaths: fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
 });
 
-const LIMITS: MachineLimits = {
-  maxRetries: 3,
-  maxLockRetries: 3,
-  maxThrottles: 3,
-  backoffMs: 100,
-  maxBackoffMs: 2000,
-  readBackDelayMs: 200,
-  maxProcessingMs: 3000,
-  maxReadRetries: 2,
-  lockWaitMs: 1000,
-};
+const LIMITS: MachineLimits = { ...WALK_LIMITS, maxReadRetries: 2, lockWaitMs: 1000 };
 
 const PAYLOAD = { payment_id: 'p-1' };
 const uncertain = TIMED_OUT;
@@ -150,13 +140,12 @@ function simulate(h: History, limits: MachineLimits = LIMITS) {
     throw new Error('the guard did not finish within 500 actions');
   };
 
-  for (;;) {
-    const final = owner();
-    if (final) return { landings, final, writes };
+  const final = ownersInTurn(owner, () => {
     deaths++;
     now += 500;
-    if (deaths > 50) return { landings, final: null, writes };
-  }
+    return deaths <= 50;
+  });
+  return { landings, final, writes };
 }
 
 describe('the whole walk of a command row over generated histories', () => {

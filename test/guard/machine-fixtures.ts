@@ -20,6 +20,17 @@ export const LIMITS: MachineLimits = {
   maxProcessingMs: 30_000,
 };
 
+/** The property tests' limits: a simulated world with a 3 s processing bound. */
+export const WALK_LIMITS: MachineLimits = {
+  maxRetries: 3,
+  maxLockRetries: 3,
+  maxThrottles: 3,
+  backoffMs: 100,
+  maxBackoffMs: 2000,
+  readBackDelayMs: 200,
+  maxProcessingMs: 3000,
+};
+
 /** A failure of `kind`: by default a 500 whose code and message are its kind, no request id. */
 export function failureInfo(kind: FailureKind, overrides: Partial<FailureInfo> = {}): FailureInfo {
   return {
@@ -67,3 +78,16 @@ export const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString
 
 /** A few milliseconds, so that the next write has a later timestamp. */
 export const tick = () => new Promise((r) => setTimeout(r, 5));
+
+/**
+ * The owners of one command row, one after another as after crashes: `owner` runs one until it
+ * finishes (its final state) or dies (null); after a death, `afterDeath` moves the clock and says
+ * whether another owner takes the row over (if not, the walk ends unfinished: null).
+ */
+export function ownersInTurn<S>(owner: () => S | null, afterDeath: () => boolean): S | null {
+  for (;;) {
+    const final = owner();
+    if (final) return final;
+    if (!afterDeath()) return null;
+  }
+}
