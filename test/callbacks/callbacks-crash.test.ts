@@ -4,11 +4,13 @@ import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
 import { OUTCOME_TYPES } from '../../src/events/outcomes.js';
+import { OUTCOME_TOPICS } from '../../src/callbacks/callback-intake.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { spawnCli, storesEnv } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { TestKafka } from '../support/kafka.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { until } from './callback-receiver.js';
 import { startReceiverOn } from './receiver-on-port.js';
@@ -19,6 +21,7 @@ import { startReceiverOn } from './receiver-on-port.js';
  * once, every callback verified by svix.
  */
 describe('rentbridge callbacks run, killed mid-run with its endpoint down', () => {
+  const app = useApp({ topics: [...OUTCOME_TOPICS], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -83,16 +86,7 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   }
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([
-      TOPICS.applicationDecisionOutcomes,
-      TOPICS.rentalPaymentOutcomes,
-      TOPICS.customerRegistrationOutcomes,
-      TOPICS.enrollmentOutcomes,
-    ]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, producer } = app);
     endpointPort = await freePort();
     httpPort = await freePort();
   });
@@ -100,9 +94,6 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   afterAll(async () => {
     for (const child of children)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
   });
 
   it('delivers every outcome at least once, each verified', async () => {
