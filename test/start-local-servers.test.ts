@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { answers } from '../src/local-servers/ports.js';
-import { ROOT, runCli } from './support/cli.js';
+import { runCli, spawnCli } from './support/cli.js';
 import { freePort } from './support/free-port.js';
 
 /**
@@ -27,10 +27,9 @@ describe('rentbridge start without DATABASE_URL', () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       pgPort = await freePort();
       base = `http://127.0.0.1:${httpPort}`;
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
+      child = spawnCli(
+        ['start'],
+        {
           DATABASE_URL: undefined,
           LOCAL_PG_PORT: String(pgPort),
           LOCAL_PG_DIR: dir,
@@ -41,10 +40,8 @@ describe('rentbridge start without DATABASE_URL', () => {
           PARTNER_API_URL: '',
           LOG_LEVEL: 'info',
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+        (text) => (log += text),
+      );
     });
 
     afterAll(async () => {

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { ROOT } from './support/cli.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { demoEnv, spawnCli } from './support/cli.js';
+import { dropSchema } from './support/db.js';
 import { freePort } from './support/free-port.js';
 
 /** How long the demo gets to do each thing, polled once a second. */
@@ -24,23 +23,11 @@ describe('rentbridge start', () => {
     beforeAll(async () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${httpPort}`;
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: withSchema(inject('databaseUrl'), schema),
-          KAFKA_BROKERS: inject('kafkaBrokers'),
-          KAFKA_TOPIC_PREFIX: `${schema}.`,
-          HTTP_PORT: String(httpPort),
-          SANDBOX_PORT: String(sandboxPort),
-          OPS_TOKEN: '',
-          PARTNER_API_URL: '',
-          LOG_LEVEL: 'info',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      child = spawnCli(
+        ['start'],
+        { ...demoEnv(schema, httpPort, sandboxPort), LOG_LEVEL: 'info' },
+        (text) => (log += text),
+      );
     });
 
     afterAll(async () => {
@@ -48,11 +35,7 @@ describe('rentbridge start', () => {
         child.kill('SIGKILL');
         await new Promise((r) => child.once('exit', r));
       }
-      const { connectionString } = parseDatabaseUrl(inject('databaseUrl'));
-      const client = new pg.Client({ connectionString });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-      await client.end();
+      await dropSchema(schema);
     });
 
     it('says it started the embedded sandbox, and becomes ready', async () => {

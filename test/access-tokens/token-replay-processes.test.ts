@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT, stopProcesses } from '../support/cli.js';
+import { spawnCli, stopProcesses, storesEnv } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
@@ -60,13 +60,11 @@ describe('customer-token requests on two receiver processes', () => {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
       urls.push(`http://127.0.0.1:${port}`);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'receiver'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: database.url,
-          KAFKA_BROKERS: kafka.brokers.join(','),
-          KAFKA_TOPIC_PREFIX: kafka.prefix,
+      logs.push('');
+      const child = spawnCli(
+        ['receiver'],
+        {
+          ...storesEnv(database, kafka),
           PARTNER_API_URL: sandbox.url,
           PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [secrets.acme], beta: [secrets.beta] }),
           PMS_PARTNER_KEYS: JSON.stringify({ beta: { ...BETA, scoped: true } }),
@@ -74,12 +72,8 @@ describe('customer-token requests on two receiver processes', () => {
           HTTP_PORT: String(port),
           LOG_LEVEL: 'debug',
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      logs.push('');
-      const append = (d: Buffer) => (logs[i] += d.toString());
-      child.stdout!.on('data', append);
-      child.stderr!.on('data', append);
+        (text) => (logs[i] += text),
+      );
       children.push(child);
     }
     for (const [i, url] of urls.entries()) {

@@ -1,14 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
 import { OUTCOME_TYPES } from '../../src/events/outcomes.js';
+import { OUTCOME_TOPICS } from '../../src/callbacks/callback-intake.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { ROOT } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { spawnCli, storesEnv } from '../support/cli.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { TestKafka } from '../support/kafka.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { until } from './callback-receiver.js';
 import { startReceiverOn } from './receiver-on-port.js';
@@ -19,6 +21,7 @@ import { startReceiverOn } from './receiver-on-port.js';
  * once, every callback verified by svix.
  */
 describe('rentbridge callbacks run, killed mid-run with its endpoint down', () => {
+  const app = useApp({ topics: [...OUTCOME_TOPICS], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -29,13 +32,10 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   let log = '';
 
   function startRole(): ChildProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'callbacks', 'run'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.url,
-        KAFKA_BROKERS: kafka.brokers.join(','),
-        KAFKA_TOPIC_PREFIX: kafka.prefix,
+    const child = spawnCli(
+      ['callbacks', 'run'],
+      {
+        ...storesEnv(database, kafka),
         HTTP_PORT: String(httpPort),
         PMS_CALLBACKS: JSON.stringify({
           acme: { url: `http://127.0.0.1:${endpointPort}/acme`, secrets: [secret], timeout_ms: 1000 },
@@ -46,10 +46,8 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
         CALLBACK_POLL_MS: '100',
         LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      (text) => (log += text),
+    );
     children.push(child);
     return child;
   }
@@ -88,16 +86,7 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   }
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([
-      TOPICS.applicationDecisionOutcomes,
-      TOPICS.rentalPaymentOutcomes,
-      TOPICS.customerRegistrationOutcomes,
-      TOPICS.enrollmentOutcomes,
-    ]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, producer } = app);
     endpointPort = await freePort();
     httpPort = await freePort();
   });
@@ -105,9 +94,6 @@ describe('rentbridge callbacks run, killed mid-run with its endpoint down', () =
   afterAll(async () => {
     for (const child of children)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
   });
 
   it('delivers every outcome at least once, each verified', async () => {

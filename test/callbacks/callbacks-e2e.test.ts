@@ -3,18 +3,17 @@ import { readFile } from 'node:fs/promises';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { withCallbackSteps } from '../../src/callbacks/callback-trace.js';
-import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
-import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/trace/trace.js';
-import { FAST_GUARD, createHarness, headersOf, logger, type Harness } from '../consumers/support/harness.js';
+import { FAST_GUARD, headersOf, type Harness } from '../consumers/support/harness.js';
 import { buildSecret } from '../receiver/webhooks.js';
-import { startReceiver, until } from './callback-receiver.js';
+import { useApp, type CallbackEndpoint } from '../support/app.js';
+import { until } from './callback-receiver.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats: FormatsPlugin =
@@ -38,30 +37,16 @@ async function outcomeCallbackSchema() {
  * callback endpoint: the body is the outcome as on Kafka, and the trace shows the delivery.
  */
 describe('an outcome callback, from the command to the PMS', () => {
+  const app = useApp({
+    harness: true,
+    consumers: [rentalPayments],
+    consumerOverrides: { guard: FAST_GUARD },
+    callbacks: { secrets: { acme: [buildSecret()] } },
+  });
   let h: Harness;
-  let callbacks: Callbacks;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  const secrets = { acme: [buildSecret()] };
+  let receiver: CallbackEndpoint;
 
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
-    receiver = await startReceiver({ acme: () => ({ status: 200 }) }, secrets);
-    const config = loadConfig({
-      DATABASE_URL: h.database.url,
-      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
-      PMS_CALLBACKS: JSON.stringify({ acme: { url: receiver.url('acme'), secrets: secrets.acme } }),
-      CALLBACK_POLL_MS: '100',
-    });
-    callbacks = createCallbacks({ db: h.database.db, kafka: h.kafka.kafka, logger, config });
-    await callbacks.start();
-  });
-
-  afterAll(async () => {
-    await callbacks?.stop();
-    await receiver?.close();
-    await h?.close();
-  });
+  beforeAll(() => ({ harness: h, callbackEndpoint: receiver } = app));
 
   it('POSTs the outcome of a PMS id with "/", "#", spaces and non-ASCII letters, and the trace shows it', async () => {
     const [enrollment] = await h.control.addRecords('enrollments', [

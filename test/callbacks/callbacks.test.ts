@@ -11,11 +11,13 @@ import { enableEndpoint } from '../../src/callbacks/callback-repository.js';
 import { loadConfig } from '../../src/config/config.js';
 import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
 import { commandOutcomeSchema, OUTCOME_TYPES, type CommandOutcome } from '../../src/events/outcomes.js';
+import { OUTCOME_TOPICS } from '../../src/callbacks/callback-intake.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { TestKafka } from '../support/kafka.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { startReceiver, until, type Behaviour } from './callback-receiver.js';
 
@@ -64,6 +66,7 @@ function outcomeMessage(outcome: CommandOutcome, id = `outcome.${randomUUID()}`)
 }
 
 describe('outcome callbacks', () => {
+  const app = useApp({ topics: [...OUTCOME_TOPICS], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -118,16 +121,7 @@ describe('outcome callbacks', () => {
     receiver.received.filter((r) => r.source === source && r.headers['webhook-id'] === webhookId);
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([
-      TOPICS.applicationDecisionOutcomes,
-      TOPICS.rentalPaymentOutcomes,
-      TOPICS.customerRegistrationOutcomes,
-      TOPICS.enrollmentOutcomes,
-    ]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, producer } = app);
     receiver = await startReceiver(behaviours, secrets);
     refusedPort = await freePort();
     const endpoint = (source: keyof typeof secrets, extra: object = {}) => ({
@@ -161,10 +155,7 @@ describe('outcome callbacks', () => {
   afterAll(async () => {
     releaseSlow();
     await callbacks?.stop();
-    await producer?.disconnect();
     await receiver?.close();
-    await kafka?.close();
-    await database?.drop();
   });
 
   describe('when the endpoint answers 2xx', () => {

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryOf } from '../../src/callbacks/callback-intake.js';
-import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
-import { loadConfig } from '../../src/config/config.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
@@ -13,7 +11,6 @@ import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/trace/trace.js';
 import {
   FAST_GUARD,
-  createHarness,
   headersOf,
   logger,
   outcomeOf,
@@ -22,8 +19,9 @@ import {
   type Received,
 } from '../consumers/support/harness.js';
 import { buildSecret } from '../receiver/webhooks.js';
+import { useApp, type CallbackEndpoint } from '../support/app.js';
 import { cloudEventOf } from '../support/contracts.js';
-import { startReceiver, until } from './callback-receiver.js';
+import { until } from './callback-receiver.js';
 
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
 
@@ -34,18 +32,22 @@ const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_paym
  * callbacks' intake delivers anew; a callback's webhook-id is the CloudEvent id.
  */
 describe('outcome ids name the command and its result', () => {
-  let h: Harness;
-  let callbacks: Callbacks;
-  let indexer: ReturnType<typeof createDeadLetterIndexer>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
   const secrets = { acme: [buildSecret()] };
+  const app = useApp({
+    harness: true,
+    consumers: [rentalPayments],
+    consumerOverrides: { guard: FAST_GUARD },
+    callbacks: { secrets },
+  });
+  let h: Harness;
+  let indexer: ReturnType<typeof createDeadLetterIndexer>;
+  let receiver: CallbackEndpoint;
   /** What a back-office that drops duplicates by CloudEvent id has taken in, in order. */
   const kept: Array<{ id: string; status: string }> = [];
   const seenIds = new Set<string>();
 
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
+    ({ harness: h, callbackEndpoint: receiver } = app);
     indexer = createDeadLetterIndexer({
       db: h.database.db,
       kafka: h.kafka.kafka,
@@ -53,22 +55,10 @@ describe('outcome ids name the command and its result', () => {
       topicPrefix: h.kafka.prefix,
     });
     await indexer.start();
-    receiver = await startReceiver({ acme: () => ({ status: 200 }) }, secrets);
-    const config = loadConfig({
-      DATABASE_URL: h.database.url,
-      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
-      PMS_CALLBACKS: JSON.stringify({ acme: { url: receiver.url('acme'), secrets: secrets.acme } }),
-      CALLBACK_POLL_MS: '100',
-    });
-    callbacks = createCallbacks({ db: h.database.db, kafka: h.kafka.kafka, logger, config });
-    await callbacks.start();
   });
 
   afterAll(async () => {
-    await callbacks?.stop();
     await indexer?.stop();
-    await receiver?.close();
-    await h?.close();
   });
 
   /** The PMS's intake: a callback whose webhook-id was seen before is dropped. */

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { recordChanges, type StateChangeInput } from '../../src/changes/record-changes.js';
 import { ensureTopics, topicName, TOPICS } from '../../src/kafka/topics.js';
 import { defaultTopicSettings } from '../../src/kafka/topic-settings.js';
-import { createLogger } from '../../src/logger.js';
 import type { Resource } from '../../src/partner/resources.js';
-import { createRelay } from '../../src/relay/relay.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { drainOutbox } from '../support/app.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { readWholeTopic, rebuildState } from './read-topic.js';
 
@@ -15,7 +14,6 @@ import { readWholeTopic, rebuildState } from './read-topic.js';
  */
 
 const RECORDS = 1000;
-const silent = createLogger({ level: 'silent' });
 
 /** 1,000 records created, half updated, a fifth of those updated again, 150 removed. */
 function scenario(resource: Resource): { changes: StateChangeInput[][]; current: Map<string, string> } {
@@ -60,19 +58,7 @@ describe('partner.<resource> changelogs', () => {
         });
       }
     }
-    const relay = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: silent,
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-    });
-    try {
-      await relay.drain();
-    } finally {
-      await relay.stop();
-    }
+    await drainOutbox(database, kafka);
   }
 
   describe('when a record is removed', () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/commands/application-decisions.js';
 import { customerRegistrations } from '../../src/commands/customer-registrations.js';
 import { enrollments } from '../../src/commands/enrollments.js';
@@ -8,11 +8,11 @@ import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { commandOutcomeSchema, type CommandOutcome } from '../../src/events/outcomes.js';
 import { REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { traceId } from '../../src/trace/trace.js';
-import { buildSecret, send, startReceiver, type TestReceiver } from '../receiver/webhooks.js';
+import { buildSecret, send, type TestReceiver } from '../receiver/webhooks.js';
+import { useApp } from '../support/app.js';
 import { ajvErrors, loadContracts, type Contracts } from '../support/contracts.js';
-import { createHarness, headersOf, uid, type Harness, type Received } from './support/harness.js';
+import { headersOf, uid, type Harness, type Received } from './support/harness.js';
 
 /**
  * Issue 35: a command is its source, its type and its own id. Tried as PMSs that number their
@@ -31,37 +31,19 @@ const secrets = { acme: buildSecret(), beta: buildSecret() };
 type Source = keyof typeof secrets;
 
 describe('command identity: source + command type + command id', () => {
-  let h: Harness;
-  let receiver: TestReceiver;
-  let relay: Relay;
   let contracts: Contracts;
-
   beforeAll(async () => {
     contracts = await loadContracts();
-    h = await createHarness();
-    for (const spec of [applicationDecisions, rentalPayments, customerRegistrations, enrollments])
-      await h.startConsumer(spec as never);
-    receiver = await startReceiver({
-      db: h.database.db,
-      databaseUrl: h.database.url,
-      partnerSecrets: [],
-      pmsSecrets: { acme: [secrets.acme], beta: [secrets.beta] },
-    });
-    relay = createRelay({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger: createLogger({ level: 'silent' }),
-      databaseUrl: h.database.url,
-      topicPrefix: h.kafka.prefix,
-      retentionHours: 72,
-    });
-    await relay.start();
   });
-  afterAll(async () => {
-    await relay?.stop();
-    await receiver?.close();
-    await h?.close();
+  const app = useApp({
+    harness: true,
+    consumers: [applicationDecisions, rentalPayments, customerRegistrations, enrollments],
+    receiver: { partnerSecrets: [], pmsSecrets: { acme: [secrets.acme], beta: [secrets.beta] } },
+    relay: {},
   });
+  let h: Harness;
+  let receiver: TestReceiver;
+  beforeAll(() => ({ harness: h, receiver } = app));
 
   async function webhook(source: Source, type: string, data: Record<string, unknown>) {
     const res = await send(

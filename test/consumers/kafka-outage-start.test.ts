@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { createKafkaBroker, type KafkaBroker } from '../chaos/kafka-broker.js';
-import { ROOT } from '../support/cli.js';
+import { ROOT, spawnCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 
@@ -47,10 +47,9 @@ describe('a consumer started while Kafka is down', () => {
   }, 120_000);
 
   it('waits and retries, not ready meanwhile, and consumes once the broker answers', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'consumer', 'rental-payments'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
+    child = spawnCli(
+      ['consumer', 'rental-payments'],
+      {
         DATABASE_URL: database.url,
         KAFKA_BROKERS: broker.brokers,
         KAFKA_TOPIC_PREFIX: `t${randomBytes(4).toString('hex')}.`,
@@ -59,10 +58,8 @@ describe('a consumer started while Kafka is down', () => {
         HTTP_PORT: String(port),
         LOG_LEVEL: 'info',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      (text) => (log += text),
+    );
     const readyz = async () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz`);
       return { status: res.status, body: await res.text() };

@@ -35,6 +35,19 @@ describe('rental-payments consumer', () => {
     return (record?.rental_payments as Array<Record<string, unknown>> | undefined) ?? [];
   }
 
+  /**
+   * A payment to a new enrollment whose reports meet `faults` in turn, followed to its outcome;
+   * then the writes the ledger holds for it.
+   */
+  async function payThrough(faults: Array<Omit<FaultInput, 'method' | 'path'>>) {
+    const enrollment = await newEnrollment();
+    for (const fault of faults)
+      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), ...fault });
+    const id = await h.payment(payment(enrollment));
+    const [outcome] = await h.outcomesOf(id);
+    return { enrollment, id, outcome, writes: await h.writesTo(REPORT(enrollment)) };
+  }
+
   const payment = (enrollment: number, overrides: Record<string, unknown> = {}) => ({
     payment_id: uid('pay'),
     enrollment_id: enrollment,
@@ -192,13 +205,9 @@ describe('rental-payments consumer', () => {
 
   describe('when a report lands after the client has timed out, within the processing bound', () => {
     it('waits for the bound before concluding, finds the late payment and never reports it again', async () => {
-      const enrollment = await newEnrollment();
       // The client gives up at 1.5 s; the sandbox applies the write at 2.5 s (its bound is 3 s).
-      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 2500 });
-      const id = await h.payment(payment(enrollment));
-      const [outcome] = await h.outcomesOf(id);
+      const { enrollment, outcome, writes } = await payThrough([{ kind: 'delay', delay_ms: 2500 }]);
       expect(outcome).toMatchObject({ status: 'applied', attempts: 1 });
-      const writes = await h.writesTo(REPORT(enrollment));
       expect(writes.map((w) => w.applied)).toEqual([true]);
       expect(await paymentsOf(enrollment)).toHaveLength(1);
     });
@@ -206,15 +215,13 @@ describe('rental-payments consumer', () => {
 
   describe('when two reports in a row land late', () => {
     it('reports the payment once (the baseline is the snapshot before the first write)', async () => {
-      const enrollment = await newEnrollment();
       // Attempt 1 is abandoned by the platform (past its bound: 503, not applied); attempt 2
       // lands late, after the client's time-out.
-      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 4000 });
-      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 2000 });
-      const id = await h.payment(payment(enrollment));
-      const [outcome] = await h.outcomesOf(id);
+      const { enrollment, outcome, writes } = await payThrough([
+        { kind: 'delay', delay_ms: 4000 },
+        { kind: 'delay', delay_ms: 2000 },
+      ]);
       expect(outcome).toMatchObject({ status: 'applied', attempts: 2 });
-      const writes = await h.writesTo(REPORT(enrollment));
       expect(writes.map((w) => [w.applied, w.status])).toEqual([
         [false, 503],
         [true, 201],
@@ -225,12 +232,8 @@ describe('rental-payments consumer', () => {
 
   describe('when a report is delayed past the processing bound', () => {
     it('concludes not applied only after the bound, writes again and reports it once', async () => {
-      const enrollment = await newEnrollment();
-      await h.control.addFault({ method: 'POST', path: REPORT(enrollment), kind: 'delay', delay_ms: 5000 });
-      const id = await h.payment(payment(enrollment));
-      const [outcome] = await h.outcomesOf(id);
+      const { enrollment, id, outcome, writes } = await payThrough([{ kind: 'delay', delay_ms: 5000 }]);
       expect(outcome).toMatchObject({ status: 'applied', attempts: 2 });
-      const writes = await h.writesTo(REPORT(enrollment));
       expect(writes.map((w) => [w.applied, w.status])).toEqual([
         [false, 503],
         [true, 201],

@@ -1,13 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEMO_PARTNER_WEBHOOK_SECRET, DEMO_PMS_WEBHOOK_SECRET } from '../../src/cli/commands/start.js';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
-import { ROOT } from '../support/cli.js';
+import { demoEnv, spawnCli } from '../support/cli.js';
+import { dropSchema } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { freePort } from '../support/free-port.js';
 
@@ -61,25 +60,16 @@ describe('Kafka contracts, as an outside client reads them', () => {
     contracts = await loadContracts();
     const [httpPort, sandboxPort] = [await freePort(), await freePort()];
     base = `http://127.0.0.1:${httpPort}`;
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: withSchema(inject('databaseUrl'), schema),
-        KAFKA_BROKERS: inject('kafkaBrokers'),
-        KAFKA_TOPIC_PREFIX: prefix,
-        HTTP_PORT: String(httpPort),
-        SANDBOX_PORT: String(sandboxPort),
-        OPS_TOKEN: '',
-        PARTNER_API_URL: '',
+    child = spawnCli(
+      ['start'],
+      {
+        ...demoEnv(schema, httpPort, sandboxPort),
         PARTNER_WEBHOOK_SECRETS: '',
         PMS_WEBHOOK_SECRETS: '{}',
         LOG_LEVEL: 'info',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      (text) => (log += text),
+    );
     await vi.waitFor(async () => expect((await fetch(`${base}/readyz`)).ok, 'ready').toBe(true), WAIT);
 
     // What the demo does not send by itself: a webhook of a type nobody routes, and a Partner API
@@ -200,11 +190,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
       await admin.disconnect();
       await kafka.close();
     }
-    const { connectionString } = parseDatabaseUrl(inject('databaseUrl'));
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await client.end();
+    await dropSchema(schema);
   });
 
   it('reads messages of every topic rentbridge writes', () => {

@@ -9,6 +9,16 @@ import { insertDeadLetter } from '../../src/dead-letters/dead-letter-repository.
 import { TOPICS } from '../../src/kafka/topics.js';
 
 /** A dead-lettered application decision, as the consumers write it: value + headers. */
+/** The Partner API's whole error of a declined card (issue 21's shape), as a letter keeps it. */
+export const DECLINED_CARD = {
+  code: 'processor_card_error',
+  status: 402,
+  message: 'Your card was declined.',
+  request_id: 'pay-1.a1',
+  processor_code: 'card_declined',
+  processor_decline_code: 'insufficient_funds',
+};
+
 export function buildDecisionLetter(
   prefix: string,
   overrides: Partial<DeadLetterInfo> & { decisionId?: string; applicationId?: string; data?: unknown } = {},

@@ -1,5 +1,5 @@
 import type { Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   auditFiltersSchema,
   deadLetterFiltersSchema,
@@ -14,11 +14,13 @@ import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
 import { AppError } from '../../src/errors.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 import { buildDecisionLetter, seedGuardRow, seedLetter } from './build-dead-letter.js';
 
 describe('the dead-letter service', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -32,12 +34,8 @@ describe('the dead-letter service', () => {
     processor_code: 'card_declined',
   };
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+  beforeAll(() => {
+    ({ database, kafka, producer } = app);
     letters = createDeadLetterService({
       db: database.db,
       topicPrefix: kafka.prefix,
@@ -47,11 +45,6 @@ describe('the dead-letter service', () => {
         return Promise.resolve(producer);
       },
     });
-  });
-  afterAll(async () => {
-    await producer.disconnect();
-    await kafka.close();
-    await database.drop();
   });
 
   describe('when showing a letter', () => {

@@ -1,19 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { partnerErrorLines } from '../../src/cli/commands/dlq.js';
+import { DECLINED_CARD } from './build-dead-letter.js';
 
 describe('rentbridge dlq show', () => {
   describe("when the letter carries the Partner API's whole error (dlq-error)", () => {
     it("prints the processor's reason of a declined card", () => {
-      const lines = partnerErrorLines(
-        JSON.stringify({
-          code: 'processor_card_error',
-          status: 402,
-          message: 'Your card was declined.',
-          request_id: 'pay-1.a1',
-          processor_code: 'card_declined',
-          processor_decline_code: 'insufficient_funds',
-        }),
-      );
+      const lines = partnerErrorLines(JSON.stringify(DECLINED_CARD));
       expect(lines).toContain('  request id    pay-1.a1');
       expect(lines).toContain('  processor     card_declined, decline code insufficient_funds');
     });

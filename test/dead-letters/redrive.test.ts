@@ -1,38 +1,31 @@
 import type { Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { discardDeadLetter, redriveDeadLetter, type RedriveDeps } from '../../src/dead-letters/redrive.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 import { buildDecisionLetter, seedGuardRow, seedLetter } from './build-dead-letter.js';
 
 describe('redrive', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions, TOPICS.rentalPayments], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
   let deps: RedriveDeps;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions, TOPICS.rentalPayments]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+  beforeAll(() => {
+    ({ database, kafka, producer } = app);
     deps = {
       db: database.db,
       producer,
       topicPrefix: kafka.prefix,
       logger: createLogger({ level: 'silent' }),
     };
-  });
-  afterAll(async () => {
-    await producer.disconnect();
-    await kafka.close();
-    await database.drop();
   });
 
   /** Every message on the original topic (a fresh consumer reads from the start). */

@@ -1,19 +1,16 @@
 import { mkdir } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import express from 'express';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallbackDeliverer, type CallbackDeliverer } from '../../src/callbacks/callback-deliverer.js';
 import { insertDeliveries, type NewDelivery } from '../../src/callbacks/callback-repository.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
 import { OUTCOME_TYPES } from '../../src/events/outcomes.js';
-import { requestId } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { startReceiver, until } from '../callbacks/callback-receiver.js';
 import { buildSecret } from '../receiver/webhooks.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import { skipWithoutChromium } from './browser.js';
 
 const TOKEN = 'e2e-ops-token-0123456789';
 
@@ -48,10 +45,8 @@ function outcome(source: string, commandId: string): NewDelivery {
  * to an endpoint that now answers 200.
  */
 describe.skipIf(skipWithoutChromium)('the console callbacks card in a real browser', () => {
+  const app = useApp({ ops: { opsToken: TOKEN, topicPrefix: 'e2e.', app: 'express' }, browser: true });
   let database: TestDatabase;
-  let router: OpsRouter;
-  let server: Server;
-  let browser: Browser;
   let page: Page;
   let base: string;
   let deliverer: CallbackDeliverer;
@@ -62,7 +57,7 @@ describe.skipIf(skipWithoutChromium)('the console callbacks card in a real brows
   const beta = outcome('beta', 'pay-beta-1');
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    ({ database, base } = app);
     receiver = await startReceiver(
       { acme: () => ({ status: acmeUp ? 200 : 500 }), beta: () => ({ status: 410 }) },
       secrets,
@@ -85,28 +80,12 @@ describe.skipIf(skipWithoutChromium)('the console callbacks card in a real brows
     await insertDeliveries(database.db, [acme, beta]);
     deliverer.wake(['acme', 'beta']);
 
-    const app = express();
-    app.use(requestId());
-    router = createOpsRouter({
-      db: database.db,
-      logger: createLogger({ level: 'silent' }),
-      opsToken: TOKEN,
-      topicPrefix: 'e2e.',
-    });
-    app.use('/ops', router);
-    ({ server, base } = await serveApp(app));
-
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1440, height: 1200 } });
+    page = await app.browser.newPage({ viewport: { width: 1440, height: 1200 } });
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await closeServer(server);
-    await router?.close();
     await deliverer?.stop();
     await receiver?.close();
-    await database?.drop();
   });
 
   const opsApi = async () => {

@@ -1,30 +1,32 @@
 import { mkdir } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import express from 'express';
-import type { Producer } from 'kafkajs';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { REDRIVE_HEADER } from '../../src/dead-letters/dead-letter-headers.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
-import { requestId } from '../../src/http/request-id.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
-import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
+import {
+  DECLINED_CARD,
+  buildDecisionLetter,
+  seedGuardRow,
+  seedLetter,
+} from '../dead-letters/build-dead-letter.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
+import { skipWithoutChromium } from './browser.js';
 
 const TOKEN = 'e2e-ops-token-0123456789';
 const SCREENSHOT = 'test-artifacts/ops-console.png';
 
 describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
+  const app = useApp({
+    topics: [TOPICS.applicationDecisions],
+    producer: true,
+    ops: { opsToken: TOKEN, app: 'express' },
+    browser: true,
+  });
   let database: TestDatabase;
   let kafka: TestKafka;
-  let producer: Producer;
-  let router: OpsRouter;
-  let server: Server;
-  let browser: Browser;
   let page: Page;
   let base: string;
   const specs = {
@@ -46,22 +48,13 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
   const ids: Record<keyof typeof specs, number> = { unverified: 0, rejected: 0, exhausted: 0, declined: 0 };
   // The Partner API's whole error, as the consumers keep it beside the letter (issue 21's shape).
   const partnerError = {
-    code: 'processor_card_error',
-    status: 402,
-    message: 'Your card was declined.',
-    request_id: 'pay-1.a1',
-    processor_code: 'card_declined',
-    processor_decline_code: 'insufficient_funds',
+    ...DECLINED_CARD,
     errors: ['amount_cents: must be positive'],
     details: { tenant_email: 'unreachable' },
   };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, base } = app);
     for (const name of Object.keys(specs) as (keyof typeof specs)[]) {
       letters[name] = buildDecisionLetter(kafka.prefix, specs[name]);
       if (name === 'declined') {
@@ -76,29 +69,7 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
       letters.unverified.applicationId,
     );
 
-    const app = express();
-    app.use(requestId());
-    router = createOpsRouter({
-      db: database.db,
-      producer,
-      logger: createLogger({ level: 'silent' }),
-      opsToken: TOKEN,
-      topicPrefix: kafka.prefix,
-    });
-    app.use('/ops', router);
-    ({ server, base } = await serveApp(app));
-
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await closeServer(server);
-    await router?.close();
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
+    page = await app.browser.newPage({ viewport: { width: 1440, height: 1000 } });
   });
 
   const rows = () => page.locator('#letters-table tbody tr');

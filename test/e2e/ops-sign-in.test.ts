@@ -10,17 +10,19 @@ import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { TestKafka } from '../support/kafka.js';
 import { ROLE_MAP, startTestProvider, type TestProvider } from '../support/oidc-provider.js';
-import { closeServer, launchChromium, skipWithoutChromium } from './browser.js';
+import { closeServer, skipWithoutChromium } from './browser.js';
 
 /**
  * #44: single sign-on against a real OpenID provider (oidc-provider), driven in Chromium: roles
  * from the provider's groups, the audit's actor the signed-in person, sign-out, expiry, CSRF.
  */
 describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions], producer: true, browser: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -33,11 +35,7 @@ describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () =
   let evilBase: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, producer, browser } = app);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     provider = await startTestProvider(`${base}/ops/auth/callback`);
@@ -57,11 +55,11 @@ describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () =
         sessionTtlSeconds: 3600,
       },
     });
-    const app = express();
-    app.use(requestId());
-    app.use('/ops', router);
+    const opsApp = express();
+    opsApp.use(requestId());
+    opsApp.use('/ops', router);
     server = await new Promise<Server>((resolve) => {
-      const s = app.listen(port, '127.0.0.1', () => resolve(s));
+      const s = opsApp.listen(port, '127.0.0.1', () => resolve(s));
     });
     // Another site (localhost is not 127.0.0.1 to a browser): a page that posts to the ops API.
     const evilApp = express();
@@ -71,7 +69,6 @@ describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () =
     evil = await new Promise<Server>((resolve) => {
       const s = evilApp.listen(evilPort, '127.0.0.1', () => resolve(s));
     });
-    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
@@ -80,9 +77,6 @@ describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () =
     await closeServer(evil);
     await provider?.close();
     await router?.close();
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
   });
 
   async function signIn(who: string): Promise<{ context: BrowserContext; page: Page }> {

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
+import { withSchema } from '../../src/db/database-url.js';
 import { EXPECTED_ROLES } from '../../src/ops/role-heartbeat.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT, stopProcesses } from '../support/cli.js';
+import { ROOT, demoEnv, spawnCli, stopProcesses } from '../support/cli.js';
+import { dropSchema } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { launchChromium, skipWithoutChromium } from './browser.js';
 
@@ -29,25 +29,11 @@ interface Run {
 }
 
 function spawnRole(run: Run, role: string, args: string[], env: Record<string, string>): void {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
   run.logs.set(role, '');
-  const append = (d: Buffer) => run.logs.set(role, run.logs.get(role)! + d.toString());
-  child.stdout!.on('data', append);
-  child.stderr!.on('data', append);
+  const child = spawnCli(args, { LOG_LEVEL: 'warn', ...env }, (text) =>
+    run.logs.set(role, run.logs.get(role)! + text),
+  );
   run.children.set(role, child);
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({
-    connectionString: parseDatabaseUrl(inject('databaseUrl')).connectionString,
-  });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-  await client.end();
 }
 
 /** rentbridge_role_last_seen_seconds by role, from the console process's /metrics. */
@@ -113,15 +99,7 @@ describe.skipIf(skipWithoutChromium)('the overview tells running roles from stop
     beforeAll(async () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${httpPort}`;
-      spawnRole(run, 'start', ['start'], {
-        DATABASE_URL: withSchema(inject('databaseUrl'), schema),
-        KAFKA_BROKERS: inject('kafkaBrokers'),
-        KAFKA_TOPIC_PREFIX: `${schema}.`,
-        HTTP_PORT: String(httpPort),
-        SANDBOX_PORT: String(sandboxPort),
-        OPS_TOKEN: TOKEN,
-        PARTNER_API_URL: '',
-      });
+      spawnRole(run, 'start', ['start'], { ...demoEnv(schema, httpPort, sandboxPort), OPS_TOKEN: TOKEN });
       await vi.waitFor(async () => {
         expect(run.children.get('start')!.exitCode, run.logs.get('start')).toBeNull();
         expect((await fetch(`${base}/readyz`)).status).toBe(200);

@@ -1,16 +1,13 @@
-import type { Server } from 'node:http';
-import express from 'express';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import { requestId } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { createRetentionPruner } from '../../src/retention/retention-pruner.js';
 import { retentionRules } from '../../src/retention/retention-rules.js';
 import { retentionText } from '../../src/retention/storage-router.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import { launchChromium, skipWithoutChromium } from './browser.js';
 
 const TOKEN = 'e2e-ops-token-0123456789';
 const logger = createLogger({ level: 'silent' });
@@ -31,38 +28,25 @@ interface StorageTable {
  * last pruned, from GET /ops/api/storage, on the overview in a real browser.
  */
 describe('the storage of each table in the ops API and the console', () => {
+  const config = loadConfig({});
+  const app = useApp({
+    ops: { opsToken: TOKEN, topicPrefix: 'e2e.', retention: retentionText(config), app: 'express' },
+  });
   let database: TestDatabase;
-  let router: OpsRouter;
-  let server: Server;
   let base: string;
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    ({ database, base } = app);
     await database.sql
       .query(`INSERT INTO dead_letters (dlq_topic, partition, "offset", value, headers, state, resolved_at)
       SELECT 't.dlq', 0, i::text, '{}', '{}', 'discarded', now() - interval '200 days' FROM generate_series(1, 5) i`);
-    const config = loadConfig({});
     await createRetentionPruner({ db: database.db, logger, rules: retentionRules(config) }).runPass();
     await database.sql.query('ANALYZE');
-    const app = express();
-    app.use(requestId());
-    router = createOpsRouter({
-      db: database.db,
-      logger,
-      opsToken: TOKEN,
-      topicPrefix: 'e2e.',
-      retention: retentionText(config),
-    });
-    app.use('/ops', router);
-    ({ server, base } = await serveApp(app));
   });
 
   afterAll(async () => {
     await browser?.close();
-    await closeServer(server);
-    await router?.close();
-    await database?.drop();
   });
 
   it('answers each table with its size, retention and last pruning', async () => {

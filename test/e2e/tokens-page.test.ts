@@ -1,12 +1,8 @@
-import type { Server } from 'node:http';
-import express from 'express';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestId } from '../../src/http/request-id.js';
-import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import { skipWithoutChromium } from './browser.js';
 
 const BREAK_GLASS = 'e2e-break-glass-0123456789';
 
@@ -15,33 +11,12 @@ const BREAK_GLASS = 'e2e-break-glass-0123456789';
  * token shown once, listed without its secret, revoked; a viewer's console has no Tokens page.
  */
 describe.skipIf(skipWithoutChromium)('the console’s Tokens page', () => {
+  const app = useApp({ ops: { opsToken: BREAK_GLASS, topicPrefix: 'e2e.', app: 'express' }, browser: true });
   let database: TestDatabase;
-  let router: OpsRouter;
-  let server: Server;
   let base: string;
   let browser: Browser;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    const app = express();
-    app.use(requestId());
-    router = createOpsRouter({
-      db: database.db,
-      logger: createLogger({ level: 'silent' }),
-      opsToken: BREAK_GLASS,
-      topicPrefix: 'e2e.',
-    });
-    app.use('/ops', router);
-    ({ server, base } = await serveApp(app));
-    browser = await launchChromium();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await closeServer(server);
-    await router?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ database, base, browser } = app));
 
   async function signIn(token: string): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

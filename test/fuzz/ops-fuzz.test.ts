@@ -1,16 +1,10 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import fc from 'fast-check';
-import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApp } from '../../src/http/http-app.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
-import { retry } from '../receiver/webhooks.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 
 /**
  * Property-based fuzzing of the ops API's actions and filters (issue 14): bodies of any content
@@ -21,43 +15,18 @@ const TOKEN = 'ops-token-0123456789abcdef';
 const tally = { requests: 0, fiveXx: 0 };
 
 describe('ops API fuzzing', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions], producer: true, ops: { opsToken: TOKEN } });
   let database: TestDatabase;
   let kafka: TestKafka;
-  let producer: Producer;
-  let server: Server;
-  let router: OpsRouter;
   let base: string;
   let letter: number;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics([TOPICS.applicationDecisions]));
-    producer = kafka.kafka.producer();
-    await producer.connect();
-    const logger = createLogger({ level: 'silent' });
-    router = createOpsRouter({
-      db: database.db,
-      producer,
-      logger,
-      opsToken: TOKEN,
-      topicPrefix: kafka.prefix,
-    });
-    const app = createHttpApp({ logger, mounts: [{ path: '/ops', router }] });
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ database, kafka, base } = app);
     letter = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
   });
-  afterAll(async () => {
+  afterAll(() => {
     console.log(`ops fuzz: ${tally.requests} requests, ${tally.fiveXx} answered 5xx`);
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r));
-    await router?.close();
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
   });
 
   async function call(path: string, init: RequestInit = {}): Promise<Response> {

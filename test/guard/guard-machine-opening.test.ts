@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { CommandRecord } from '../../src/guard/command-record.js';
 import {
   decide,
   initialState,
@@ -11,6 +10,13 @@ import {
   type MachineState,
 } from '../../src/guard/guard-machine.js';
 import type { Snapshot } from '../../src/guard/read-back.js';
+import {
+  LIMITS as TABLE_LIMITS,
+  TIMED_OUT,
+  UNAVAILABLE,
+  commandRecord,
+  failureInfo,
+} from './machine-fixtures.js';
 
 /**
  * The states the guard machine gained when it took over the whole life of a command row
@@ -20,41 +26,12 @@ import type { Snapshot } from '../../src/guard/read-back.js';
  * action it must lead to.
  */
 
-const LIMITS: MachineLimits = {
-  maxRetries: 2,
-  maxLockRetries: 2,
-  maxThrottles: 2,
-  backoffMs: 100,
-  maxBackoffMs: 1000,
-  readBackDelayMs: 1000,
-  maxProcessingMs: 30_000,
-  maxReadRetries: 2,
-  lockWaitMs: 5000,
-};
+const LIMITS: MachineLimits = { ...TABLE_LIMITS, maxReadRetries: 2, lockWaitMs: 5000 };
 
 const COMMAND = { payment_id: 'p-1', amount: 10 };
 const SNAPSHOT: Snapshot = { found: true, status: 'active', updated_at: 'x', taken_at: 'y' };
 
-function row(overrides: Partial<CommandRecord> = {}): CommandRecord {
-  const at = new Date(0);
-  return {
-    source: 's',
-    commandId: 'p-1',
-    commandType: 'rental_payment',
-    targetId: 't',
-    state: 'pending',
-    payload: { amount: 10, payment_id: 'p-1' },
-    snapshot: null,
-    attempts: 0,
-    requestIdBase: 'p-1',
-    requestIds: [],
-    lastError: null,
-    createdAt: at,
-    updatedAt: at,
-    finishedAt: null,
-    ...overrides,
-  };
-}
+const row = commandRecord;
 
 const began = (check: boolean): Decision =>
   decide(initialState(), { type: 'began', commandId: 'p-1', base: 'p-1', payload: COMMAND, check }, LIMITS);
@@ -68,7 +45,6 @@ const early = {
   step: { attempt: 0, requestId: 'p-1.a0.r1', kind: 'snapshot' as const, result: 'read' },
 };
 const refusal = { code: 'email_taken', status: 422, message: 'no', details: { email: 'taken' } };
-const boom = Object.assign(new Error('503'), { status: 503, code: 'unavailable' });
 const throttled = Object.assign(new Error('429'), {
   status: 429,
   code: 'rate_limited',
@@ -167,13 +143,13 @@ const CASES: Case[] = [
   {
     when: 'the fast path snapshot failed once',
     state: state('open'),
-    event: failed(boom),
+    event: failed(UNAVAILABLE),
     then: { type: 'snapshot', wait: { until: 1100, throttled: false, step: null } },
   },
   {
     when: 'the fast path snapshot failed past its retries',
     state: state('open', { readFailures: 2 }),
-    event: failed(boom),
+    event: failed(UNAVAILABLE),
     then: { type: 'lock', waitMs: 0 },
   },
   {
@@ -237,7 +213,7 @@ const CASES: Case[] = [
   {
     when: 'a snapshot under the lock failed',
     state: state('walk'),
-    event: failed(boom),
+    event: failed(UNAVAILABLE),
     then: { type: 'snapshot', wait: { until: 1100, throttled: false } },
   },
   {
@@ -249,13 +225,13 @@ const CASES: Case[] = [
   {
     when: 'a snapshot under the lock failed past its retries',
     state: state('walk', { readFailures: 2 }),
-    event: failed(boom),
+    event: failed(UNAVAILABLE),
     then: { type: 'stop', busy: false, conflict: false, message: 'snapshot failed: 503' },
   },
   {
     when: 'a read-back failed',
     state: state('walk', { checking: 'uncertain', sentBy: 0, attempts: 1, baseline: true }),
-    event: failed(boom),
+    event: failed(UNAVAILABLE),
     then: { type: 'read_back', notBefore: 1100 },
   },
   {
@@ -278,8 +254,8 @@ describe('guard state machine: the row, the check, the lock and read retries', (
   describe('when a read fails again and again', () => {
     it('spreads the back-off by the reported random number and doubles it per failure', () => {
       const at = (rand: number, readFailures: number) =>
-        decide(state('walk', { readFailures }), { ...failed(boom), rand } as GuardEvent, LIMITS).action.wait
-          ?.until;
+        decide(state('walk', { readFailures }), { ...failed(UNAVAILABLE), rand } as GuardEvent, LIMITS).action
+          .wait?.until;
       expect(at(0, 0)).toBe(1075);
       expect(at(0.999, 0)).toBe(1125);
       expect(at(0.5, 1)).toBe(1200);
@@ -293,15 +269,7 @@ describe('guard state machine: the row, the check, the lock and read retries', (
         sentBy: 0,
         attempts: 1,
         baseline: true,
-        failure: {
-          kind: 'uncertain',
-          code: 'timeout',
-          status: null,
-          message: 'timed out',
-          error: null,
-          requestId: null,
-          retryAfterSeconds: null,
-        },
+        failure: TIMED_OUT,
       });
       const d = decide(s, failed(shape, 40_000), LIMITS);
       expect(d.action).toMatchObject({
@@ -314,15 +282,7 @@ describe('guard state machine: the row, the check, the lock and read retries', (
   describe('when a write is retried after a lock_failed', () => {
     it("waits the back-off spread by the answer's random number, and keeps the wait as a step", () => {
       const s = state('walk', { baseline: true, snapshot: SNAPSHOT, row: 'in_flight' });
-      const failure = {
-        kind: 'lock_failed' as const,
-        code: 'lock_failed',
-        status: 409,
-        message: 'x',
-        error: null,
-        requestId: null,
-        retryAfterSeconds: null,
-      };
+      const failure = failureInfo('lock_failed', { status: 409, message: 'x' });
       const d = decide(s, { type: 'answered', at: 1000, failure, rand: 0 }, LIMITS);
       expect(d.action).toMatchObject({
         type: 'write',

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { FailureInfo } from '../../src/guard/classify-failure.js';
 import type { CommandRecord, GuardState } from '../../src/guard/command-record.js';
 import { decide, initialState, type MachineLimits } from '../../src/guard/guard-machine.js';
 import type { Snapshot } from '../../src/guard/read-back.js';
+import { TIMED_OUT, UNAVAILABLE, WALK_LIMITS, commandRecord, ownersInTurn } from './machine-fixtures.js';
 
 /**
  * The whole life of a command row driven by `decide` alone, from `began` to the final state:
@@ -31,29 +31,10 @@ const history: fc.Arbitrary<History> = fc.record({
   deaths: fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
 });
 
-const LIMITS: MachineLimits = {
-  maxRetries: 3,
-  maxLockRetries: 3,
-  maxThrottles: 3,
-  backoffMs: 100,
-  maxBackoffMs: 2000,
-  readBackDelayMs: 200,
-  maxProcessingMs: 3000,
-  maxReadRetries: 2,
-  lockWaitMs: 1000,
-};
+const LIMITS: MachineLimits = { ...WALK_LIMITS, maxReadRetries: 2, lockWaitMs: 1000 };
 
 const PAYLOAD = { payment_id: 'p-1' };
-const uncertain: FailureInfo = {
-  kind: 'uncertain',
-  code: 'timeout',
-  status: null,
-  message: 'timed out',
-  error: null,
-  requestId: null,
-  retryAfterSeconds: null,
-};
-const unavailable = Object.assign(new Error('503'), { status: 503, code: 'unavailable' });
+const uncertain = TIMED_OUT;
 
 interface Row {
   state: GuardState;
@@ -62,21 +43,7 @@ interface Row {
 }
 
 function recordOf(row: Row): CommandRecord {
-  const at = new Date(0);
-  return {
-    source: 's',
-    commandId: 'p-1',
-    commandType: 'rental_payment',
-    targetId: 't',
-    payload: PAYLOAD,
-    requestIdBase: 'p-1',
-    requestIds: [],
-    lastError: null,
-    createdAt: at,
-    updatedAt: at,
-    finishedAt: null,
-    ...row,
-  };
+  return commandRecord({ payload: PAYLOAD, ...row });
 }
 
 function simulate(h: History, limits: MachineLimits = LIMITS) {
@@ -115,7 +82,7 @@ function simulate(h: History, limits: MachineLimits = LIMITS) {
           if (readFails()) {
             d = decide(
               d.state,
-              { type: 'read_failed', at: now, error: unavailable, readIds: 1, startedAt: now, rand: 0.5 },
+              { type: 'read_failed', at: now, error: UNAVAILABLE, readIds: 1, startedAt: now, rand: 0.5 },
               LIMITS,
             );
             break;
@@ -173,13 +140,12 @@ function simulate(h: History, limits: MachineLimits = LIMITS) {
     throw new Error('the guard did not finish within 500 actions');
   };
 
-  for (;;) {
-    const final = owner();
-    if (final) return { landings, final, writes };
+  const final = ownersInTurn(owner, () => {
     deaths++;
     now += 500;
-    if (deaths > 50) return { landings, final: null, writes };
-  }
+    return deaths <= 50;
+  });
+  return { landings, final, writes };
 }
 
 describe('the whole walk of a command row over generated histories', () => {

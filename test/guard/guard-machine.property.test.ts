@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FailureInfo } from '../../src/guard/classify-failure.js';
 import type { GuardState } from '../../src/guard/command-repository.js';
 import { decide, initialState, type MachineLimits } from '../../src/guard/guard-machine.js';
+import { WALK_LIMITS, failureInfo, ownersInTurn } from './machine-fixtures.js';
 
 /**
  * The guard's decisions (`decide`) driven against a simulated Partner API over generated
@@ -55,15 +56,7 @@ const history = (bound: number): fc.Arbitrary<History> =>
   });
 
 function failureOf(kind: FailureInfo['kind'], status: number | null): FailureInfo {
-  return {
-    kind,
-    code: kind,
-    status,
-    message: kind,
-    error: null,
-    requestId: null,
-    retryAfterSeconds: kind === 'throttled' ? 1 : null,
-  };
+  return failureInfo(kind, { status, retryAfterSeconds: kind === 'throttled' ? 1 : null });
 }
 
 interface Run {
@@ -145,23 +138,15 @@ function simulate(h: History, limits: MachineLimits, worldBoundMs: number): Run 
     throw new Error('the guard did not finish within 500 actions');
   };
 
-  for (;;) {
-    const final = owner();
-    if (final) return { landings, final, writes };
+  const final = ownersInTurn(owner, () => {
     deaths++;
     now += h.takeoverMs[deaths % h.takeoverMs.length] ?? 0;
-  }
+    return true;
+  });
+  return { landings, final, writes };
 }
 
-const LIMITS: MachineLimits = {
-  maxRetries: 3,
-  maxLockRetries: 3,
-  maxThrottles: 3,
-  backoffMs: 100,
-  maxBackoffMs: 2000,
-  readBackDelayMs: 200,
-  maxProcessingMs: 3000,
-};
+const LIMITS = WALK_LIMITS;
 
 /** The property: never two landings; `applied` means exactly one; `exhausted`/`rejected` none. */
 function holds(run: Run): boolean {

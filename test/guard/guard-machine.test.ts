@@ -1,37 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import type { FailureInfo, FailureKind } from '../../src/guard/classify-failure.js';
 import {
   decide,
   initialState,
   INTERRUPTED,
   type GuardAction,
   type GuardEvent,
-  type MachineLimits,
   type MachineState,
 } from '../../src/guard/guard-machine.js';
+import { LIMITS, failureInfo } from './machine-fixtures.js';
 
-const LIMITS: MachineLimits = {
-  maxRetries: 2,
-  maxLockRetries: 2,
-  maxThrottles: 2,
-  backoffMs: 100,
-  maxBackoffMs: 1000,
-  readBackDelayMs: 1000,
-  maxProcessingMs: 30_000,
-};
-
-function failure(kind: FailureKind, overrides: Partial<FailureInfo> = {}): FailureInfo {
-  return {
-    kind,
-    code: kind,
-    status: 500,
-    message: kind,
-    error: null,
-    requestId: null,
-    retryAfterSeconds: null,
-    ...overrides,
-  };
-}
+const failure = failureInfo;
 
 function state(overrides: Partial<MachineState> = {}): MachineState {
   return { ...initialState(), ...overrides };

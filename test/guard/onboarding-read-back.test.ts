@@ -3,14 +3,11 @@ import { customerRegistrationReadBack } from '../../src/guard/customer-registrat
 import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
 import { byCreatedAt, byId, createdSince } from '../../src/guard/newest-first.js';
 import type { GuardPartner, ListEnvelope } from '../../src/guard/partner-port.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
 import type { PartnerClient } from '../../src/partner/index.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { startSandboxPartner } from '../support/sandbox.js';
+import { useSandboxPartner } from '../support/sandbox.js';
+import { ctx, tick } from './machine-fixtures.js';
 
-const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
-const tick = () => new Promise((r) => setTimeout(r, 5));
 let seq = 0;
 let future = Date.parse('2031-01-01T00:00:00Z');
 
@@ -28,16 +25,10 @@ function buildRegistration(overrides: Record<string, unknown> = {}) {
 }
 
 describe('onboarding read-back strategies', () => {
-  let sandbox: Sandbox;
+  const sandboxed = useSandboxPartner();
   let control: SandboxControl;
   let partner: PartnerClient;
-
-  beforeAll(async () => {
-    ({ sandbox, control, partner } = await startSandboxPartner());
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-  });
+  beforeAll(() => ({ control, partner } = sandboxed));
 
   describe('customer registration', () => {
     const strategy = () => customerRegistrationReadBack(partner);

@@ -1,27 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
 import type { GuardPartner } from '../../src/guard/partner-port.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
 import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
 import type { PartnerClient } from '../../src/partner/index.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { startSandboxPartner } from '../support/sandbox.js';
-
-const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).slice(2)}` };
-const tick = () => new Promise((r) => setTimeout(r, 5));
+import { useSandboxPartner } from '../support/sandbox.js';
+import { ctx, tick } from './machine-fixtures.js';
 
 describe('read-back strategies', () => {
-  let sandbox: Sandbox;
+  const sandboxed = useSandboxPartner();
   let control: SandboxControl;
   let partner: PartnerClient;
-
-  beforeAll(async () => {
-    ({ sandbox, control, partner } = await startSandboxPartner());
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-  });
+  beforeAll(() => ({ control, partner } = sandboxed));
 
   describe('applications', () => {
     const strategy = () => applicationDecisionReadBack(partner);

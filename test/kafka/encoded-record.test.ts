@@ -1,11 +1,11 @@
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { Partitioners, type Message, type PartitionMetadata } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ENCODED_BODY, encodeRecordBody, withEncodedRecords } from '../../src/kafka/encoded-record.js';
 import { murmur2, recordingPartitioner, sendWhole } from '../../src/kafka/message-positions.js';
-import { createSharedProducer, type SharedProducer } from '../../src/kafka/shared-producer.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { SharedProducer } from '../../src/kafka/shared-producer.js';
+import { useSharedProducer, type TestKafka } from '../support/kafka.js';
 
 /**
  * The relay encodes each record's key, value and headers itself, once, and kafkajs (patched by
@@ -159,18 +159,10 @@ describe("the checksum and partitioner of the relay's sends", () => {
 
 describe('records encoded by the relay, on the real broker', () => {
   const TOPIC = 'partner.applications';
+  const broker = useSharedProducer([TOPIC]);
   let kafka: TestKafka;
   let producer: SharedProducer;
-
-  beforeAll(async () => {
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPIC]);
-    producer = createSharedProducer(kafka.kafka);
-  });
-  afterAll(async () => {
-    await producer?.close();
-    await kafka?.close();
-  });
+  beforeAll(() => ({ kafka, producer } = broker));
 
   it('are read back by a consumer as the messages they were built from', async () => {
     const messages: Message[] = Array.from({ length: 200 }, (_, i) => ({

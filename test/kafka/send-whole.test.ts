@@ -1,12 +1,12 @@
 import { Partitioners, type Message, type PartitionMetadata } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   IncompleteSendError,
   sendWhole,
   unacknowledgedPartitions,
 } from '../../src/kafka/message-positions.js';
-import { createSharedProducer, type SharedProducer } from '../../src/kafka/shared-producer.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { SharedProducer } from '../../src/kafka/shared-producer.js';
+import { useSharedProducer, type TestKafka } from '../support/kafka.js';
 
 /**
  * kafkajs may resolve a batch it wrote only in part (its issue #1303: seen losing relay rows on a
@@ -15,18 +15,10 @@ import { createTestKafka, type TestKafka } from '../support/kafka.js';
  */
 describe('a batch sent whole', () => {
   const TOPIC = 'commands.rental-payments';
+  const broker = useSharedProducer([TOPIC]);
   let kafka: TestKafka;
   let producer: SharedProducer;
-
-  beforeAll(async () => {
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPIC]);
-    producer = createSharedProducer(kafka.kafka);
-  });
-  afterAll(async () => {
-    await producer?.close();
-    await kafka?.close();
-  });
+  beforeAll(() => ({ kafka, producer } = broker));
 
   const build = (n: number, tag: string): Message[] =>
     Array.from({ length: n }, (_, i) => ({ key: `record-${i}`, value: JSON.stringify({ tag, i }) }));

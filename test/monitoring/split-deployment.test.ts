@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { ROOT, stopProcesses } from '../support/cli.js';
+import { ROOT, spawnCli, stopProcesses, storesEnv } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
@@ -96,13 +96,11 @@ describe('a split deployment (every role its own process)', () => {
     for (const [role, args] of Object.entries(ROLES)) {
       const port = await freePort();
       ports.set(role, port);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: database.url,
-          KAFKA_BROKERS: kafka.brokers.join(','),
-          KAFKA_TOPIC_PREFIX: kafka.prefix,
+      logs.set(role, '');
+      const child = spawnCli(
+        args,
+        {
+          ...storesEnv(database, kafka),
           KAFKA_SESSION_TIMEOUT_MS: '10000',
           PARTNER_API_URL: sandbox.url,
           PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [`whsec_${randomBytes(24).toString('base64')}`] }),
@@ -116,12 +114,8 @@ describe('a split deployment (every role its own process)', () => {
           OPS_TOKEN: 'split-deployment-ops-token',
           LOG_LEVEL: 'warn',
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      logs.set(role, '');
-      const append = (d: Buffer) => logs.set(role, logs.get(role)! + d.toString());
-      child.stdout!.on('data', append);
-      child.stderr!.on('data', append);
+        (text) => logs.set(role, logs.get(role)! + text),
+      );
       children.set(role, child);
     }
     for (const role of Object.keys(ROLES)) {

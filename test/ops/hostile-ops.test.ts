@@ -1,16 +1,10 @@
-import type { AddressInfo } from 'node:net';
-import { request as httpRequest, type Server } from 'node:http';
-import type express from 'express';
-import type { Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApp } from '../../src/http/http-app.js';
+import { request as httpRequest } from 'node:http';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/logger.js';
-import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { retry } from '../receiver/webhooks.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 
 /**
  * The ops API as a careless operator or a hostile caller meets it (issue 14, points 2, 3, 5,
@@ -24,41 +18,12 @@ const TOKEN = 'ops-token-0123456789abcdef';
 type Json = any;
 
 describe('ops API under hostile input', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions], producer: true, ops: { opsToken: TOKEN } });
   let database: TestDatabase;
   let kafka: TestKafka;
-  let producer: Producer;
-  let server: Server;
-  let router: OpsRouter;
   let base: string;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics([TOPICS.applicationDecisions]));
-    producer = kafka.kafka.producer();
-    await producer.connect();
-    const logger = createLogger({ level: 'silent' });
-    router = createOpsRouter({
-      db: database.db,
-      producer,
-      logger,
-      opsToken: TOKEN,
-      topicPrefix: kafka.prefix,
-    });
-    const app: express.Express = createHttpApp({ logger, mounts: [{ path: '/ops', router }] });
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r));
-    await router?.close();
-    await producer?.disconnect();
-    await kafka?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ database, kafka, base } = app));
 
   const call = (path: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
@@ -208,7 +173,7 @@ describe('ops API under hostile input', () => {
 
   describe('when the request line is in absolute form', () => {
     it('redirects to a path on this server, never to the host the line names', async () => {
-      const { port } = server.address() as AddressInfo;
+      const { port } = new URL(base);
       const location = await new Promise<string | undefined>((resolve, reject) => {
         const req = httpRequest(
           { host: '127.0.0.1', port, method: 'GET', path: 'http://other.example/ops?x=1' },

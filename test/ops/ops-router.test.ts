@@ -8,8 +8,9 @@ import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field
 type Json = any;
@@ -26,6 +27,7 @@ async function listen(app: express.Express): Promise<{ server: Server; base: str
 }
 
 describe('ops router', () => {
+  const app = useApp({ topics: [TOPICS.applicationDecisions], producer: true });
   let database: TestDatabase;
   let kafka: TestKafka;
   let producer: Producer;
@@ -60,20 +62,13 @@ describe('ops router', () => {
   };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await kafka.createTopics([TOPICS.applicationDecisions]);
-    producer = kafka.kafka.producer();
-    await producer.connect();
+    ({ database, kafka, producer } = app);
     base = await start(TOKEN);
     closedBase = await start(undefined);
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     await Promise.all(routers.map((r) => r.close()));
-    await producer.disconnect();
-    await kafka.close();
-    await database.drop();
   });
 
   describe('when authorizing', () => {

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
-import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay } from '../../src/relay/relay.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { buildSecret, retry, send, startReceiver, type TestReceiver } from './webhooks.js';
+import type { Relay } from '../../src/relay/relay.js';
+import { useApp } from '../support/app.js';
+import type { TestKafka } from '../support/kafka.js';
+import { buildSecret, send, type TestReceiver } from './webhooks.js';
 
 const acme = buildSecret();
 
@@ -29,36 +28,16 @@ function buildRegistrationEvent(overrides: Record<string, unknown> = {}) {
 }
 
 describe('PMS onboarding events', () => {
-  let database: TestDatabase;
+  const app = useApp({
+    topics: 'all',
+    receiver: { partnerSecrets: [buildSecret()], pmsSecrets: { acme: [acme] } },
+    relay: { start: false },
+  });
   let kafka: TestKafka;
   let receiver: TestReceiver;
   let relay: Relay;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics());
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [buildSecret()],
-      pmsSecrets: { acme: [acme] },
-    });
-    relay = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-    });
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await relay?.stop();
-    await kafka?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ kafka, receiver, relay } = app));
   const header = (m: KafkaMessage, name: string) => m.headers?.[name]?.toString();
 
   describe('when a PMS asks for a customer registration', () => {

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay } from '../../src/relay/relay.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { buildRentPayment, buildSecret, retry, send, startReceiver, type TestReceiver } from './webhooks.js';
+import type { Relay } from '../../src/relay/relay.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
+import { buildRentPayment, buildSecret, send, type TestReceiver } from './webhooks.js';
 
 /**
  * The ingest writer wakes the relay after its commit (a NOTIFY of its own, outside the
@@ -16,38 +16,17 @@ import { buildRentPayment, buildSecret, retry, send, startReceiver, type TestRec
 const acme = buildSecret();
 
 describe('an accepted webhook wakes the relay', () => {
+  const app = useApp({
+    topics: [TOPICS.rentalPayments],
+    receiver: { partnerSecrets: [], pmsSecrets: { acme: [acme] } },
+    relay: { sweepMs: 600_000 },
+  });
   let database: TestDatabase;
   let kafka: TestKafka;
   let receiver: TestReceiver;
   let relay: Relay;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics([TOPICS.rentalPayments]));
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [],
-      pmsSecrets: { acme: [acme] },
-    });
-    relay = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-      sweepMs: 600_000,
-    });
-    await relay.start();
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await relay?.stop();
-    await kafka?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ database, kafka, receiver, relay } = app));
 
   it('publishes the webhook without waiting for the sweep', async () => {
     // Once it leads, its session LISTENs: from then on no wake-up is lost. Then let its first

@@ -1,12 +1,13 @@
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay } from '../../src/relay/relay.js';
+import type { Relay } from '../../src/relay/relay.js';
 import { createTypeLabeler } from '../../src/receiver/unrouted-answer.js';
 import { traceId } from '../../src/trace/trace.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
-import { buildRentPayment, buildSecret, retry, send, startReceiver, type TestReceiver } from './webhooks.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
+import { buildRentPayment, buildSecret, send, type TestReceiver } from './webhooks.js';
 
 const acme = buildSecret();
 const partner = buildSecret();
@@ -18,45 +19,29 @@ function counter(scrape: string, name: string, labels: string): number {
 }
 
 describe('a webhook of a mistyped event type', () => {
+  const logLines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        logLines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const app = useApp({
+    topics: 'all',
+    receiver: {
+      partnerSecrets: [partner],
+      pmsSecrets: { acme: [acme] },
+      logger: createLogger({ level: 'info' }, sink),
+    },
+    relay: { start: false },
+  });
   let database: TestDatabase;
   let kafka: TestKafka;
   let receiver: TestReceiver;
   let relay: Relay;
-  const logLines: Array<Record<string, unknown>> = [];
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics());
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean))
-          logLines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [partner],
-      pmsSecrets: { acme: [acme] },
-      logger: createLogger({ level: 'info' }, sink),
-    });
-    relay = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-    });
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await relay?.stop();
-    await kafka?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ database, kafka, receiver, relay } = app));
 
   const scrape = async () => (await fetch(`${receiver.url}/metrics`)).text();
   const mistyped = () => ({ ...buildRentPayment(), type: 'rent_payment.recieved' });

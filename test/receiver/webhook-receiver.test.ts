@@ -1,17 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/events/commands.js';
-import { createLogger } from '../../src/logger.js';
-import { createRelay, type Relay } from '../../src/relay/relay.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import type { Relay } from '../../src/relay/relay.js';
+import { useApp } from '../support/app.js';
+import type { TestDatabase } from '../support/db.js';
+import type { TestKafka } from '../support/kafka.js';
 import {
   buildDecision,
   buildRentPayment,
   buildSecret,
-  retry,
   send,
   startReceiver,
   type TestReceiver,
@@ -22,36 +21,17 @@ const acmeNext = buildSecret();
 const partner = buildSecret();
 
 describe('webhook receiver', () => {
+  const app = useApp({
+    topics: 'all',
+    receiver: { partnerSecrets: [partner], pmsSecrets: { acme: [acme, acmeNext] } },
+    relay: { start: false },
+  });
   let database: TestDatabase;
   let kafka: TestKafka;
   let receiver: TestReceiver;
   let relay: Relay;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kafka = createTestKafka();
-    await retry(() => kafka.createTopics());
-    receiver = await startReceiver({
-      db: database.db,
-      databaseUrl: database.url,
-      partnerSecrets: [partner],
-      pmsSecrets: { acme: [acme, acmeNext] },
-    });
-    relay = createRelay({
-      db: database.db,
-      kafka: kafka.kafka,
-      logger: createLogger({ level: 'silent' }),
-      databaseUrl: database.url,
-      topicPrefix: kafka.prefix,
-      retentionHours: 72,
-    });
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await relay?.stop();
-    await kafka?.close();
-    await database?.drop();
-  });
+  beforeAll(() => ({ database, kafka, receiver, relay } = app));
 
   async function messageCount(topic: string): Promise<number> {
     const admin = kafka.kafka.admin();

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
 import { topicName, TOPICS } from '../../src/kafka/topics.js';
 import { LIST_PATHS } from '../../src/partner/index.js';
-import { createRelay } from '../../src/relay/relay.js';
 import { createResync } from '../../src/resync/resync.js';
 import { readWholeTopic } from '../changelog/read-topic.js';
 import { createPollerHarness, silent, type PollerHarness } from '../poller/poller-harness.js';
+import { drainOutbox } from '../support/app.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 
 /**
@@ -77,19 +77,7 @@ describe('resync', () => {
       });
 
       // On the broker, as a consumer reads it: each record once, a CloudEvent marked as a resync.
-      const relay = createRelay({
-        db: h.database.db,
-        kafka: kafka.kafka,
-        logger: silent,
-        databaseUrl: h.database.url,
-        topicPrefix: kafka.prefix,
-        retentionHours: 72,
-      });
-      try {
-        await relay.drain();
-      } finally {
-        await relay.stop();
-      }
+      await drainOutbox(h.database, kafka);
       const read = await readWholeTopic(kafka.kafka, topicName(kafka.prefix, TOPICS.partner('leads')));
       expect(read).toHaveLength(RECORDS);
       const events = read.map((r) => ({

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { withSchema } from '../../src/db/database-url.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -44,4 +46,52 @@ export async function stopProcesses(children: Iterable<ChildProcess>, graceMs = 
       clearTimeout(timer);
     }),
   );
+}
+
+/**
+ * Starts `rentbridge <args>` from source (tsx) as a long-running process of the test: `env` over
+ * the test's own environment; all it prints (stdout and stderr) is passed to `onOutput`.
+ */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  onOutput: (text: string) => void,
+): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => onOutput(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => onOutput(d.toString()));
+  return child;
+}
+
+/** The environment that puts a rentbridge process on a test's database schema and topics. */
+export function storesEnv(
+  database: { url: string },
+  kafka: { brokers: string[]; prefix: string },
+): Record<string, string> {
+  return {
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: kafka.brokers.join(','),
+    KAFKA_TOPIC_PREFIX: kafka.prefix,
+  };
+}
+
+/**
+ * The environment of `rentbridge start` (the demo) on its own `schema` of the test server and
+ * topics `<schema>.`, serving on `httpPort`, its sandbox on `sandboxPort` as the Partner API, no
+ * ops token.
+ */
+export function demoEnv(schema: string, httpPort: number, sandboxPort: number): Record<string, string> {
+  return {
+    DATABASE_URL: withSchema(inject('databaseUrl'), schema),
+    KAFKA_BROKERS: inject('kafkaBrokers'),
+    KAFKA_TOPIC_PREFIX: `${schema}.`,
+    HTTP_PORT: String(httpPort),
+    SANDBOX_PORT: String(sandboxPort),
+    OPS_TOKEN: '',
+    PARTNER_API_URL: '',
+  };
 }

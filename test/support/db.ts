@@ -35,3 +35,13 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     },
   };
 }
+
+/** Drops `schema` of the test server (one a process of the test made for itself). */
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({
+    connectionString: parseDatabaseUrl(inject('databaseUrl')).connectionString,
+  });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+  await client.end();
+}

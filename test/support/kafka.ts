@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createSharedProducer, type SharedProducer } from '../../src/kafka/shared-producer.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 
 /** A message read back, with the partition it was read from. */
@@ -62,6 +63,35 @@ export function createTestKafka(): TestKafka {
     },
     async close() {
       await Promise.all(consumers.map((c) => c.disconnect().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * `topics` under a prefix of the test's own and the process's shared producer (the relay's) on the
+ * broker, as hooks of the calling `describe`; read the fields inside tests and hooks.
+ */
+export function useSharedProducer(topics: string[]): {
+  readonly kafka: TestKafka;
+  readonly producer: SharedProducer;
+} {
+  let kafka: TestKafka | undefined;
+  let producer: SharedProducer | undefined;
+  beforeAll(async () => {
+    kafka = createTestKafka();
+    await kafka.createTopics(topics);
+    producer = createSharedProducer(kafka.kafka);
+  });
+  afterAll(async () => {
+    await producer?.close();
+    await kafka?.close();
+  });
+  return {
+    get kafka() {
+      return kafka!;
+    },
+    get producer() {
+      return producer!;
     },
   };
 }

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
 import type { SandboxControl } from '../../src/sandbox/control-client.js';
@@ -19,5 +20,27 @@ export async function startSandboxPartner(): Promise<{
       secretKey: 'sandbox-secret-key',
       logger: createLogger({ level: 'silent' }),
     }),
+  };
+}
+
+/**
+ * `startSandboxPartner` as hooks of the calling `describe`: started before its tests, closed after;
+ * read the fields inside tests and hooks.
+ */
+export function useSandboxPartner(): { readonly control: SandboxControl; readonly partner: PartnerClient } {
+  let started: Awaited<ReturnType<typeof startSandboxPartner>> | undefined;
+  beforeAll(async () => {
+    started = await startSandboxPartner();
+  });
+  afterAll(async () => {
+    await started?.sandbox.close();
+  });
+  return {
+    get control() {
+      return started!.control;
+    },
+    get partner() {
+      return started!.partner;
+    },
   };
 }
