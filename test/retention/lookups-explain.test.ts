@@ -7,11 +7,12 @@ import type { Db } from '../../src/db/prisma.js';
 import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { createCommandRepository } from '../../src/guard/command-repository.js';
+import { createSnapshotStore } from '../../src/guard/snapshot-store.js';
 import { readOverviewRows } from '../../src/ops/overview/overview-repository.js';
 import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
 import { traceId } from '../../src/trace/trace.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { fillHistory } from '../support/history-fill.js';
+import { fillHistory, firstValue, GROWING_TABLES } from '../support/history-fill.js';
 
 /**
  * Every lookup the trace, the PMS status API, the console and ops API, the CLI, the callbacks and
@@ -20,18 +21,7 @@ import { fillHistory } from '../support/history-fill.js';
  * whole table where no index serves (statistics fresh: ANALYZE after the fill); the statements it
  * sends are captured and explained, and a sequential scan of a growing table fails the test.
  */
-const GROWING = new Set([
-  'commands',
-  'command_attempts',
-  'published_versions',
-  'known_records',
-  'dead_letters',
-  'audit_log',
-  'callback_deliveries',
-  'callback_attempts',
-  'outbox',
-  'webhook_receipts',
-]);
+const GROWING = new Set(GROWING_TABLES);
 
 interface Captured {
   query: string;
@@ -62,8 +52,7 @@ describe('the lookups on growing tables', () => {
     });
     client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
     db = client;
-    const one = async (text: string) =>
-      String(Object.values((await database.sql.query(text)).rows[0] as object)[0]);
+    const one = (text: string) => firstValue(database.sql, text);
     ids.eventId = await one(`SELECT event_id FROM outbox WHERE key = 'h_rec_100'`);
     ids.deadLetterId = await one(`SELECT id FROM dead_letters WHERE "offset" = 'h100'`);
     ids.deliveryId = await one(`SELECT id FROM callback_deliveries WHERE command_id = 'h-pay-5001'`);
@@ -155,6 +144,11 @@ describe('the lookups on growing tables', () => {
         await listAudit(db, { limit: 100 });
         await listAudit(db, { target: 'dead-letter:h100' });
       },
+    ],
+    [
+      "the guard's stored read of a record",
+      (db) =>
+        createSnapshotStore({ db, keyId: 'deployment', maxAgeMs: 600_000 }).find('enrollments', 'h_rec_101'),
     ],
     ['the overview refresh', (db) => readOverviewRows(db, { stuckAfterSeconds: 300 })],
     [

@@ -1,15 +1,29 @@
 import type pg from 'pg';
+import { RETAINED_TABLES } from '../../src/retention/retention-rules.js';
 
 /**
  * Fills rentbridge's growing tables with a span of history, server-side (generate_series), with
  * column values shaped like the flow's own: commands of a few PMS sources with their Partner
  * request ids, two guard attempts each, an outcome callback each, versions of applications and
- * enrollments, dead letters with their headers, audit entries. Times are spread evenly over the
+ * enrollments with their known state and stored list read, dead letters with their headers, audit
+ * entries. Times are spread evenly over the
  * span, oldest first. Used by the EXPLAIN test (test/retention/lookups-explain.test.ts) and the
  * history bench (bench/history.ts).
  *
  * Ids are `h<i>`-based and unique per call through `tag`, so two fills of one schema never collide.
  */
+/**
+ * The tables that grow with time: every table the retention pruner owns (its rules), and the
+ * outbox and webhook receipts (pruned by the relay and receiver). The EXPLAIN test fails on a
+ * sequential scan of one; the history bench counts the rows read from them by sequential scan.
+ */
+export const GROWING_TABLES: readonly string[] = [...RETAINED_TABLES, 'outbox', 'webhook_receipts'];
+
+/** The first column of the first row a query answers, as text (an id to look up). */
+export async function firstValue(sql: pg.Pool | pg.PoolClient, text: string): Promise<string> {
+  return String(Object.values((await sql.query(text)).rows[0] as object)[0]);
+}
+
 export interface HistoryVolumes {
   commands: number;
   /** Published versions (records: a third of them, so most records have three versions). */
@@ -121,6 +135,16 @@ export async function fillHistory(
               CASE WHEN hashtext(record_id) % 20 = 0 THEN published_at END, published_at
          FROM published_versions WHERE record_id LIKE $1 || '_rec_%'
         ORDER BY resource, record_id, updated_at DESC
+       ON CONFLICT DO NOTHING`,
+      [tag],
+    ],
+    [
+      // The latest list read of each record (the guard's snapshot), read by the poller's passes.
+      'snapshot_reads',
+      `INSERT INTO snapshot_reads (key_id, resource, record_id, page, per_page, record, asked_at)
+       SELECT 'deployment', resource, record_id, 1 + (row_number() OVER (ORDER BY record_id))::int / 100, 100,
+              jsonb_build_object('id', record_id, 'status', status, 'updated_at', updated_at), seen_at
+         FROM known_records WHERE record_id LIKE $1 || '_rec_%'
        ON CONFLICT DO NOTHING`,
       [tag],
     ],
