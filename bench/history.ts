@@ -213,7 +213,13 @@ export async function run(): Promise<BenchResult> {
     figures['record versions'] = volumes.versions;
 
     if (e2e && e2eEmpty) {
+      const seqE2e = await seqRowsRead(sql);
       const e2eFilled = await e2e.measure(samples);
+      // Rows the roles read by sequential scan of the growing tables while the filled path ran.
+      for (const [table, n] of Object.entries(await seqRowsRead(sql))) {
+        const read = n - (seqE2e[table] ?? 0);
+        if (read > 0) figures[`rows read by sequential scan, filled end to end: ${table}`] = read;
+      }
       await e2e.stop();
       const stats = (t: number[]) => ({ p50: percentile(t, 50), p99: percentile(t, 99) });
       const name = 'command path end to end (webhook → Kafka → outcome)';
