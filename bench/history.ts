@@ -1,50 +1,47 @@
 /**
  * `npm run bench -- history` (issue 42): the read paths and the command path with a year of a large
- * PMS in the tables, against the same schema empty. The year: 1.02M commands (two guard attempts
- * and one outcome callback each, with its attempt), 3.06M record versions, 20,000 dead letters,
- * 40,000 audit entries, spread over 365 days (test/support/history-fill.ts). BENCH_HISTORY_SCALE
- * (default 1) scales every volume: 0.02 is a fiftieth.
+ * PMS in the tables, against the same paths on an empty schema. The year: 1.02M commands (two guard
+ * attempts and one outcome callback each, with its attempt), 3.06M record versions, 20,000 dead
+ * letters, 40,000 audit entries, spread over 365 days (test/support/history-fill.ts).
+ * BENCH_HISTORY_SCALE (default 1) scales every volume: 0.1 is a tenth.
  *
- * Figures, p50 / p99 of BENCH_HISTORY_SAMPLES (default 50) calls each, empty then filled:
- * - the command path's database work: the guard's rows of one command (ensure, in_flight with its
- *   attempt, applied, outcome) and its callback delivery: what the webhook → outcome path writes
- *   and reads in PostgreSQL (the Kafka hops do not depend on the tables' size and are not run here);
+ * Figures, p50 / p99 of BENCH_HISTORY_SAMPLES (default 50) calls each:
+ * - the command path end to end (bench/history-e2e.ts): a signed PMS webhook → receiver → relay →
+ *   Kafka → consumer → sandbox → outcome on Kafka, the roles as their own processes on the schema
+ *   that is filled, measured before the fill and after it;
+ * - the command path's database work: the guard's rows of one command and its callback delivery;
  * - the PMS status call (one command; the list of the last hour), the trace by each kind of id,
  *   one overview refresh, the dead-letter list, the callbacks' status: the functions the HTTP
- *   routes call;
+ *   routes call. These run on two schemas, a sample of each in turn, so the machine's load weighs
+ *   on both alike: "empty" holds only the rows the paths look up (a first day), the other the year
+ *   around them; "within 1.2×" compares their p99s;
  * - storage per month of operation (table and indexes), from PostgreSQL's sizes after the fill;
  * - the command path while a backlog past the retention (the fill's older half, under
  *   BENCH_HISTORY_RETENTION_DAYS, default 182) is pruned by the retention pruner at its defaults.
  *
  * BENCH_HISTORY_BEFORE=1 drops the indexes of migration 20261127100000 first: the figures before it.
+ * BENCH_HISTORY_E2E=0 skips the end-to-end path (no Kafka); BENCH_HISTORY_PORT (44010) is the
+ * receiver's port.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { listDeliveries, insertDeliveries, queueBySource } from '../src/callbacks/callback-repository.js';
-import { loadConfig } from '../src/config/config.js';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { countDeadLetters, searchDeadLetters } from '../src/dead-letters/dead-letter-repository.js';
 import { createCommandRepository } from '../src/guard/command-repository.js';
-import { createLogger } from '../src/logger.js';
 import { SnapshotRing } from '../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../src/ops/overview/overview.js';
 import { createCommandStatusRepository } from '../src/pms/command-status-repository.js';
-import { createRetentionPruner } from '../src/retention/retention-pruner.js';
-import { retentionRules } from '../src/retention/retention-rules.js';
-import { tableStorage } from '../src/retention/retention-repository.js';
 import { traceId } from '../src/trace/trace.js';
-import { fillHistory, scaled, YEAR_OF_A_LARGE_PMS } from '../test/support/history-fill.js';
+import { fillHistory, firstValue, scaled, YEAR_OF_A_LARGE_PMS } from '../test/support/history-fill.js';
+import { startEndToEnd } from './history-e2e.js';
+import { percentile, pruningUnderLoad, seqRowsRead, storagePerMonth } from './history-figures.js';
 import type { BenchResult } from './types.js';
 
 type Path = [string, (db: Db, i: number) => Promise<unknown>];
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
 
 let commandSeq = 0;
 /** One command's database work on the command path, as the consumer and callbacks do it. */
@@ -116,14 +113,33 @@ function paths(eventId: string, letterId: string): Path[] {
   ];
 }
 
-async function measure(db: Db, path: Path[1], samples: number): Promise<{ p50: number; p99: number }> {
-  const times: number[] = [];
+type Stats = { p50: number; p99: number };
+
+/** A sample on the empty schema, then one on the filled, in turn: both under the same load. */
+async function measurePair(
+  empty: [Db, Path[1]],
+  filled: [Db, Path[1]],
+  samples: number,
+): Promise<{ empty: Stats; filled: Stats }> {
+  const times: [number[], number[]] = [[], []];
   for (let i = 0; i < samples; i++) {
-    const started = performance.now();
-    await path(db, i);
-    times.push(performance.now() - started);
+    for (const [k, [db, path]] of [empty, filled].entries()) {
+      const started = performance.now();
+      await path(db, i);
+      times[k]!.push(performance.now() - started);
+    }
   }
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  const stats = (t: number[]) => ({ p50: percentile(t, 50), p99: percentile(t, 99) });
+  return { empty: stats(times[0]), filled: stats(times[1]) };
+}
+
+/** p50 / p99 empty and filled, their p99 ratio and the verdict; the paths over 1.2× are listed in `over`. */
+function report(figures: BenchResult['figures'], name: string, e: Stats, f: Stats, over: string[]): void {
+  const ratio = f.p99 / Math.max(e.p99, 0.001);
+  figures[`${name}: p50 / p99 ms, empty`] = `${e.p50.toFixed(1)} / ${e.p99.toFixed(1)}`;
+  figures[`${name}: p50 / p99 ms, filled`] = `${f.p50.toFixed(1)} / ${f.p99.toFixed(1)}`;
+  figures[`${name}: p99 filled / empty`] = ratio.toFixed(2);
+  if (ratio > 1.2) over.push(name);
 }
 
 async function dropNewIndexes(sql: pg.Pool): Promise<void> {
@@ -141,24 +157,51 @@ export async function run(): Promise<BenchResult> {
   const samples = Number(process.env.BENCH_HISTORY_SAMPLES ?? 50);
   const retentionDays = Number(process.env.BENCH_HISTORY_RETENTION_DAYS ?? 182);
   const before = process.env.BENCH_HISTORY_BEFORE === '1';
+  const e2eOn = process.env.BENCH_HISTORY_E2E !== '0';
   const volumes = scaled(YEAR_OF_A_LARGE_PMS, scale);
   const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
   const schema = `bench_history_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
+  const schemas = [schema, `${schema}_empty`];
+  const [url, emptyUrl] = schemas.map((s) => withSchema(base, s)) as [string, string];
   await migrate(url);
-  const { connectionString } = parseDatabaseUrl(url);
-  const sql = new pg.Pool({ connectionString, max: 2, options: `-c search_path=${schema}` });
+  await migrate(emptyUrl);
+  const pool = (s: string) =>
+    new pg.Pool({
+      connectionString: parseDatabaseUrl(url).connectionString,
+      max: 2,
+      options: `-c search_path=${s}`,
+    });
+  const sql = pool(schema);
+  const emptySql = pool(`${schema}_empty`);
   const db = createDb(url, { max: 5 });
+  const emptyDb = createDb(emptyUrl, { max: 5 });
   const figures: BenchResult['figures'] = {
     scale,
     samples,
     'indexes of migration 20261127100000': before ? 'dropped (before)' : 'present',
   };
+  const e2e = e2eOn
+    ? await startEndToEnd({
+        databaseUrl: url,
+        brokers: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+        port: Number(process.env.BENCH_HISTORY_PORT ?? 44010),
+        commands: 2 * samples + 10,
+      })
+    : null;
+  const over: string[] = [];
   try {
-    if (before) await dropNewIndexes(sql);
-    const empty: Record<string, { p50: number; p99: number }> = {};
-    for (const [name, path] of paths('00000000-0000-0000-0000-000000000000', '1'))
-      empty[name] = await measure(db, path, samples);
+    if (before) for (const p of [sql, emptySql]) await dropNewIndexes(p);
+    // The "empty" deployment holds just the rows the paths look up (a first day): a lookup finds
+    // its row on both, and only the year around it differs.
+    await fillHistory(emptySql, {
+      commands: 3 * samples + 3,
+      versions: 3 * samples + 6,
+      deadLetters: samples,
+      audit: samples,
+      outbox: samples + 1,
+    });
+    await emptySql.query('VACUUM ANALYZE');
+    const e2eEmpty = await e2e?.measure(samples);
 
     const started = Date.now();
     await fillHistory(sql, volumes, {
@@ -168,17 +211,34 @@ export async function run(): Promise<BenchResult> {
     figures['fill (s)'] = Math.round((Date.now() - started) / 1000);
     figures.commands = volumes.commands;
     figures['record versions'] = volumes.versions;
-    const one = async (text: string) => String(Object.values((await sql.query(text)).rows[0] as object)[0]);
-    const eventId = await one(`SELECT event_id FROM outbox ORDER BY id DESC LIMIT 1`);
-    const letterId = await one(`SELECT id FROM dead_letters ORDER BY id LIMIT 1`);
-    const seqBefore = await seqRowsRead(sql);
-    for (const [name, path] of paths(eventId, letterId)) {
-      const filled = await measure(db, path, samples);
-      const e = empty[name]!;
-      figures[`${name}: p50 / p99 ms, empty`] = `${e.p50.toFixed(1)} / ${e.p99.toFixed(1)}`;
-      figures[`${name}: p50 / p99 ms, filled`] = `${filled.p50.toFixed(1)} / ${filled.p99.toFixed(1)}`;
-      figures[`${name}: p99 filled / empty`] = (filled.p99 / Math.max(e.p99, 0.001)).toFixed(2);
+
+    if (e2e && e2eEmpty) {
+      const seqE2e = await seqRowsRead(sql);
+      const e2eFilled = await e2e.measure(samples);
+      // Rows the roles read by sequential scan of the growing tables while the filled path ran.
+      for (const [table, n] of Object.entries(await seqRowsRead(sql))) {
+        const read = n - (seqE2e[table] ?? 0);
+        if (read > 0) figures[`rows read by sequential scan, filled end to end: ${table}`] = read;
+      }
+      await e2e.stop();
+      const stats = (t: number[]) => ({ p50: percentile(t, 50), p99: percentile(t, 99) });
+      const name = 'command path end to end (webhook → Kafka → outcome)';
+      report(figures, name, stats(e2eEmpty.latencies), stats(e2eFilled.latencies), over);
+      figures[`${name}: outcomes missing, empty / filled`] = `${e2eEmpty.missing} / ${e2eFilled.missing}`;
     }
+
+    const eventId = await firstValue(sql, `SELECT event_id FROM outbox ORDER BY id DESC LIMIT 1`);
+    const letterId = await firstValue(sql, `SELECT id FROM dead_letters ORDER BY id LIMIT 1`);
+    const emptyPaths = paths(
+      await firstValue(emptySql, `SELECT event_id FROM outbox ORDER BY id DESC LIMIT 1`),
+      await firstValue(emptySql, `SELECT id FROM dead_letters ORDER BY id LIMIT 1`),
+    );
+    const seqBefore = await seqRowsRead(sql);
+    for (const [k, [name, path]] of paths(eventId, letterId).entries()) {
+      const m = await measurePair([emptyDb, emptyPaths[k]![1]], [db, path], samples);
+      report(figures, name, m.empty, m.filled, over);
+    }
+    figures['every p99 within 1.2× of empty'] = over.length === 0 ? 'yes' : `no: ${over.join('; ')}`;
     // Load-independent: rows PostgreSQL read by sequential scan of the growing tables during the
     // filled measurements (the issue's "73M rows of command_attempts"), from pg_stat_user_tables.
     const seqAfter = await seqRowsRead(sql);
@@ -191,98 +251,21 @@ export async function run(): Promise<BenchResult> {
       0,
     );
     await storagePerMonth(db, figures);
-    await pruningUnderLoad(db, samples, retentionDays, figures);
+    await pruningUnderLoad(db, samples, retentionDays, figures, commandPath);
   } finally {
+    await e2e?.stop().catch(() => undefined);
     await db.$disconnect();
-    await sql.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+    await emptyDb.$disconnect();
+    for (const s of schemas) await sql.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
     await sql.end();
+    await emptySql.end();
   }
   return {
     name: 'history',
     figures,
     notes: [
       `volumes at scale ${scale}: ${JSON.stringify(volumes)} (a large PMS's year at scale 1), spread over 365 days`,
-      'the command path is its PostgreSQL work (guard rows and callback delivery); Kafka hops are the same at any table size',
+      'read paths: a schema holding only the rows looked up ("empty") and the filled one, sampled in turn (same load); the end-to-end path: before and after the fill',
     ],
   };
-}
-
-const GROWING = [
-  'commands',
-  'command_attempts',
-  'published_versions',
-  'known_records',
-  'dead_letters',
-  'audit_log',
-  'callback_deliveries',
-  'callback_attempts',
-  'outbox',
-  'webhook_receipts',
-];
-
-/** seq_tup_read of each growing table of the schema (the statistics collector's, flushed first). */
-async function seqRowsRead(sql: pg.Pool): Promise<Record<string, number>> {
-  // A backend reports its counts when idle, at most every 10 s (PostgreSQL 15).
-  await new Promise((r) => setTimeout(r, 11_000));
-  const { rows } = await sql.query<{ relname: string; n: string }>(
-    `SELECT relname, seq_tup_read AS n FROM pg_stat_user_tables
-      WHERE schemaname = current_schema() AND relname = ANY($1::text[])`,
-    [GROWING],
-  );
-  return Object.fromEntries(rows.map((r) => [r.relname, Number(r.n)]));
-}
-
-/** Storage per month: each table's size (table + indexes) after the fill of a year, over 12. */
-async function storagePerMonth(db: Db, figures: BenchResult['figures']): Promise<void> {
-  let total = 0;
-  for (const t of await tableStorage(db)) {
-    if (t.tableBytes + t.indexBytes < 1_000_000 && t.table !== 'audit_log') continue;
-    const mb = (n: number) => (n / 12 / 2 ** 20).toFixed(1);
-    figures[`storage per month: ${t.table} (table / indexes, MiB)`] =
-      `${mb(t.tableBytes)} / ${mb(t.indexBytes)}`;
-    total += t.tableBytes + t.indexBytes;
-  }
-  figures['storage per month: all (MiB)'] = (total / 12 / 2 ** 20).toFixed(1);
-}
-
-/** The command path alone, then while the pruner deletes the backlog past `retentionDays`. */
-async function pruningUnderLoad(
-  db: Db,
-  samples: number,
-  retentionDays: number,
-  figures: BenchResult['figures'],
-): Promise<void> {
-  const config = loadConfig({
-    COMMAND_RETENTION_DAYS: String(retentionDays),
-    COMMAND_ATTEMPT_RETENTION_DAYS: String(retentionDays),
-    CALLBACK_RETENTION_DAYS: String(retentionDays),
-    CALLBACK_ATTEMPT_RETENTION_DAYS: String(retentionDays),
-    PUBLISHED_VERSION_RETENTION_DAYS: String(retentionDays),
-    DEAD_LETTER_RETENTION_DAYS: String(retentionDays),
-  });
-  const pruner = createRetentionPruner({
-    db,
-    logger: createLogger({ level: 'silent' }),
-    rules: retentionRules(config),
-    maxChunksPerPass: 1_000_000,
-  });
-  const alone = await measure(db, () => commandPath(db), samples * 2);
-  const started = Date.now();
-  let pruned = 0;
-  const pass = pruner.runPass().then((r) => (pruned = Object.values(r.deleted).reduce((a, b) => a + b, 0)));
-  const times: number[] = [];
-  let passDone = false;
-  void pass.finally(() => (passDone = true));
-  while (!passDone || times.length < samples) {
-    const t0 = performance.now();
-    await commandPath(db);
-    times.push(performance.now() - t0);
-    if (passDone && times.length >= samples) break;
-  }
-  await pass;
-  figures['command path alone: p50 / p99 ms'] = `${alone.p50.toFixed(1)} / ${alone.p99.toFixed(1)}`;
-  figures['command path while pruning: p50 / p99 ms'] =
-    `${percentile(times, 50).toFixed(1)} / ${percentile(times, 99).toFixed(1)}`;
-  figures['rows pruned (backlog past the retention)'] = pruned;
-  figures['prune pass (s)'] = ((Date.now() - started) / 1000).toFixed(1);
 }

@@ -43,6 +43,14 @@ export const retentionSettings = {
   CALLBACK_RETENTION_DAYS: days.default(30),
   /** How long attempts of a delivered callback are kept (at most as long as their delivery). Default 30 days. */
   CALLBACK_ATTEMPT_RETENTION_DAYS: days.default(30),
+  /**
+   * How long a record's stored list read (snapshot_reads: one row per record and key) is kept
+   * after it was last read or written. A read serves as a snapshot for SNAPSHOT_MAX_AGE_MS only;
+   * after that its page is a hint, refreshed by every full poller pass of a record still listed.
+   * A row untouched this long is of a record no longer listed or a key no longer used; pruning it
+   * costs at most one paged read if that record is written again. Default 7 days.
+   */
+  SNAPSHOT_READ_RETENTION_DAYS: days.default(7),
   /** Pause between two pruning passes (the relay role runs them). Default 300 s. */
   RETENTION_INTERVAL_SECONDS: positiveInt.default(300),
   /** Most rows deleted per statement: each chunk is its own short transaction. Default 2000. */

@@ -170,7 +170,17 @@ export interface DeadLetterCounts {
   total: number;
   byReason: Record<string, number>;
   byCode: Record<string, number>;
+  /** More letters match than a count reads (DEAD_LETTER_COUNT_CAP): the counts are of the newest ones. */
+  capped: boolean;
 }
+
+/**
+ * The most letters one count reads: a count is a bounded range (the newest matching letters, by
+ * id), never a read of every letter ever indexed (issue 42). At the defaults (resolved letters
+ * kept 90 days) a large PMS's table holds about 5,000, so the counts are exact; beyond the cap
+ * they say "at least".
+ */
+export const DEAD_LETTER_COUNT_CAP = 10_000;
 
 export async function searchDeadLetters(
   db: Db,
@@ -185,25 +195,29 @@ export async function searchDeadLetters(
   return rows.map(toDeadLetter);
 }
 
-/** Counts of every letter the filters match (not only the page), by reason and by error code. */
+/**
+ * Counts of the letters the filters match (not only the page), by reason and by error code: of
+ * the newest `cap` of them, `capped` when more match.
+ */
 export async function countDeadLetters(
   db: Db,
   filters: Partial<DeadLetterFilters>,
   topicPrefix = '',
+  cap = DEAD_LETTER_COUNT_CAP,
 ): Promise<DeadLetterCounts> {
-  const groups = await db.deadLetter.groupBy({
-    by: ['reason', 'errorCode'],
+  const rows = await db.deadLetter.findMany({
     where: whereOf(filters, topicPrefix),
-    _count: { _all: true },
+    orderBy: { id: 'desc' },
+    take: cap + 1,
+    select: { reason: true, errorCode: true },
   });
-  const counts: DeadLetterCounts = { total: 0, byReason: {}, byCode: {} };
-  for (const g of groups) {
-    const n = g._count._all;
-    const reason = g.reason ?? '(none)';
-    const code = g.errorCode ?? '(none)';
-    counts.total += n;
-    counts.byReason[reason] = (counts.byReason[reason] ?? 0) + n;
-    counts.byCode[code] = (counts.byCode[code] ?? 0) + n;
+  const counts: DeadLetterCounts = { total: 0, byReason: {}, byCode: {}, capped: rows.length > cap };
+  for (const row of rows.slice(0, cap)) {
+    const reason = row.reason ?? '(none)';
+    const code = row.errorCode ?? '(none)';
+    counts.total += 1;
+    counts.byReason[reason] = (counts.byReason[reason] ?? 0) + 1;
+    counts.byCode[code] = (counts.byCode[code] ?? 0) + 1;
   }
   return counts;
 }

@@ -22,6 +22,7 @@ export const RETAINED_TABLES = [
   'audit_log',
   'callback_deliveries',
   'callback_attempts',
+  'snapshot_reads',
 ] as const;
 export type RetainedTable = (typeof RETAINED_TABLES)[number];
 
@@ -113,6 +114,15 @@ const CHUNKS: Record<RetainedTable, Pick<RetentionRule, 'chunk' | 'locator'>> = 
       WHERE d.state = 'delivered' AND d.delivered_at < $1
       ORDER BY d.delivered_at, a.id LIMIT $2 FOR UPDATE OF a SKIP LOCKED`,
   },
+  // A record's stored read untouched (neither read nor written) past the horizon: only its page
+  // hint was left (a read serves as a snapshot for minutes), and the poller's passes refresh every
+  // listed record, so what goes is of records no longer listed or keys no longer used.
+  snapshot_reads: {
+    locator: 'ctid',
+    chunk: `SELECT s.ctid FROM snapshot_reads s
+      WHERE greatest(s.asked_at, s.wrote_at) < $1
+      ORDER BY greatest(s.asked_at, s.wrote_at) LIMIT $2 FOR UPDATE OF s SKIP LOCKED`,
+  },
 };
 
 /** The rules of every retained table, with the configured horizons. */
@@ -127,6 +137,7 @@ export function retentionRules(
     | 'AUDIT_RETENTION_DAYS'
     | 'CALLBACK_RETENTION_DAYS'
     | 'CALLBACK_ATTEMPT_RETENTION_DAYS'
+    | 'SNAPSHOT_READ_RETENTION_DAYS'
   >,
 ): RetentionRule[] {
   const days: Record<RetainedTable, number> = {
@@ -138,6 +149,7 @@ export function retentionRules(
     audit_log: config.AUDIT_RETENTION_DAYS,
     callback_deliveries: config.CALLBACK_RETENTION_DAYS,
     callback_attempts: config.CALLBACK_ATTEMPT_RETENTION_DAYS,
+    snapshot_reads: config.SNAPSHOT_READ_RETENTION_DAYS,
   };
   return RETAINED_TABLES.map((table) => ({ table, days: days[table], ...CHUNKS[table] }));
 }

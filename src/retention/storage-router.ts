@@ -16,6 +16,7 @@ export type RetentionSettings = Pick<
   | 'AUDIT_RETENTION_DAYS'
   | 'CALLBACK_RETENTION_DAYS'
   | 'CALLBACK_ATTEMPT_RETENTION_DAYS'
+  | 'SNAPSHOT_READ_RETENTION_DAYS'
 >;
 
 /** What each table keeps, in a line (the console's "retention" column). */
@@ -29,6 +30,7 @@ export function retentionText(s: RetentionSettings): Record<string, string> {
     audit_log: `${s.AUDIT_RETENTION_DAYS} d, oldest first`,
     callback_deliveries: `delivered: ${s.CALLBACK_RETENTION_DAYS} d; pending, dead: kept`,
     callback_attempts: `${s.CALLBACK_ATTEMPT_RETENTION_DAYS} d after delivery`,
+    snapshot_reads: `${s.SNAPSHOT_READ_RETENTION_DAYS} d after last read or written`,
     outbox: `published: ${s.OUTBOX_RETENTION_HOURS} h (the relay)`,
     webhook_receipts: `${s.OUTBOX_RETENTION_HOURS} h, at least the replay window (the receiver)`,
     rate_budget_slots: 'the rolling minute (the budget)',

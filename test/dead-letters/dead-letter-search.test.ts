@@ -89,7 +89,21 @@ describe('dead-letter search', () => {
         total: 3,
         byReason: { unverified: 1, rejected: 1, exhausted: 1 },
         byCode: { api_error: 2, invalid_state_transition: 1 },
+        capped: false,
       });
+    });
+
+    it('counts at most the newest letters of a cap, and says so', async () => {
+      const filters = deadLetterFiltersSchema.parse({ state: 'all' });
+      const all = await searchDeadLetters(database.db, filters, prefix);
+      const newest = all.slice(0, 2);
+      const counts = await countDeadLetters(database.db, filters, prefix, 2);
+      expect(counts.capped).toBe(true);
+      expect(counts.total).toBe(2);
+      const byReason: Record<string, number> = {};
+      for (const l of newest) byReason[l.reason ?? '(none)'] = (byReason[l.reason ?? '(none)'] ?? 0) + 1;
+      expect(counts.byReason).toEqual(byReason);
+      expect((await countDeadLetters(database.db, filters, prefix, 3)).capped).toBe(false);
     });
   });
 });

@@ -8,11 +8,12 @@ import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { createCommandRepository } from '../../src/guard/command-repository.js';
 import { createPaymentLedger } from '../../src/guard/payment-ledger.js';
+import { createSnapshotStore } from '../../src/guard/snapshot-store.js';
 import { readOverviewRows } from '../../src/ops/overview/overview-repository.js';
 import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
 import { traceId } from '../../src/trace/trace.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { fillHistory } from '../support/history-fill.js';
+import { fillHistory, firstValue, GROWING_TABLES } from '../support/history-fill.js';
 
 /**
  * Every lookup the trace, the PMS status API, the console and ops API, the CLI, the callbacks and
@@ -21,18 +22,7 @@ import { fillHistory } from '../support/history-fill.js';
  * whole table where no index serves (statistics fresh: ANALYZE after the fill); the statements it
  * sends are captured and explained, and a sequential scan of a growing table fails the test.
  */
-const GROWING = new Set([
-  'commands',
-  'command_attempts',
-  'published_versions',
-  'known_records',
-  'dead_letters',
-  'audit_log',
-  'callback_deliveries',
-  'callback_attempts',
-  'outbox',
-  'webhook_receipts',
-]);
+const GROWING = new Set(GROWING_TABLES);
 
 interface Captured {
   query: string;
@@ -50,7 +40,8 @@ describe('the lookups on growing tables', () => {
     await fillHistory(database.sql, {
       commands: 20_000,
       versions: 30_000,
-      deadLetters: 4000,
+      // A large PMS's year of letters: more than a count reads (DEAD_LETTER_COUNT_CAP).
+      deadLetters: 20_000,
       audit: 4000,
       outbox: 4000,
     });
@@ -62,8 +53,7 @@ describe('the lookups on growing tables', () => {
     });
     client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
     db = client;
-    const one = async (text: string) =>
-      String(Object.values((await database.sql.query(text)).rows[0] as object)[0]);
+    const one = (text: string) => firstValue(database.sql, text);
     ids.eventId = await one(`SELECT event_id FROM outbox WHERE key = 'h_rec_100'`);
     ids.deadLetterId = await one(`SELECT id FROM dead_letters WHERE "offset" = 'h100'`);
     ids.deliveryId = await one(`SELECT id FROM callback_deliveries WHERE command_id = 'h-pay-5001'`);
@@ -127,6 +117,21 @@ describe('the lookups on growing tables', () => {
       },
     ],
     [
+      'every dead letter and its counts (state=all)',
+      async (db) => {
+        await searchDeadLetters(db, { state: 'all', limit: 100 });
+        await countDeadLetters(db, { state: 'all' });
+      },
+    ],
+    [
+      'the free-text search of dead letters and its counts',
+      async (db) => {
+        await searchDeadLetters(db, { search: 'enr_4242', state: 'all', limit: 100 });
+        await countDeadLetters(db, { search: 'enr_4242', state: 'all' });
+        await searchDeadLetters(db, { search: 'not accepted', state: 'open', limit: 100 });
+      },
+    ],
+    [
       'the dead letters of a Partner request id',
       (db) => searchDeadLetters(db, { requestId: 'h-dl-100.a1', state: 'all' }),
     ],
@@ -140,6 +145,11 @@ describe('the lookups on growing tables', () => {
         await listAudit(db, { limit: 100 });
         await listAudit(db, { target: 'dead-letter:h100' });
       },
+    ],
+    [
+      "the guard's stored read of a record",
+      (db) =>
+        createSnapshotStore({ db, keyId: 'deployment', maxAgeMs: 600_000 }).find('enrollments', 'h_rec_101'),
     ],
     ['the overview refresh', (db) => readOverviewRows(db, { stuckAfterSeconds: 300 })],
     [

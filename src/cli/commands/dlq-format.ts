@@ -20,7 +20,7 @@ export function formatCounts(counts: DeadLetterCounts): string {
       .sort((a, b) => b[1] - a[1])
       .map(([k, n]) => `${k} ${n}`)
       .join(', ') || 'none';
-  return `${counts.total} matching · by reason: ${list(counts.byReason)} · by code: ${list(counts.byCode)}`;
+  return `${counts.total}${counts.capped ? '+' : ''} matching · by reason: ${list(counts.byReason)} · by code: ${list(counts.byCode)}`;
 }
 
 export function formatTable(letters: DeadLetter[], prefix: string): string {

@@ -16,7 +16,11 @@ function filterQuery() {
 function renderCounts(counts) {
   const box = $('counts');
   box.replaceChildren(
-    el('span', { class: 'chip total', 'data-testid': 'count-total' }, `${counts.total} letters`),
+    el(
+      'span',
+      { class: 'chip total', 'data-testid': 'count-total' },
+      `${counts.total}${counts.capped ? '+' : ''} letters`,
+    ),
   );
   const group = (label, entries, field) => {
     if (entries.length === 0) return;

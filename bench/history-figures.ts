@@ -1,0 +1,100 @@
+/**
+ * The history bench's figures that need no second schema (bench/history.ts): percentiles, the rows
+ * read by sequential scan, storage per month, and the command path while a backlog is pruned.
+ */
+import type pg from 'pg';
+import { loadConfig } from '../src/config/config.js';
+import type { Db } from '../src/db/prisma.js';
+import { createLogger } from '../src/logger.js';
+import { createRetentionPruner } from '../src/retention/retention-pruner.js';
+import { retentionRules } from '../src/retention/retention-rules.js';
+import { tableStorage } from '../src/retention/retention-repository.js';
+import { GROWING_TABLES } from '../test/support/history-fill.js';
+import type { BenchResult } from './types.js';
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+export async function measure(
+  db: Db,
+  path: (db: Db, i: number) => Promise<unknown>,
+  samples: number,
+): Promise<{ p50: number; p99: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const started = performance.now();
+    await path(db, i);
+    times.push(performance.now() - started);
+  }
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/** seq_tup_read of each growing table of the schema (the statistics collector's, flushed first). */
+export async function seqRowsRead(sql: pg.Pool): Promise<Record<string, number>> {
+  // A backend reports its counts when idle, at most every 10 s (PostgreSQL 15).
+  await new Promise((r) => setTimeout(r, 11_000));
+  const { rows } = await sql.query<{ relname: string; n: string }>(
+    `SELECT relname, seq_tup_read AS n FROM pg_stat_user_tables
+      WHERE schemaname = current_schema() AND relname = ANY($1::text[])`,
+    [GROWING_TABLES],
+  );
+  return Object.fromEntries(rows.map((r) => [r.relname, Number(r.n)]));
+}
+
+/** Storage per month: each table's size (table + indexes) after the fill of a year, over 12. */
+export async function storagePerMonth(db: Db, figures: BenchResult['figures']): Promise<void> {
+  let total = 0;
+  for (const t of await tableStorage(db)) {
+    if (t.tableBytes + t.indexBytes < 1_000_000 && t.table !== 'audit_log') continue;
+    const mb = (n: number) => (n / 12 / 2 ** 20).toFixed(1);
+    figures[`storage per month: ${t.table} (table / indexes, MiB)`] =
+      `${mb(t.tableBytes)} / ${mb(t.indexBytes)}`;
+    total += t.tableBytes + t.indexBytes;
+  }
+  figures['storage per month: all (MiB)'] = (total / 12 / 2 ** 20).toFixed(1);
+}
+
+/** The command path alone, then while the pruner deletes the backlog past `retentionDays`. */
+export async function pruningUnderLoad(
+  db: Db,
+  samples: number,
+  retentionDays: number,
+  figures: BenchResult['figures'],
+  commandPath: (db: Db) => Promise<void>,
+): Promise<void> {
+  const config = loadConfig({
+    COMMAND_RETENTION_DAYS: String(retentionDays),
+    COMMAND_ATTEMPT_RETENTION_DAYS: String(retentionDays),
+    CALLBACK_RETENTION_DAYS: String(retentionDays),
+    CALLBACK_ATTEMPT_RETENTION_DAYS: String(retentionDays),
+    PUBLISHED_VERSION_RETENTION_DAYS: String(retentionDays),
+    DEAD_LETTER_RETENTION_DAYS: String(retentionDays),
+  });
+  const pruner = createRetentionPruner({
+    db,
+    logger: createLogger({ level: 'silent' }),
+    rules: retentionRules(config),
+    maxChunksPerPass: 1_000_000,
+  });
+  const alone = await measure(db, () => commandPath(db), samples * 2);
+  const started = Date.now();
+  let pruned = 0;
+  const pass = pruner.runPass().then((r) => (pruned = Object.values(r.deleted).reduce((a, b) => a + b, 0)));
+  const times: number[] = [];
+  let passDone = false;
+  void pass.finally(() => (passDone = true));
+  while (!passDone || times.length < samples) {
+    const t0 = performance.now();
+    await commandPath(db);
+    times.push(performance.now() - t0);
+    if (passDone && times.length >= samples) break;
+  }
+  await pass;
+  figures['command path alone: p50 / p99 ms'] = `${alone.p50.toFixed(1)} / ${alone.p99.toFixed(1)}`;
+  figures['command path while pruning: p50 / p99 ms'] =
+    `${percentile(times, 50).toFixed(1)} / ${percentile(times, 99).toFixed(1)}`;
+  figures['rows pruned (backlog past the retention)'] = pruned;
+  figures['prune pass (s)'] = ((Date.now() - started) / 1000).toFixed(1);
+}
