@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelay, type BackoffPolicy } from '../backoff.js';
-import { commandIdOf, targetIdOf, type StepTools } from '../commands/command-type.js';
+import type { StepTools } from '../commands/command-type.js';
+import { commandIdOf, targetIdOf } from '../events/command-contracts.js';
 import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
 import {
   guardedWrite,

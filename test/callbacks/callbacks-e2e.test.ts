@@ -9,7 +9,7 @@ import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.j
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/trace/trace.js';
 import { FAST_GUARD, createHarness, headersOf, logger, type Harness } from '../consumers/support/harness.js';

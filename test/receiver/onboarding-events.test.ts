@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { createLogger } from '../../src/logger.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { createLogger } from '../../src/logger.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -6,7 +6,7 @@ import {
   type CommandConsumerDeps,
 } from '../../../src/command-consumer/command-consumer.js';
 import type { CommandType } from '../../../src/commands/command-type.js';
-import { COMMAND_TYPES } from '../../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../../src/events/command-contracts.js';
 import { toCloudEvent } from '../../../src/events/cloudevent.js';
 import type { CommandOutcome } from '../../../src/events/outcomes.js';
 import { TOPICS } from '../../../src/kafka/topics.js';
