@@ -18,7 +18,7 @@ import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { invalidMessageBatches, parseCommandMessage } from './invalid-message.js';
 import type { ResultPublisher } from './publish-result.js';
-import { isRetriable } from './retry-policy.js';
+import { isRetriable } from '../errors.js';
 import type { Acting, Destinations, Origin } from './outcome-events.js';
 
 /** Trying a command again after the guard could not decide: 1 s doubled, at most 30 s. */

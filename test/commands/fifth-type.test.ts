@@ -50,7 +50,10 @@ describe('a fifth command type, added as one entry and one behaviour', () => {
     h = await harness.createHarness();
     secret = buildSecret();
     const callbackSecrets = [buildSecret()];
-    receiver = await callbackReceiver.startReceiver({ acme: () => ({ status: 200 }) }, { acme: callbackSecrets });
+    receiver = await callbackReceiver.startReceiver(
+      { acme: () => ({ status: 200 }) },
+      { acme: callbackSecrets },
+    );
     const config = loadConfig({
       DATABASE_URL: h.database.url,
       KAFKA_BROKERS: h.kafka.brokers.join(','),
@@ -90,7 +93,9 @@ describe('a fifth command type, added as one entry and one behaviour', () => {
 
   it('is routed, applied once, published, called back, seen running and published as a schema', async () => {
     const { send } = await import('../receiver/webhooks.js');
-    const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+    const [enrollment] = await h.control.addRecords('enrollments', [
+      { status: 'active', rental_payments: [] },
+    ]);
     const command: BackdatedPayment = {
       backdated_id: `late-${Date.now()}`,
       enrollment_id: String(enrollment!.id),
