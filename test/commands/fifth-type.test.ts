@@ -4,7 +4,8 @@ import type { Component } from '../../src/app/lifecycle.js';
 import type { HttpRole } from '../../src/app/http-role.js';
 import type { CommandOutcome } from '../../src/events/outcomes.js';
 import type { Harness } from '../consumers/support/harness.js';
-import type { BackdatedPayment } from '../support/fifth-type.js';
+import type * as FifthType from '../support/fifth-type.js';
+import type * as CallbackReceiver from '../callbacks/callback-receiver.js';
 
 /**
  * Issue 40: adding a command type is its entry in the list of command types and its behaviour;
@@ -21,13 +22,13 @@ import type { BackdatedPayment } from '../support/fifth-type.js';
 const OPS_TOKEN = 'ops-token-for-the-fifth-type';
 
 describe('a fifth command type, added as one entry and one behaviour', () => {
-  let fifth: typeof import('../support/fifth-type.js');
+  let fifth: typeof FifthType;
   let h: Harness;
   let http: HttpRole;
   let components: Component[] = [];
   let closeRoot: () => Promise<void>;
-  let receiver: Awaited<ReturnType<typeof import('../callbacks/callback-receiver.js').startReceiver>>;
-  let until: typeof import('../callbacks/callback-receiver.js').until;
+  let receiver: Awaited<ReturnType<typeof CallbackReceiver.startReceiver>>;
+  let until: typeof CallbackReceiver.until;
   let secret: string;
 
   beforeAll(async () => {
@@ -96,7 +97,7 @@ describe('a fifth command type, added as one entry and one behaviour', () => {
     const [enrollment] = await h.control.addRecords('enrollments', [
       { status: 'active', rental_payments: [] },
     ]);
-    const command: BackdatedPayment = {
+    const command: FifthType.BackdatedPayment = {
       backdated_id: `late-${Date.now()}`,
       enrollment_id: String(enrollment!.id),
       amount_cents: 98_700,
