@@ -34,7 +34,7 @@ describe('a fifth command type, added as one entry and one behaviour', () => {
   beforeAll(async () => {
     fifth = await import('../support/fifth-type.js');
     const { registerCommandType } = await import('../../src/commands/command-types.js');
-    const { rentalPaymentReadBack } = await import('../../src/guard/index.js');
+    const { rentalPaymentReadBack } = await import('../../src/guard/rental-payment-read-back.js');
     registerCommandType({
       ...fifth.BACKDATED_PAYMENT,
       // Its Partner API side: reported as a rental payment, and read back the same way.
