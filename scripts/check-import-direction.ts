@@ -8,6 +8,7 @@
  *   npx tsx scripts/check-import-direction.ts            # check
  *   npx tsx scripts/check-import-direction.ts --floors   # print the house, floor by floor
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseDependencyTree, shortenTree } from 'dpdm';
 
@@ -15,7 +16,7 @@ import { parseDependencyTree, shortenTree } from 'dpdm';
 export const FLOORS: readonly (readonly string[])[] = [
   ['backoff', 'config', 'errors', 'log-format', 'telemetry', 'topic-prefix'],
   ['logger', 'metrics'],
-  ['db', 'dev/local-servers'],
+  ['db', 'dev/local-servers', 'log-summary'],
   ['audit', 'partner', 'retention'],
   ['contracts', 'guard/read-backs', 'http'],
   ['dev/sandbox', 'guard/machine', 'kafka', 'outbox'],
