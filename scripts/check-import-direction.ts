@@ -78,8 +78,10 @@ for (const [file, deps] of Object.entries(tree)) {
     }
   }
 }
-for (const room of unplaced)
-  problems.push(`src/${room}/ is on no floor: give it one in scripts/check-import-direction.ts`);
+for (const room of unplaced) {
+  const where = existsSync(`src/${room}.ts`) ? `src/${room}.ts` : `src/${room}/`;
+  problems.push(`${where} is on no floor: give it one in scripts/check-import-direction.ts`);
+}
 
 if (process.argv.includes('--floors')) {
   FLOORS.forEach((rooms, floor) => console.log(`${String(floor).padStart(2)}  ${rooms.join('  ')}`));
