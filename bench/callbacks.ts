@@ -16,7 +16,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { OUTCOME_TOPICS } from '../src/callbacks/callback-intake.js';
+import { OUTCOME_TOPICS } from '../src/kafka/topics.js';
 import { createCallbacks } from '../src/callbacks/callbacks.js';
 import { loadConfig } from '../src/config/config.js';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';

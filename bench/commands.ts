@@ -20,7 +20,8 @@ import { createCommandConsumer } from '../src/command-consumer/command-consumer.
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
-import { applicationDecisionCommandSchema, COMMAND_TYPES } from '../src/events/commands.js';
+import { applicationDecisionCommandSchema } from '../src/events/commands.js';
+import { COMMAND_TYPES } from '../src/events/command-contracts.js';
 import { parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
 import { OUTCOME_TYPES } from '../src/events/outcomes.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCommandConsumer } from '../command-consumer/command-consumer.js';
-import { COMMAND_TYPE_NAMES, commandTypeByName } from '../commands/command-types.js';
+import { commandTypeByName, commandTypeNames } from '../commands/command-types.js';
 import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
 import { createCallbacks } from '../callbacks/callbacks.js';
@@ -47,7 +47,7 @@ import type { Component } from './lifecycle.js';
 
 /** A consumer per row of the command-type table (src/commands/command-types.ts), by its name. */
 export type CommandConsumerName = string;
-export const COMMAND_CONSUMER_NAMES: readonly CommandConsumerName[] = COMMAND_TYPE_NAMES;
+export const COMMAND_CONSUMER_NAMES: readonly CommandConsumerName[] = commandTypeNames();
 
 export interface PollerComponent extends Component {
   /** One pass over every resource (or one): `rentbridge poll --once`. */

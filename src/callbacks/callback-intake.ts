@@ -2,17 +2,9 @@ import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { callbackWebhookId } from '../events/outcome-id.js';
-import { TOPICS, topicName } from '../kafka/topics.js';
+import { OUTCOME_TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { insertDeliveries, type NewDelivery } from './callback-repository.js';
-
-/** The outcome topics callbacks read (logical names). */
-export const OUTCOME_TOPICS = [
-  TOPICS.applicationDecisionOutcomes,
-  TOPICS.rentalPaymentOutcomes,
-  TOPICS.customerRegistrationOutcomes,
-  TOPICS.enrollmentOutcomes,
-] as const;
 
 export interface CallbackIntakeOptions {
   db: Db;

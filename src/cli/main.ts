@@ -10,6 +10,10 @@ import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { unreachableLine, unreachableServer } from './server-unreachable.js';
 import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
+import { commandContracts } from '../events/command-contracts.js';
+
+const CONSUMER_NAMES = commandContracts().map((c) => c.name);
+const COMMAND_KINDS = commandContracts().map((c) => c.kind);
 
 /**
  * `rentbridge <command>`: the public CLI (docs/cli.md). Each command's module is loaded only
@@ -55,13 +59,8 @@ function addRoleCommands(program: Command): void {
 
   program
     .command('consumer')
-    .description(
-      'run a consumer: application-decisions | rental-payments | customer-registrations | enrollments | dead-letters',
-    )
-    .argument(
-      '<name>',
-      'application-decisions, rental-payments, customer-registrations, enrollments or dead-letters',
-    )
+    .description(`run a consumer: ${[...CONSUMER_NAMES, 'dead-letters'].join(' | ')}`)
+    .argument('<name>', `${CONSUMER_NAMES.join(', ')} or dead-letters`)
     .action(async (name: string) => (await import('./commands/consumer.js')).consumer(name));
 }
 
@@ -132,7 +131,7 @@ function addToolCommands(program: Command): void {
     .argument('<id>')
     .option('--json', 'print JSON instead of a table')
     .option('--source <source>', 'only commands of this source (when several commands share the id)')
-    .option('--type <type>', 'only commands of this type (application_decision, rental_payment, ...)')
+    .option('--type <type>', `only commands of this type (${COMMAND_KINDS.join(', ')})`)
     .option(
       '--as <kind>',
       `follow the id only as one kind, when it matches several: ${ID_KINDS.join(' | ')}`,

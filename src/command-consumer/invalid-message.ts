@@ -1,6 +1,10 @@
 import type { TopicMessages } from 'kafkajs';
-import { looseIdsOf, type AnyCommandType } from '../commands/command-type.js';
-import { COMMAND_TYPE_TABLE, commandTypeOfEvent } from '../commands/command-types.js';
+import {
+  commandContracts,
+  contractOfEvent,
+  looseIdsOf,
+  type AnyCommandContract,
+} from '../events/command-contracts.js';
 import { parseCloudEvent } from '../events/cloudevent.js';
 import { commandSourceOf } from '../events/command-identity.js';
 import { preferredRequestIdBase } from '../guard/index.js';
@@ -19,7 +23,7 @@ import type { Destinations, Origin } from './outcome-events.js';
 export type ParsedMessage<C> =
   { ok: true; command: C; eventId: string; ceSource: string } | { ok: false; error: unknown };
 
-export function parseCommandMessage<C>(type: AnyCommandType, origin: Origin): ParsedMessage<C> {
+export function parseCommandMessage<C>(type: AnyCommandContract, origin: Origin): ParsedMessage<C> {
   try {
     const event = parseCloudEvent(origin.message.value);
     if (event.type !== type.eventType) {
@@ -42,7 +46,7 @@ export function parseCommandMessage<C>(type: AnyCommandType, origin: Origin): Pa
  * them (a command sent to the wrong topic), else the topic's row, else any row's.
  */
 export function guessCommand(
-  topicType: AnyCommandType,
+  topicType: AnyCommandContract,
   value: Buffer | null,
 ): { source: string | null; commandId: string | null; targetId: string | null } {
   let event: { source?: unknown; type?: unknown; data?: unknown };
@@ -56,8 +60,8 @@ export function guessCommand(
   const data = event?.data;
   if (data === null || typeof data !== 'object' || Array.isArray(data))
     return { source, commandId: null, targetId: null };
-  const own = typeof event.type === 'string' ? commandTypeOfEvent(event.type) : undefined;
-  const rows = [...new Set([own, topicType, ...COMMAND_TYPE_TABLE].filter((t) => t !== undefined))];
+  const own = typeof event.type === 'string' ? contractOfEvent(event.type) : undefined;
+  const rows = [...new Set([own, topicType, ...commandContracts()].filter((t) => t !== undefined))];
   for (const row of rows) {
     const ids = looseIdsOf(row, data as Record<string, unknown>);
     if (ids.commandId) return { source, ...ids };

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelay, type BackoffPolicy } from '../backoff.js';
-import { commandIdOf, targetIdOf, type StepTools } from '../commands/command-type.js';
+import type { StepTools } from '../commands/command-type.js';
+import { commandIdOf, targetIdOf } from '../events/command-contracts.js';
 import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
 import {
   guardedWrite,
@@ -18,7 +19,7 @@ import type { LogSummary } from '../log-summary.js';
 import { metrics } from '../metrics.js';
 import { invalidMessageBatches, parseCommandMessage } from './invalid-message.js';
 import type { ResultPublisher } from './publish-result.js';
-import { isRetriable } from './retry-policy.js';
+import { isRetriable } from '../errors.js';
 import type { Acting, Destinations, Origin } from './outcome-events.js';
 
 /** Trying a command again after the guard could not decide: 1 s doubled, at most 30 s. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { EVENT_SCHEMAS } from '../events/json-schemas.js';
-import { COMMAND_TYPE_TABLE, pmsEventSchemaOf } from './command-types.js';
+import { commandContracts, pmsEventSchemaOf } from '../events/command-contracts.js';
 
 const kebab = (text: string) => text.replace(/[._]/g, '-');
 
@@ -10,7 +10,7 @@ const kebab = (text: string) => text.replace(/[._]/g, '-');
  */
 export function commandTypeSchemas(): Record<string, z.ZodType> {
   return Object.fromEntries(
-    COMMAND_TYPE_TABLE.flatMap((type) => [
+    commandContracts().flatMap((type) => [
       [`${kebab(type.kind)}-command`, type.schema],
       [`pms-${kebab(type.pmsEventType)}`, pmsEventSchemaOf(type)],
     ]),

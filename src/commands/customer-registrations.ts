@@ -1,13 +1,10 @@
 import {
-  COMMAND_TYPES,
-  customerRegistrationCommandSchema,
   enrollmentRequestIdOf,
-  registrationKey,
   type CustomerRegistrationCommand,
   type EnrollmentCommand,
 } from '../events/commands.js';
-import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
-import { PMS_EVENT_TYPES } from '../events/pms-events.js';
+import { COMMAND_TYPES, CUSTOMER_REGISTRATION } from '../events/command-contracts.js';
+import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
 import { classifyFailure } from '../guard/classify-failure.js';
 import { customerRegistrationReadBack, findNewest, sameEmail, type CommandRecord } from '../guard/index.js';
 import { TOPICS } from '../kafka/topics.js';
@@ -121,18 +118,7 @@ async function complete(
 
 /** Registers customers (spec 4.2): check → create → enroll. */
 export const customerRegistrations: CommandType<CustomerRegistrationCommand> = {
-  name: 'customer-registrations',
-  kind: 'customer_registration',
-  pmsEventType: PMS_EVENT_TYPES.customerRegistrationRequested,
-  topic: TOPICS.customerRegistrations,
-  outcomeTopic: TOPICS.customerRegistrationOutcomes,
-  eventType: COMMAND_TYPES.customerRegistration,
-  outcomeType: OUTCOME_TYPES.customer_registration,
-  schema: customerRegistrationCommandSchema,
-  idField: 'registration_id',
-  // The customer has no id yet: its e-mail, lower-cased (registrationKey), is what the Partner API
-  // keeps unique, so two registrations of one e-mail run in order on one partition.
-  target: { field: 'email', normalize: (email) => registrationKey({ email }) },
+  ...CUSTOMER_REGISTRATION,
   readBack: customerRegistrationReadBack,
   check,
   complete,

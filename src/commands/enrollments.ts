@@ -1,8 +1,7 @@
-import { COMMAND_TYPES, enrollmentCommandSchema, type EnrollmentCommand } from '../events/commands.js';
-import { isSuccess, OUTCOME_TYPES, type CommandOutcome } from '../events/outcomes.js';
-import { PMS_EVENT_TYPES } from '../events/pms-events.js';
+import type { EnrollmentCommand } from '../events/commands.js';
+import { ENROLLMENT } from '../events/command-contracts.js';
+import { isSuccess, type CommandOutcome } from '../events/outcomes.js';
 import { enrollmentOf, enrollmentReadBack, findNewest, type CommandRecord } from '../guard/index.js';
-import { TOPICS } from '../kafka/topics.js';
 import type { CommandType, Completion, StepTools } from './command-type.js';
 
 /**
@@ -39,16 +38,7 @@ async function complete(
 
 /** Enrolls customers (one active enrollment per customer, spec 3). */
 export const enrollments: CommandType<EnrollmentCommand> = {
-  name: 'enrollments',
-  kind: 'enrollment',
-  pmsEventType: PMS_EVENT_TYPES.enrollmentRequested,
-  topic: TOPICS.enrollments,
-  outcomeTopic: TOPICS.enrollmentOutcomes,
-  eventType: COMMAND_TYPES.enrollment,
-  outcomeType: OUTCOME_TYPES.enrollment,
-  schema: enrollmentCommandSchema,
-  idField: 'enrollment_request_id',
-  target: { field: 'customer_id' },
+  ...ENROLLMENT,
   readBack: enrollmentReadBack,
   complete,
 };

@@ -1,5 +1,4 @@
-import { looseIdsOf } from '../commands/command-type.js';
-import { commandTypeOfPhysicalTopic } from '../commands/command-types.js';
+import { contractOfPhysicalTopic, looseIdsOf } from '../events/command-contracts.js';
 import { cloudEventSchema } from '../events/cloudevent.js';
 import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
 import { describeIssues } from './dead-letter-filters.js';
@@ -24,7 +23,7 @@ function parseJson(text: string): unknown {
 
 /** The command id in a message value (the `data` of its CloudEvent), when there is one. */
 export function commandIdOf(value: string, originalTopic: string | null, topicPrefix: string): string | null {
-  const type = commandTypeOfPhysicalTopic(originalTopic, topicPrefix);
+  const type = contractOfPhysicalTopic(originalTopic, topicPrefix);
   const event = parseJson(value) as { data?: unknown } | undefined;
   const data = event?.data;
   if (!type || data === null || typeof data !== 'object' || Array.isArray(data)) return null;
@@ -46,7 +45,7 @@ export function letterIdentity(
   },
   topicPrefix: string,
 ): CommandIdentity | null {
-  const type = commandTypeOfPhysicalTopic(letter.originalTopic, topicPrefix);
+  const type = contractOfPhysicalTopic(letter.originalTopic, topicPrefix);
   const commandId = letter.commandId ?? commandIdOf(letter.value, letter.originalTopic, topicPrefix);
   const commandType = (letter.commandType ?? type?.kind) as CommandIdentity['commandType'] | undefined;
   let source = letter.commandSource;
@@ -63,7 +62,7 @@ export function commandOfValue(
   originalTopic: string | null,
   topicPrefix: string,
 ): { data: Record<string, unknown>; targetId: string } | null {
-  const type = commandTypeOfPhysicalTopic(originalTopic, topicPrefix);
+  const type = contractOfPhysicalTopic(originalTopic, topicPrefix);
   const parsed = type
     ? type.schema.safeParse((parseJson(value) as { data?: unknown } | undefined)?.data)
     : null;
@@ -106,7 +105,7 @@ export function buildCorrectedValue(options: {
   if (!envelope.success)
     throw new CorrectionError(`not a valid CloudEvent: ${describeIssues(envelope.error)}`);
 
-  const type = commandTypeOfPhysicalTopic(options.originalTopic, options.topicPrefix);
+  const type = contractOfPhysicalTopic(options.originalTopic, options.topicPrefix);
   if (!type) throw new CorrectionError(`no command schema for topic ${options.originalTopic ?? '(unknown)'}`);
   const data = type.schema.safeParse(envelope.data.data);
   if (!data.success)

@@ -1,5 +1,5 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
-import { COMMAND_TYPE_TABLE } from '../commands/command-types.js';
+import { commandContracts } from '../events/command-contracts.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
@@ -13,7 +13,7 @@ import { insertDeadLetters } from './dead-letter-repository.js';
 const CHUNK = 500;
 
 /** The command topics whose dead letters rentbridge writes: one per row of the command-type table. */
-const COMMAND_TOPICS = COMMAND_TYPE_TABLE.map((type) => type.topic);
+const COMMAND_TOPICS = commandContracts().map((c) => c.topic);
 
 export interface DeadLetterIndexerOptions {
   db: Db;

@@ -81,14 +81,6 @@ export const enrollmentCommandSchema = z
   .strict();
 export type EnrollmentCommand = z.infer<typeof enrollmentCommandSchema>;
 
-/** CloudEvent types of commands. */
-export const COMMAND_TYPES = {
-  applicationDecision: 'rentbridge.command.application-decision',
-  rentalPayment: 'rentbridge.command.rental-payment',
-  customerRegistration: 'rentbridge.command.customer-registration',
-  enrollment: 'rentbridge.command.enrollment',
-} as const;
-
 /** The enrollment request a registration with `enroll: true` leads to: one id per registration. */
 export function enrollmentRequestIdOf(registrationId: string): string {
   return `${registrationId}.enrollment`;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { commandContracts, type CommandKind } from './command-contracts.js';
 import { NO_ANSWER_CODE_LIST, NO_ANSWER_CODES } from '../partner/errors.js';
 
 /**
@@ -8,13 +9,9 @@ import { NO_ANSWER_CODE_LIST, NO_ANSWER_CODES } from '../partner/errors.js';
  * CloudEvent id), so back-office consumers can de-duplicate on it.
  */
 
-export const COMMAND_KINDS = [
-  'application_decision',
-  'rental_payment',
-  'customer_registration',
-  'enrollment',
-] as const;
-export type CommandKind = (typeof COMMAND_KINDS)[number];
+/** Every `command_type`, from the one list of command types (command-contracts.ts). */
+export const COMMAND_KINDS = commandContracts().map((c) => c.kind) as [CommandKind, ...CommandKind[]];
+export type { CommandKind };
 
 export const OUTCOME_STATUSES = [
   'applied',
@@ -209,13 +206,10 @@ export const commandOutcomeSchema = z
   );
 export type CommandOutcome = z.infer<typeof commandOutcomeSchema>;
 
-/** CloudEvent types of outcomes. */
-export const OUTCOME_TYPES = {
-  application_decision: 'rentbridge.outcome.application-decision',
-  rental_payment: 'rentbridge.outcome.rental-payment',
-  customer_registration: 'rentbridge.outcome.customer-registration',
-  enrollment: 'rentbridge.outcome.enrollment',
-} as const satisfies Record<CommandKind, string>;
+/** CloudEvent types of outcomes, by kind (command-contracts.ts). */
+export const OUTCOME_TYPES = Object.fromEntries(
+  commandContracts().map((c) => [c.kind, c.outcomeType]),
+) as Record<CommandKind, string>;
 
 export function isSuccess(status: OutcomeStatus): boolean {
   return status === 'applied' || status === 'already_applied';

@@ -6,12 +6,7 @@ import { z } from 'zod';
  * Which command each type carries is the command-type table's (src/commands/command-types.ts,
  * `pmsEventSchemaOf`).
  */
-export const PMS_EVENT_TYPES = {
-  rentPaymentReceived: 'rent_payment.received',
-  applicationDecided: 'application.decided',
-  customerRegistrationRequested: 'customer.registration_requested',
-  enrollmentRequested: 'enrollment.requested',
-} as const;
+export { PMS_EVENT_TYPES } from './command-contracts.js';
 
 /** Any webhook body: a type and its data. Unknown types pass this and go to inbound.unrouted. */
 export const webhookEnvelopeSchema = z.looseObject({

@@ -1,30 +1,35 @@
 import type { Admin, Kafka } from 'kafkajs';
+import {
+  APPLICATION_DECISION,
+  commandContracts,
+  CUSTOMER_REGISTRATION,
+  ENROLLMENT,
+  RENTAL_PAYMENT,
+} from '../events/command-contracts.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { defaultTopicSettings, wantedTopic, type TopicSettings } from './topic-settings.js';
 
 /** Logical topic names (docs/topics.md); KAFKA_TOPIC_PREFIX is applied by `topicName`. */
 export const TOPICS = {
   partner: (resource: Resource) => `partner.${resource}`,
-  applicationDecisions: 'commands.application-decisions',
-  rentalPayments: 'commands.rental-payments',
-  applicationDecisionOutcomes: 'outcomes.application-decisions',
-  rentalPaymentOutcomes: 'outcomes.rental-payments',
-  customerRegistrations: 'commands.customer-registrations',
-  enrollments: 'commands.enrollments',
-  customerRegistrationOutcomes: 'outcomes.customer-registrations',
-  enrollmentOutcomes: 'outcomes.enrollments',
+  // The four built-in command types' topics, by name (the list is command-contracts.ts's).
+  applicationDecisions: APPLICATION_DECISION.topic,
+  rentalPayments: RENTAL_PAYMENT.topic,
+  applicationDecisionOutcomes: APPLICATION_DECISION.outcomeTopic,
+  rentalPaymentOutcomes: RENTAL_PAYMENT.outcomeTopic,
+  customerRegistrations: CUSTOMER_REGISTRATION.topic,
+  enrollments: ENROLLMENT.topic,
+  customerRegistrationOutcomes: CUSTOMER_REGISTRATION.outcomeTopic,
+  enrollmentOutcomes: ENROLLMENT.outcomeTopic,
   unrouted: 'inbound.unrouted',
   /** A report per reconciliation run (issue 45). */
   reconciliationReports: 'reconciliation.reports',
   dlq: (topic: string) => `${topic}.dlq`,
 } as const;
 
-export const COMMAND_TOPICS = [
-  TOPICS.applicationDecisions,
-  TOPICS.rentalPayments,
-  TOPICS.customerRegistrations,
-  TOPICS.enrollments,
-] as const;
+/** Every command type's command topic and outcome topic (logical names). */
+export const COMMAND_TOPICS: readonly string[] = commandContracts().map((c) => c.topic);
+export const OUTCOME_TOPICS: readonly string[] = commandContracts().map((c) => c.outcomeTopic);
 
 /** Every topic rentbridge uses, without prefix. */
 export function allTopics(): string[] {
@@ -32,10 +37,7 @@ export function allTopics(): string[] {
     ...RESOURCES.map(TOPICS.partner),
     ...COMMAND_TOPICS,
     ...COMMAND_TOPICS.map(TOPICS.dlq),
-    TOPICS.applicationDecisionOutcomes,
-    TOPICS.rentalPaymentOutcomes,
-    TOPICS.customerRegistrationOutcomes,
-    TOPICS.enrollmentOutcomes,
+    ...OUTCOME_TOPICS,
     TOPICS.unrouted,
     TOPICS.reconciliationReports,
   ];

@@ -29,6 +29,7 @@ export const OPS_API_ROUTES: readonly RouteRole[] = [
   { method: 'GET', path: '/session', role: 'viewer' },
   { method: 'GET', path: '/overview', role: 'viewer' },
   { method: 'GET', path: '/storage', role: 'viewer' },
+  { method: 'GET', path: '/filters', role: 'viewer' },
   { method: 'GET', path: '/trace/:id', role: 'viewer' },
   { method: 'GET', path: '/dead-letters', role: 'viewer' },
   { method: 'GET', path: '/dead-letters/:id', role: 'viewer' },

@@ -14,7 +14,9 @@ import {
 } from '../dead-letters/dead-letter-filters.js';
 import { createDeadLetterService } from '../dead-letters/dead-letter-service.js';
 import type { RedriveOutcome } from '../dead-letters/redrive.js';
+import { DEAD_LETTER_REASONS } from '../dead-letters/dead-letter-headers.js';
 import { AppError } from '../errors.js';
+import { commandContracts } from '../events/command-contracts.js';
 import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
@@ -170,6 +172,16 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
       ...(me.expiresAt && { expires_at: me.expiresAt }),
       ...(me.csrfToken && { csrf_token: me.csrfToken }),
       allowed: OPS_API_ROUTES.filter((r) => roleAllows(me.role, r.role)).map((r) => `${r.method} ${r.path}`),
+    });
+  });
+
+  // The values the console's filters offer, from the list of command types and the dead-letter
+  // reasons: a new type or reason appears in the console without a change to its page.
+  api.get('/filters', (_req, res) => {
+    res.json({
+      command_types: commandContracts().map((c) => c.kind),
+      reasons: DEAD_LETTER_REASONS,
+      topics: commandContracts().map((c) => c.topic),
     });
   });
 

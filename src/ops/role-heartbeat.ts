@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { Db } from '../db/prisma.js';
+import { commandContracts } from '../events/command-contracts.js';
 import type { Logger } from '../logger.js';
 import { exposeMetrics, scrapeHooks } from '../metrics.js';
 
@@ -14,17 +15,17 @@ export const HEARTBEAT_SECONDS = 10;
 /** Three reports missed. */
 export const ROLE_GONE_SECONDS = 3 * HEARTBEAT_SECONDS;
 
-/** The roles a deployment runs, every one needed for the flow (DESIGN.md); consumers by name. */
-export const EXPECTED_ROLES = [
+/**
+ * The roles a deployment runs, every one needed for the flow (docs/design.md): a consumer per
+ * command type (`consumer:<name>`, from the list of command types) among the others.
+ */
+export const EXPECTED_ROLES: readonly string[] = [
   'http',
   'relay',
   'poller',
-  'consumer:application-decisions',
-  'consumer:rental-payments',
-  'consumer:customer-registrations',
-  'consumer:enrollments',
+  ...commandContracts().map((c) => `consumer:${c.name}`),
   'dead-letters',
-] as const;
+];
 
 /** A component (src/app/lifecycle.ts's shape) that reports the given roles while it runs. */
 export function createRoleHeartbeat(deps: { db: Db; logger: Logger; roles: () => string[] }): {
@@ -35,7 +36,7 @@ export function createRoleHeartbeat(deps: { db: Db; logger: Logger; roles: () =>
   const instance = `${hostname()}:${process.pid}`;
   let timer: NodeJS.Timeout | undefined;
   const report = async () => {
-    const roles = deps.roles().filter((r) => (EXPECTED_ROLES as readonly string[]).includes(r));
+    const roles = deps.roles().filter((r) => EXPECTED_ROLES.includes(r));
     if (roles.length === 0) return;
     await deps.db.$executeRaw`
       INSERT INTO role_heartbeats (role, instance, seen_at)

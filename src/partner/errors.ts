@@ -1,17 +1,30 @@
+import { failureKind } from './failure-classes.js';
+
 /**
- * Errors of the Partner API client: a shallow hierarchy with a `retriable` flag the retry loop
- * reads (decided by the table in retry-policy.ts), the request id the API answered with, and the
- * original failure as `cause`.
+ * Errors of the Partner API client: a shallow hierarchy with two flags, the request id the API
+ * answered with, and the original failure as `cause`.
  */
 export class PartnerError extends Error {
+  /** May the client repeat the request at once (a GET, spec 7.4.1; the table in retry-policy.ts)? */
+  readonly repeatable: boolean;
+  /**
+   * May a later try of the work that made the call succeed? What rentbridge's one retry verdict
+   * reads (`isRetriable`, src/errors.ts): false only for a refusal that will stand (a 4xx the
+   * Partner API will answer again, an invalid state transition). No answer, a 429, a 5xx, a lock
+   * held, a token refused, an answer not understood: a later try may succeed.
+   */
   readonly retriable: boolean;
   /** The id the API answered with (`X-Request-Id`), or the one sent when no answer came. */
   readonly requestId: string;
 
-  constructor(message: string, options: { retriable: boolean; requestId: string; cause?: unknown }) {
+  constructor(
+    message: string,
+    options: { repeatable: boolean; retriable?: boolean; requestId: string; cause?: unknown },
+  ) {
     super(message, { cause: options.cause });
     this.name = 'PartnerError';
-    this.retriable = options.retriable;
+    this.repeatable = options.repeatable;
+    this.retriable = options.retriable ?? true;
     this.requestId = options.requestId;
   }
 }
@@ -62,9 +75,11 @@ export class PartnerApiError extends PartnerError {
   readonly retryAfterSeconds?: number;
   readonly rateLimitReset?: Date;
 
-  constructor(fields: PartnerApiErrorFields, options: { retriable: boolean; cause?: unknown }) {
+  constructor(fields: PartnerApiErrorFields, options: { repeatable: boolean; cause?: unknown }) {
+    const kind = failureKind(fields.status, fields.code);
     super(fields.message, {
-      retriable: options.retriable,
+      repeatable: options.repeatable,
+      retriable: kind !== 'rejected' && kind !== 'invalid_state',
       requestId: fields.requestId,
       cause: options.cause,
     });
@@ -120,7 +135,7 @@ export function noAnswerCode(error: unknown): NoAnswerCode {
 /** No answer: connection refused or reset, DNS, TLS. A write may or may not have been applied. */
 export class PartnerNetworkError extends PartnerError {
   constructor(message: string, options: { requestId: string; cause?: unknown }) {
-    super(message, { retriable: true, requestId: options.requestId, cause: options.cause });
+    super(message, { repeatable: true, requestId: options.requestId, cause: options.cause });
     this.name = 'PartnerNetworkError';
   }
 }
@@ -130,16 +145,16 @@ export class PartnerTimeoutError extends PartnerError {
   readonly timeoutMs: number;
 
   constructor(message: string, options: { requestId: string; timeoutMs: number; cause?: unknown }) {
-    super(message, { retriable: true, requestId: options.requestId, cause: options.cause });
+    super(message, { repeatable: true, requestId: options.requestId, cause: options.cause });
     this.name = 'PartnerTimeoutError';
     this.timeoutMs = options.timeoutMs;
   }
 }
 
-/** The answer was 2xx but did not have the shape the client expects. Never retried. */
+/** The answer was 2xx but did not have the shape the client expects. Never repeated at once. */
 export class PartnerResponseError extends PartnerError {
   constructor(message: string, options: { requestId: string; cause?: unknown }) {
-    super(message, { retriable: false, requestId: options.requestId, cause: options.cause });
+    super(message, { repeatable: false, requestId: options.requestId, cause: options.cause });
     this.name = 'PartnerResponseError';
   }
 }

@@ -47,7 +47,7 @@ export interface CallSpec<T> {
   /** Authenticate itself goes without a bearer token. Default true. */
   authenticated?: boolean;
   /**
-   * Repeat on retriable failures (GETs, spec 7.4.1). Writes: false, never repeated, except once
+   * Repeat on repeatable failures (GETs, spec 7.4.1). Writes: false, never repeated, except once
    * after a 401 with a new token. Default: true for GET.
    */
   retry?: boolean;
@@ -137,7 +137,7 @@ export function toApiError(
       ...(retryAfterSeconds !== undefined && { retryAfterSeconds }),
       ...(rateLimitReset !== undefined && { rateLimitReset }),
     },
-    { retriable: retryFor(status, code) === 'retry' },
+    { repeatable: retryFor(status, code) === 'retry' },
   );
 }
 
@@ -229,7 +229,7 @@ export function createTransport(deps: TransportDeps): Transport {
       }
 
       const fields = describe(failure);
-      if (!retry || !failure.retriable || attempt >= MAX_ATTEMPTS) {
+      if (!retry || !failure.repeatable || attempt >= MAX_ATTEMPTS) {
         log.warn(
           { ...fields, attempt, partnerRequestId: failure.requestId, err: failure },
           'partner call failed',

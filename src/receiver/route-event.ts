@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import { commandIdOf, targetIdOf } from '../commands/command-type.js';
-import { commandTypeOfPmsEvent, pmsEventSchemaOf } from '../commands/command-types.js';
+import {
+  commandIdOf,
+  contractOfPmsEvent,
+  pmsEventSchemaOf,
+  targetIdOf,
+} from '../events/command-contracts.js';
 import { parsePartnerEventType, partnerWebhookSchema } from '../events/partner-events.js';
 import { webhookEnvelopeSchema } from '../events/pms-events.js';
 import { UNROUTED_TYPE, type UnroutedEvent } from '../events/unrouted.js';
@@ -110,7 +114,7 @@ function unrouted(d: Delivery, type: string): IngestItem {
  */
 export function routePmsEvent(d: Delivery): IngestItem {
   const { type } = parse(webhookEnvelopeSchema, d.body);
-  const commandType = commandTypeOfPmsEvent(type);
+  const commandType = contractOfPmsEvent(type);
   if (!commandType) return unrouted(d, type);
   const { data } = parse(pmsEventSchemaOf(commandType), d.body);
   return {

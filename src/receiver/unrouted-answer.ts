@@ -1,4 +1,4 @@
-import { COMMAND_TYPE_TABLE } from '../commands/command-types.js';
+import { commandContracts } from '../events/command-contracts.js';
 import { WEBHOOK_EVENT_ACTIONS } from '../partner/assumptions.js';
 import { RESOURCES, SINGULAR } from '../partner/resources.js';
 import { TOPICS } from '../kafka/topics.js';
@@ -13,7 +13,7 @@ import { TOPICS } from '../kafka/topics.js';
 export function knownEventTypes(source: string): string[] {
   if (source === 'partner')
     return RESOURCES.flatMap((r) => WEBHOOK_EVENT_ACTIONS.map((a) => `${SINGULAR[r]}.${a}`));
-  return COMMAND_TYPE_TABLE.map((t) => t.pmsEventType);
+  return commandContracts().map((c) => c.pmsEventType);
 }
 
 /** The body of the 202 for an unrouted webhook. */

@@ -38,18 +38,21 @@ export async function prunePublished(db: Db, retentionHours: number, chunk = 500
 }
 
 /**
- * The oldest waiting row of each topic, found through the partial index of unpublished rows (a
- * loose index scan: one probe per topic), never a scan of the whole backlog: the first row by id
- * of each topic stands for its oldest.
+ * The topics with waiting rows, found through the partial index of unpublished rows (a loose index
+ * scan: one probe per topic), never a scan of the whole backlog. Read by the relay's stream reader
+ * (which topics to drain) and below (the oldest waiting row).
  */
-const OLDEST_SQL = `
+export const WAITING_TOPICS_CTE = `
   WITH RECURSIVE t(topic) AS (
     (SELECT topic FROM outbox WHERE published_at IS NULL AND parked_at IS NULL ORDER BY topic LIMIT 1)
     UNION ALL
     SELECT (SELECT o.topic FROM outbox o
              WHERE o.published_at IS NULL AND o.parked_at IS NULL AND o.topic > t.topic
              ORDER BY o.topic LIMIT 1)
-      FROM t WHERE t.topic IS NOT NULL)
+      FROM t WHERE t.topic IS NOT NULL)`;
+
+/** The oldest waiting row of each topic: the first row by id of each topic stands for its oldest. */
+const OLDEST_SQL = `${WAITING_TOPICS_CTE}
   SELECT min(f.created_at) AS oldest
     FROM t CROSS JOIN LATERAL (
       SELECT created_at FROM outbox o

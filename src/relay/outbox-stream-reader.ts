@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { parseDatabaseUrl } from '../db/database-url.js';
 import type { Logger } from '../logger.js';
-import type { OutboxRow } from './outbox-reader.js';
+import { WAITING_TOPICS_CTE, type OutboxRow } from './outbox-reader.js';
 
 /**
  * The relay's hot path in PostgreSQL, on a small node-postgres pool of its own (Prisma's engine
@@ -117,15 +117,9 @@ export function createOutboxStreamReader(options: {
       });
     },
     async topicsWaiting() {
-      const { rows } = await pool.query<{ topic: string }>(`
-        WITH RECURSIVE t(topic) AS (
-          (SELECT topic FROM outbox WHERE published_at IS NULL AND parked_at IS NULL ORDER BY topic LIMIT 1)
-          UNION ALL
-          SELECT (SELECT o.topic FROM outbox o
-                   WHERE o.published_at IS NULL AND o.parked_at IS NULL AND o.topic > t.topic
-                   ORDER BY o.topic LIMIT 1)
-            FROM t WHERE t.topic IS NOT NULL)
-        SELECT topic FROM t WHERE topic IS NOT NULL`);
+      const { rows } = await pool.query<{ topic: string }>(
+        `${WAITING_TOPICS_CTE} SELECT topic FROM t WHERE topic IS NOT NULL`,
+      );
       return rows.map((r) => r.topic);
     },
     async close() {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import { commandTypeOfTopic } from '../commands/command-types.js';
+import { contractOfTopic } from '../events/command-contracts.js';
 import { commandSourceOf } from '../events/command-identity.js';
 import {
   ID_KINDS,
@@ -72,7 +72,7 @@ type MaybeIdentity = { source: string | null; commandType: string | null; comman
 function outboxIdentity(o: OutboxRow): MaybeIdentity {
   return {
     source: commandSourceOf(o.source),
-    commandType: commandTypeOfTopic(o.topic)?.kind ?? null,
+    commandType: contractOfTopic(o.topic)?.kind ?? null,
     commandId: o.subject,
   };
 }

@@ -1,4 +1,4 @@
-import { COMMAND_TYPE_TABLE, commandTypeOfKind, commandTypeOfTopic } from '../commands/command-types.js';
+import { commandContracts, contractOfKind, contractOfTopic } from '../events/command-contracts.js';
 import { TOPICS } from '../kafka/topics.js';
 import { commandSourceOf, describeIdentity, escapeId } from '../events/command-identity.js';
 import { outcomeEventId } from '../events/outcome-id.js';
@@ -48,11 +48,11 @@ export interface Timeline {
 export const iso = (d: Date) => d.toISOString();
 
 /** The command topics (logical names): one per row of the command-type table. */
-export const COMMAND_TOPIC_NAMES: readonly string[] = COMMAND_TYPE_TABLE.map((type) => type.topic);
+export const COMMAND_TOPIC_NAMES: readonly string[] = commandContracts().map((c) => c.topic);
 
 /** The outcome topic a command's final state is published on (not kept in PostgreSQL). */
 export function outcomeTopicOf(commandType: string): string {
-  return commandTypeOfKind(commandType)?.outcomeTopic ?? TOPICS.applicationDecisionOutcomes;
+  return contractOfKind(commandType)?.outcomeTopic ?? TOPICS.applicationDecisionOutcomes;
 }
 
 export const named = (c: { source: string; commandType: string; commandId: string }) =>
@@ -174,7 +174,7 @@ export function commandSteps(t: Timeline, rows: TraceRows): void {
   const commandKeys = new Set(rows.commands.map(identityKey));
   for (const o of rows.outbox.filter((x) => commandTopics.has(x.topic) && x.publishedAt)) {
     const source = commandSourceOf(o.source);
-    const commandType = commandTypeOfTopic(o.topic)?.kind ?? '';
+    const commandType = contractOfTopic(o.topic)?.kind ?? '';
     const identity = { source, commandType, commandId: o.subject ?? '' };
     if (
       o.subject &&

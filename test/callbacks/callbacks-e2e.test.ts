@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withCallbackSteps } from '../../src/callbacks/callback-trace.js';
 import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/trace/trace.js';
 import { FAST_GUARD, headersOf, type Harness } from '../consumers/support/harness.js';

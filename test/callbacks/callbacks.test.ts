@@ -42,7 +42,7 @@ function outcomeMessage(outcome: CommandOutcome, id = `outcome.${randomUUID()}`)
     ...toCloudEvent({
       id,
       source: 'rentbridge/consumers/rental-payments',
-      type: OUTCOME_TYPES[outcome.command_type],
+      type: OUTCOME_TYPES[outcome.command_type]!,
       subject: outcome.target_id,
       data: outcome,
     }),

@@ -5,7 +5,7 @@ import { rentalPayments } from '../../src/commands/rental-payments.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { outcomeEventId } from '../../src/events/outcome-id.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/trace/trace.js';

@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { guessCommand } from '../../src/command-consumer/invalid-message.js';
 import { commandTypeSchemas } from '../../src/commands/command-schemas.js';
-import { commandIdOf, looseIdsOf, targetIdOf } from '../../src/commands/command-type.js';
+import { commandTypeByName, commandTypeOfKind } from '../../src/commands/command-types.js';
 import {
-  COMMAND_TYPE_TABLE,
-  commandTypeByName,
-  commandTypeOfEvent,
-  commandTypeOfKind,
-  commandTypeOfPhysicalTopic,
-  commandTypeOfPmsEvent,
-} from '../../src/commands/command-types.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+  commandContracts,
+  commandIdOf,
+  COMMAND_TYPES,
+  contractByName,
+  contractOfEvent,
+  contractOfKind,
+  contractOfPhysicalTopic,
+  contractOfPmsEvent,
+  looseIdsOf,
+  targetIdOf,
+} from '../../src/events/command-contracts.js';
 import { COMMAND_KINDS, OUTCOME_TYPES } from '../../src/events/outcomes.js';
 import { PMS_EVENT_TYPES } from '../../src/events/pms-events.js';
 import { allTopics, COMMAND_TOPICS, TOPICS } from '../../src/kafka/topics.js';
@@ -37,7 +40,9 @@ const EXPECTED: Record<string, { id: string; target: string }> = {
   enrollment: { id: 'enr-1', target: 'c-9' },
 };
 
-describe('the command-type table', () => {
+const COMMAND_TYPE_TABLE = commandContracts();
+
+describe('the list of command types', () => {
   describe('when it is read against the published contracts', () => {
     it('has one row per command kind of the outcome contract, and every kind a row', () => {
       expect(COMMAND_TYPE_TABLE.map((t) => t.kind).sort()).toEqual([...COMMAND_KINDS].sort());
@@ -68,17 +73,27 @@ describe('the command-type table', () => {
     });
   });
 
-  describe('when a row is looked up', () => {
+  describe('when an entry is looked up', () => {
     it('finds it by name, kind, topic (with its prefix), CloudEvent type and PMS event type', () => {
       for (const type of COMMAND_TYPE_TABLE) {
-        expect(commandTypeByName(type.name)).toBe(type);
-        expect(commandTypeOfKind(type.kind)).toBe(type);
-        expect(commandTypeOfPhysicalTopic(`acme.${type.topic}`, 'acme.')).toBe(type);
-        expect(commandTypeOfEvent(type.eventType)).toBe(type);
-        expect(commandTypeOfPmsEvent(type.pmsEventType)).toBe(type);
+        expect(contractByName(type.name)).toBe(type);
+        expect(contractOfKind(type.kind)).toBe(type);
+        expect(contractOfPhysicalTopic(`acme.${type.topic}`, 'acme.')).toBe(type);
+        expect(contractOfEvent(type.eventType)).toBe(type);
+        expect(contractOfPmsEvent(type.pmsEventType)).toBe(type);
       }
-      expect(commandTypeOfPhysicalTopic('acme.inbound.unrouted', 'acme.')).toBeUndefined();
-      expect(commandTypeOfPmsEvent('tenant.moved_out')).toBeUndefined();
+      expect(contractOfPhysicalTopic('acme.inbound.unrouted', 'acme.')).toBeUndefined();
+      expect(contractOfPmsEvent('tenant.moved_out')).toBeUndefined();
+    });
+
+    it("gives the consumer each entry with its behaviour: the entry's names and a read-back", () => {
+      for (const contract of COMMAND_TYPE_TABLE) {
+        const type = commandTypeByName(contract.name)!;
+        expect(type).toMatchObject({ ...contract, target: contract.target });
+        expect(typeof type.readBack).toBe('function');
+        expect(commandTypeOfKind(contract.kind)).toBe(type);
+      }
+      expect(commandTypeByName('dead-letters')).toBeUndefined();
     });
   });
 

@@ -1,19 +1,25 @@
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { isRetriable } from '../../src/command-consumer/retry-policy.js';
+import { AppError, isRetriable } from '../../src/errors.js';
 import { GuardBusyError, GuardInterruptedError } from '../../src/guard/index.js';
-import { PartnerApiError, PartnerNetworkError, PartnerTimeoutError } from '../../src/partner/index.js';
+import {
+  InvalidPathIdError,
+  PartnerApiError,
+  PartnerNetworkError,
+  PartnerResponseError,
+  PartnerTimeoutError,
+} from '../../src/partner/index.js';
 
 const api = (status: number, code: string) =>
   new PartnerApiError(
     { status, code, requestId: 'r1', message: code, method: 'GET', endpoint: 'GET /x' },
-    { retriable: false },
+    { repeatable: false },
   );
 
 const withCode = (message: string, code: string, name = 'Error') =>
   Object.assign(new Error(message), { code, name });
 
-describe('the command retry policy', () => {
+describe('the one retry verdict (isRetriable)', () => {
   describe('when the world did not answer', () => {
     it.each([
       ['the guard could not decide', new GuardInterruptedError('read failed')],
@@ -37,6 +43,12 @@ describe('the command retry policy', () => {
         'a database error wrapped in ours',
         new Error('lock failed', { cause: withCode('connect ECONNREFUSED', 'ECONNREFUSED') }),
       ],
+      [
+        'an error of ours that says it may succeed later',
+        new AppError(503, 'busy', 'x', { retriable: true }),
+      ],
+      ['a 2xx answer the client did not understand', new PartnerResponseError('shape', { requestId: 'r' })],
+      ['a 401 that survived the token renewal', api(401, 'unauthenticated')],
     ])('tries again later: %s', (_what, error) => {
       expect(isRetriable(error)).toBe(true);
     });
@@ -51,6 +63,12 @@ describe('the command retry policy', () => {
       ['a 404 from a step (a refusal, not a failure of the world)', api(404, 'not_found')],
       ['a 409 invalid_state_transition from a step', api(409, 'invalid_state_transition')],
       ['something thrown that is not an Error', 'boom'],
+      ['an error of ours that says it will fail again', new AppError(400, 'bad', 'x')],
+      ['an id that cannot be a path segment', new InvalidPathIdError('..')],
+      [
+        'a refusal wrapped in a plain error',
+        new Error('step failed', { cause: api(422, 'validation_error') }),
+      ],
     ])('does not retry it: %s', (_what, error) => {
       expect(isRetriable(error)).toBe(false);
     });

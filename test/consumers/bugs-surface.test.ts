@@ -6,7 +6,7 @@ import { createHarness, headersOf, uid, type Harness } from './support/harness.j
 
 /**
  * Issue 26 item 3: the consumer tries a command again only on a failure the retry policy calls
- * retriable (src/command-consumer/retry-policy.ts). A bug is not hidden in a retry loop: it leaves
+ * retriable (isRetriable, src/errors.ts). A bug is not hidden in a retry loop: it leaves
  * the message handler uncommitted, kafkajs stops the consumer (it never restarts on a TypeError),
  * and the consumer's health says so, as /readyz shows it (decision 021). Nothing is lost: the next
  * start of the consumer (a process restart, once the code is fixed) takes the same message.

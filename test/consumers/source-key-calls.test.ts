@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
 import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Db } from '../../src/db/prisma.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { toDeadLetterHeaders, type DeadLetterInfo } from '../../src/dead-letters/dead-letter-headers.js';
 import { fromDeadLetterHeaders } from '../../src/dead-letters/dead-letter-headers.js';
 import { insertDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';

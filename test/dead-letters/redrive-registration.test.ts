@@ -3,7 +3,7 @@ import { customerRegistrations } from '../../src/commands/customer-registrations
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
 import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';

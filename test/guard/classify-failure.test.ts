@@ -5,7 +5,7 @@ import { PartnerApiError, PartnerNetworkError, PartnerTimeoutError } from '../..
 const api = (status: number, code: string, extra: Record<string, unknown> = {}) =>
   new PartnerApiError(
     { status, code, requestId: 'r1', message: code, method: 'POST', endpoint: 'POST /x', ...extra },
-    { retriable: false },
+    { repeatable: false },
   );
 
 describe('classifyFailure', () => {

@@ -4,7 +4,9 @@ import express from 'express';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestId } from '../../src/http/request-id.js';
-import { TOPICS } from '../../src/kafka/topics.js';
+import { DEAD_LETTER_REASONS } from '../../src/dead-letters/dead-letter-headers.js';
+import { COMMAND_KINDS } from '../../src/events/outcomes.js';
+import { COMMAND_TOPICS, TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { buildDecisionLetter, seedGuardRow, seedLetter } from '../dead-letters/build-dead-letter.js';
@@ -69,6 +71,18 @@ describe('ops router', () => {
   afterAll(async () => {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     await Promise.all(routers.map((r) => r.close()));
+  });
+
+  describe("when the console asks for its filters' choices", () => {
+    it('lists every command type of the list of command types and every dead-letter reason', async () => {
+      const res = await call('/ops/api/filters');
+      expect(res.status).toBe(200);
+      expect(await json(res)).toEqual({
+        command_types: [...COMMAND_KINDS],
+        reasons: [...DEAD_LETTER_REASONS],
+        topics: [...COMMAND_TOPICS],
+      });
+    });
   });
 
   describe('when authorizing', () => {

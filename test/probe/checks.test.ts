@@ -70,7 +70,7 @@ describe('the guard assumptions and the probe', () => {
       const body = code(file);
       for (const name of names) {
         expect(text).toMatch(
-          new RegExp(`import \\{[^}]*\\b${name}\\b[^}]*\\} from '../partner/assumptions.js'`),
+          new RegExp(`import \\{[^}]*\\b${name}\\b[^}]*\\} from '(\\.\\./)+partner/assumptions\\.js'`),
         );
         const assumption = (assumptions as unknown as Record<string, object>)[name]!;
         for (const field of namesOf(assumption)) {

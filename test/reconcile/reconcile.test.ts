@@ -6,7 +6,7 @@ import type { HttpRole } from '../../src/app/http-role.js';
 import type { Component } from '../../src/app/lifecycle.js';
 import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';
 import { createReconciler, type Reconciler } from '../../src/reconcile/reconciler.js';

@@ -73,9 +73,24 @@ function letterRow(l) {
   );
 }
 
+let choices;
+
+/** The filters' choices (command types, reasons) as the service knows them: `GET /ops/api/filters`. */
+async function loadChoices() {
+  const filters = await api('filters');
+  const fill = (id, values) => $(id).append(...values.map((v) => el('option', { value: v }, v)));
+  fill('f-command-type', filters.command_types);
+  fill('f-reason', filters.reasons);
+}
+
 export async function loadLetters() {
   $('list-error').textContent = '';
   try {
+    choices ??= loadChoices().catch((error) => {
+      choices = undefined;
+      throw error;
+    });
+    await choices;
     const { items, counts } = await api(`dead-letters?${filterQuery()}`);
     renderCounts(counts);
     $('letters-table')

@@ -6,10 +6,10 @@ import {
   type CommandConsumerDeps,
 } from '../../../src/command-consumer/command-consumer.js';
 import type { CommandType } from '../../../src/commands/command-type.js';
-import { COMMAND_TYPES } from '../../../src/events/commands.js';
+import { COMMAND_TYPES } from '../../../src/events/command-contracts.js';
 import { toCloudEvent } from '../../../src/events/cloudevent.js';
 import type { CommandOutcome } from '../../../src/events/outcomes.js';
-import { TOPICS } from '../../../src/kafka/topics.js';
+import { COMMAND_TOPICS, OUTCOME_TOPICS, TOPICS } from '../../../src/kafka/topics.js';
 import { createLogger } from '../../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../../src/partner/index.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../../src/sandbox/index.js';
@@ -17,20 +17,8 @@ import type { SandboxControl } from '../../../src/sandbox/control-client.js';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { createTestKafka, type TestKafka } from '../../support/kafka.js';
 
-export const COMMAND_TOPICS_ALL = [
-  TOPICS.applicationDecisions,
-  TOPICS.rentalPayments,
-  TOPICS.applicationDecisionOutcomes,
-  TOPICS.rentalPaymentOutcomes,
-  TOPICS.dlq(TOPICS.applicationDecisions),
-  TOPICS.dlq(TOPICS.rentalPayments),
-  TOPICS.customerRegistrations,
-  TOPICS.enrollments,
-  TOPICS.customerRegistrationOutcomes,
-  TOPICS.enrollmentOutcomes,
-  TOPICS.dlq(TOPICS.customerRegistrations),
-  TOPICS.dlq(TOPICS.enrollments),
-];
+/** Every command type's topics, its dead letters' and its outcomes' (from the list of command types). */
+export const COMMAND_TOPICS_ALL = [...COMMAND_TOPICS, ...COMMAND_TOPICS.map(TOPICS.dlq), ...OUTCOME_TOPICS];
 
 export interface Received {
   topic: string;
