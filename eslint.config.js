@@ -17,7 +17,7 @@ export default tseslint.config(
   {
     // Layers (docs/decisions/017-composition-root.md): the Partner client, the guard and the event
     // schemas never reach up into the HTTP face, the CLI, the ops API or the composition root.
-    files: ['src/partner/**', 'src/guard/**', 'src/events/**'],
+    files: ['src/partner/**', 'src/guard/**', 'src/contracts/**'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -27,8 +27,8 @@ import { Webhook } from 'standardwebhooks';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
-import type { SandboxControl } from '../src/sandbox/control-client.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
+import type { SandboxControl } from '../src/dev/sandbox/control-client.js';
+import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import type { BenchResult } from './types.js';
 import { freePort } from '../test/support/free-port.js';
 

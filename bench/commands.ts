@@ -15,19 +15,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import pg from 'pg';
-import { applicationDecisions } from '../src/commands/application-decisions.js';
+import { applicationDecisions } from '../src/command-types/application-decisions/application-decisions.js';
 import { createCommandConsumer } from '../src/command-consumer/command-consumer.js';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
-import { applicationDecisionCommandSchema } from '../src/events/commands.js';
-import { COMMAND_TYPES } from '../src/events/command-contracts.js';
-import { parseCloudEvent, toCloudEvent } from '../src/events/cloudevent.js';
-import { OUTCOME_TYPES } from '../src/events/outcomes.js';
+import { applicationDecisionCommandSchema } from '../src/contracts/commands.js';
+import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
+import { parseCloudEvent, toCloudEvent } from '../src/contracts/cloudevent.js';
+import { OUTCOME_TYPES } from '../src/contracts/outcomes.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
-import { createSandboxControl } from '../src/sandbox/index.js';
+import { createSandboxControl } from '../src/dev/sandbox/index.js';
 import type { BenchResult } from './types.js';
 
 const TOPIC_SET = [
@@ -256,7 +256,7 @@ async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
       'tsx',
       '--input-type=module',
       '-e',
-      "const { startSandbox } = await import('./src/sandbox/index.ts'); const s = await startSandbox({ port: 0 }); console.log('URL ' + s.url);",
+      "const { startSandbox } = await import('./src/dev/sandbox/index.ts'); const s = await startSandbox({ port: 0 }); console.log('URL ' + s.url);",
     ],
     { stdio: ['ignore', 'pipe', 'inherit'], cwd: new URL('..', import.meta.url).pathname },
   );
@@ -320,7 +320,7 @@ export async function run(): Promise<BenchResult> {
       },
       notes: [
         'The sandbox runs in its own process (the Partner API is remote); consumer, Kafka client and PostgreSQL client share one process, on a 2-core machine shared with other work.',
-        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs its snapshot (list pages shared for 1 s between commands, src/guard/snapshot-page-cache.ts), the in_flight commit, its write and the applied commit (the last alongside the outcome publish).',
+        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs its snapshot (list pages shared for 1 s between commands, src/guard/read-backs/snapshot-page-cache.ts), the in_flight commit, its write and the applied commit (the last alongside the outcome publish).',
         `Limit on: sandbox and shared budget at ${limit}/min; the budget's window is 61 s (1 s safety), so it leaves ${(limit * (60 / 61)).toFixed(0)}/min; "budget left after reads" = that minus the reads made.`,
         'Reads are GET requests made by the client (snapshots, read-backs; authentication excluded as it is a POST).',
       ],

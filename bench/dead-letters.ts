@@ -21,8 +21,8 @@ import {
 import { DEAD_LETTER_REASONS, toDeadLetterHeaders } from '../src/dead-letters/dead-letter-headers.js';
 import { countDeadLetters, searchDeadLetters } from '../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../src/dead-letters/redrive.js';
-import { toCloudEvent } from '../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../src/events/command-contracts.js';
+import { toCloudEvent } from '../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import type { BenchResult } from './types.js';

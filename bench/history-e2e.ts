@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
+import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const TSX = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url));

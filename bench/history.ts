@@ -31,11 +31,11 @@ import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { countDeadLetters, searchDeadLetters } from '../src/dead-letters/dead-letter-repository.js';
-import { createCommandRepository } from '../src/guard/command-repository.js';
+import { createCommandRepository } from '../src/guard/store/command-repository.js';
 import { SnapshotRing } from '../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../src/ops/overview/overview.js';
 import { createCommandStatusRepository } from '../src/pms/command-status-repository.js';
-import { traceId } from '../src/trace/trace.js';
+import { traceId } from '../src/event-trace/trace.js';
 import { fillHistory, firstValue, scaled, YEAR_OF_A_LARGE_PMS } from '../test/support/history-fill.js';
 import { startEndToEnd } from './history-e2e.js';
 import { percentile, pruningUnderLoad, seqRowsRead, storagePerMonth } from './history-figures.js';

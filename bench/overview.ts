@@ -14,7 +14,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
 import { SnapshotRing } from '../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../src/ops/overview/overview.js';
-import { traceId } from '../src/trace/trace.js';
+import { traceId } from '../src/event-trace/trace.js';
 import type { BenchResult } from './types.js';
 
 function percentile(values: number[], p: number): number {

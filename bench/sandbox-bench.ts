@@ -11,8 +11,8 @@ import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { createLogger, type Logger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type PartnerClient } from '../src/partner/index.js';
-import { startSandbox } from '../src/sandbox/index.js';
-import { createSandboxControl, type SandboxControl } from '../src/sandbox/control-client.js';
+import { startSandbox } from '../src/dev/sandbox/index.js';
+import { createSandboxControl, type SandboxControl } from '../src/dev/sandbox/control-client.js';
 
 export interface SandboxBench {
   db: Db;

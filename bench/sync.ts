@@ -17,7 +17,7 @@ import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import type { Resource } from '../src/partner/resources.js';
 import { COLLECTION_RULES, createPoller, createRequestCounter } from '../src/poller/index.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
+import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import pg from 'pg';
 import type { BenchResult } from './types.js';
 

@@ -20,13 +20,13 @@ import pg from 'pg';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
-import { rentalPaymentReadBack } from '../src/guard/rental-payment-read-back.js';
-import { createSnapshotPageCache } from '../src/guard/snapshot-page-cache.js';
-import { createSnapshotStore } from '../src/guard/snapshot-store.js';
+import { rentalPaymentReadBack } from '../src/command-types/rental-payments/rental-payment-read-back.js';
+import { createSnapshotPageCache } from '../src/guard/read-backs/snapshot-page-cache.js';
+import { createSnapshotStore } from '../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
 import { runResourcePass } from '../src/poller/resource-pass.js';
-import { createSandboxControl, startSandbox } from '../src/sandbox/index.js';
+import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import type { BenchResult } from './types.js';
 
 const logger = createLogger({ level: 'silent' });

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { publishedSchemas } from '../src/commands/command-schemas.js';
-import { renderJsonSchemas } from '../src/events/json-schemas.js';
+import { publishedSchemas } from '../src/contracts/published-schemas.js';
+import { renderJsonSchemas } from '../src/contracts/json-schemas.js';
 
 /**
  * Writes docs/schemas/<name>.json from the zod schemas of every event and, from the command-type

@@ -1,7 +1,7 @@
 /**
  * The one back-off of rentbridge, in the shape kafkajs uses for its retrier (`initialRetryTime`,
  * `multiplier`, `maxRetryTime`, `factor`), used by the Partner API client
- * (src/partner/retry-policy.ts), the guard (src/guard/guard-machine.ts, guarded-write.ts), the
+ * (src/partner/retry-policy.ts), the guard (src/guard/machine/guard-machine.ts, guarded-write.ts), the
  * command consumers and the relay. A leaf: it imports nothing.
  *
  * The wait after failure `n` (1-based; 0 counts as 1) is

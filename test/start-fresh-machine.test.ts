@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { answers } from '../src/local-servers/ports.js';
+import { answers } from '../src/dev/local-servers/ports.js';
 import { ROOT } from './support/cli.js';
 import { freePort } from './support/free-port.js';
 

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { answers } from '../src/local-servers/ports.js';
+import { answers } from '../src/dev/local-servers/ports.js';
 import { runCli, spawnCli } from './support/cli.js';
 import { freePort } from './support/free-port.js';
 

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { createSandboxControl } from '../src/sandbox/index.js';
-import type { SandboxControl } from '../src/sandbox/control-client.js';
+import { createSandboxControl } from '../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../src/dev/sandbox/control-client.js';
 import { ROOT } from './support/cli.js';
 import { freePort } from './support/free-port.js';
 

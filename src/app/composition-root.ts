@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCommandConsumer } from '../command-consumer/command-consumer.js';
-import { commandTypeByName, commandTypeNames } from '../commands/command-types.js';
+import { commandTypeByName, commandTypeNames } from '../command-types/command-types.js';
 import type { Config } from '../config/config.js';
 import { createDeadLetterIndexer } from '../dead-letters/dead-letter-indexer.js';
 import { createCallbacks } from '../callbacks/callbacks.js';
@@ -29,11 +29,11 @@ import {
   sourceKeys,
   type SourcePartners,
 } from '../partner/source-partners.js';
-import { relayRoleCheck, type RoleCheck } from '../readiness.js';
+import { relayRoleCheck, type RoleCheck } from './readiness.js';
 import { createRelay, type Relay } from '../relay/relay.js';
 import { createConfiguredRetentionPruner } from '../retention/retention-pruner.js';
 import { createResync, type Resync, type ResyncOptions } from '../resync/resync.js';
-import { createRuntime, type Runtime } from '../runtime.js';
+import { createRuntime, type Runtime } from './runtime.js';
 import { createHttpRole, type HttpRole } from './http-role.js';
 import type { Component } from './lifecycle.js';
 
@@ -45,7 +45,7 @@ import type { Component } from './lifecycle.js';
  * they have stopped.
  */
 
-/** A consumer per row of the command-type table (src/commands/command-types.ts), by its name. */
+/** A consumer per row of the command-type table (src/command-types/command-types.ts), by its name. */
 export type CommandConsumerName = string;
 export const COMMAND_CONSUMER_NAMES: readonly CommandConsumerName[] = commandTypeNames();
 

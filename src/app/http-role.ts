@@ -1,18 +1,18 @@
 import type { Server } from 'node:http';
-import { createCustomerTokens } from '../access-tokens/customer-token-router.js';
+import { createCustomerTokens } from '../pms/customer-token-router.js';
 import { createHttpApp } from '../http/http-app.js';
 import { createLimitedServer } from '../http/server-limits.js';
 import { createOpsRouter } from '../ops/ops-router.js';
 import { oidcSettings } from '../ops/oidc-settings.js';
 import { createCommandStatusRouter } from '../pms/command-status-router.js';
 import { reportRolesOnScrape } from '../ops/role-heartbeat.js';
-import { createReadiness, type RoleCheck } from '../readiness.js';
+import { createReadiness, type RoleCheck } from './readiness.js';
 import { createIngestWriter } from '../receiver/ingest-writer.js';
 import { createReceiptPruner } from '../receiver/receipt-pruner.js';
 import { retentionText } from '../retention/storage-router.js';
 import { createWebhookRouter } from '../receiver/webhook-router.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
-import type { Runtime } from '../runtime.js';
+import type { Runtime } from './runtime.js';
 import type { Component } from './lifecycle.js';
 
 /**

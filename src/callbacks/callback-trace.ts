@@ -1,6 +1,6 @@
 import type { Db } from '../db/prisma.js';
-import { escapeId } from '../events/command-identity.js';
-import type { Trace, TraceStep } from '../trace/trace.js';
+import { escapeId } from '../contracts/command-identity.js';
+import type { Trace, TraceStep } from '../event-trace/trace.js';
 import { attemptsOf, listDeliveries } from './callback-repository.js';
 
 /** A trace with its commands' outcome callbacks (stage `callback`). */

@@ -4,7 +4,7 @@ import { insertOutboxRows, type OutboxMessageInput, type Tx } from '../outbox/ou
 import { TOPICS } from '../kafka/topics.js';
 import { TOMBSTONE_TYPE } from '../outbox/outbox-message.js';
 import type { Resource } from '../partner/resources.js';
-import { stateChangeType, type StateChange } from '../events/state-change.js';
+import { stateChangeType, type StateChange } from '../contracts/state-change.js';
 
 /**
  * The one write path of state changes: the receiver (webhooks) and the poller (list reads and

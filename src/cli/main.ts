@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { projectRoot } from '../local-servers/project-root.js';
+import { projectRoot } from '../dev/local-servers/project-root.js';
 import { registerCallbacks } from './callbacks-program.js';
 import { registerReconcile } from './reconcile-program.js';
 import { registerOpsAccess } from './ops-access-program.js';
@@ -9,8 +9,8 @@ import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
 import { EXIT_USAGE, loadConfigOrExit, UsageError } from './process.js';
 import { unreachableLine, unreachableServer } from './server-unreachable.js';
-import { ID_KINDS, type IdKind } from '../trace/trace-repository.js';
-import { commandContracts } from '../events/command-contracts.js';
+import { ID_KINDS, type IdKind } from '../event-trace/trace-repository.js';
+import { commandContracts } from '../contracts/command-contracts.js';
 
 const CONSUMER_NAMES = commandContracts().map((c) => c.name);
 const COMMAND_KINDS = commandContracts().map((c) => c.kind);

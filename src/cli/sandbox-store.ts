@@ -1,5 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import type { SandboxPersistence, SandboxSnapshot } from '../sandbox/index.js';
+import type { SandboxPersistence, SandboxSnapshot } from '../dev/sandbox/index.js';
 
 /** The one row of `sandbox_state` the demo's sandbox is kept in. */
 export const DEMO_SANDBOX = 'demo';

@@ -1,12 +1,11 @@
 import type { Consumer, Kafka } from 'kafkajs';
-import type { AnyCommandType } from '../commands/command-type.js';
+import type { AnyCommandType } from '../command-types/command-type.js';
 import type { Db } from '../db/prisma.js';
 import { DEAD_LETTER_REASONS } from '../dead-letters/dead-letter-headers.js';
-import { PARTNER_ERROR_CODES } from '../events/outcomes.js';
+import { PARTNER_ERROR_CODES } from '../contracts/outcomes.js';
 import {
   createCommandLocks,
   createCommandRepository,
-  createPaymentLedger,
   createSnapshotPageCache,
   createSnapshotStore,
   createThrottleGate,
@@ -17,6 +16,7 @@ import {
   type GuardPartner,
   type ReadBackStrategy,
 } from '../guard/index.js';
+import { createPaymentLedger } from '../command-types/rental-payments/payment-ledger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
@@ -29,7 +29,7 @@ import { createCommandHandler } from './run-command.js';
 import { destinationsOf } from './outcome-events.js';
 
 /**
- * The consumer of one command type (a row of src/commands/command-types.ts): one Kafka consumer on
+ * The consumer of one command type (a row of src/command-types/command-types.ts): one Kafka consumer on
  * its topic, messages of one partition in order (they are keyed by the target record, so one
  * record's commands run in sequence), partitions in parallel. Each message is handled
  * (src/command-consumer/run-command.ts), and only once what it publishes is on Kafka is its
@@ -67,7 +67,7 @@ export interface CommandConsumerDeps {
   guard?: GuardOptions;
   /**
    * How long a list page read for one command's snapshot serves the snapshots of others (see
-   * src/guard/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
+   * src/guard/read-backs/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
    */
   snapshotPageTtlMs?: number;
   /**
@@ -100,7 +100,7 @@ function countFromZero(type: AnyCommandType) {
  * The client acting for each source, each with one read-back strategy (and snapshot page cache):
  * a scoped key sees another list, so a page read with one key never serves another key's reads,
  * and a snapshot names the key that read it, so a read-back with another key (PMS_PARTNER_KEYS
- * changed in between) is no evidence (src/guard/key-pinned-read-back.ts).
+ * changed in between) is no evidence (src/guard/read-backs/key-pinned-read-back.ts).
  */
 function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;

@@ -4,9 +4,9 @@ import {
   contractOfEvent,
   looseIdsOf,
   type AnyCommandContract,
-} from '../events/command-contracts.js';
-import { parseCloudEvent } from '../events/cloudevent.js';
-import { commandSourceOf } from '../events/command-identity.js';
+} from '../contracts/command-contracts.js';
+import { parseCloudEvent } from '../contracts/cloudevent.js';
+import { commandSourceOf } from '../contracts/command-identity.js';
 import { preferredRequestIdBase } from '../guard/index.js';
 import { traceContextFor } from '../telemetry/telemetry.js';
 import { deadLetterEvent, outcomeEvent, refusedOutcome } from './outcome-events.js';

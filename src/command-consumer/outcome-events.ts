@@ -1,12 +1,12 @@
 import type { IHeaders, KafkaMessage, Message, TopicMessages } from 'kafkajs';
-import type { AnyCommandType, FollowUpCommand } from '../commands/command-type.js';
+import type { AnyCommandType, FollowUpCommand } from '../command-types/command-type.js';
 import {
   toDeadLetterHeaders,
   withOriginalHeaders,
   type DeadLetterReason,
 } from '../dead-letters/dead-letter-headers.js';
-import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../events/cloudevent.js';
-import { isSuccess, type CommandKind, type CommandOutcome } from '../events/outcomes.js';
+import { cloudEventHeaders, parseCloudEvent, toCloudEvent } from '../contracts/cloudevent.js';
+import { isSuccess, type CommandKind, type CommandOutcome } from '../contracts/outcomes.js';
 import type { CommandRecord } from '../guard/index.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { OutcomeError } from '../partner/errors.js';
@@ -21,7 +21,7 @@ import { withTraceExtension } from '../telemetry/telemetry.js';
 
 /**
  * What every part of one command consumer shares: its command type (a row of the table,
- * src/commands/command-types.ts) and the physical names it reads and writes.
+ * src/command-types/command-types.ts) and the physical names it reads and writes.
  */
 export interface Destinations {
   type: AnyCommandType;

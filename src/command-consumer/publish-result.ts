@@ -1,9 +1,9 @@
 import type { TopicMessages } from 'kafkajs';
-import type { Completion } from '../commands/command-type.js';
+import type { Completion } from '../command-types/command-type.js';
 import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter-headers.js';
-import { describeIdentity, escapeId, type CommandIdentity } from '../events/command-identity.js';
-import { outcomeEventId } from '../events/outcome-id.js';
-import { errorCodeLabel } from '../events/outcomes.js';
+import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-identity.js';
+import { outcomeEventId } from '../contracts/outcome-id.js';
+import { errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
 import { messagePositions } from '../kafka/message-positions.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';

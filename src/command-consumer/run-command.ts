@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelay, type BackoffPolicy } from '../backoff.js';
-import type { StepTools } from '../commands/command-type.js';
-import { commandIdOf, targetIdOf } from '../events/command-contracts.js';
-import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
+import type { StepTools } from '../command-types/command-type.js';
+import { commandIdOf, targetIdOf } from '../contracts/command-contracts.js';
+import { commandSourceOf, type CommandIdentity } from '../contracts/command-identity.js';
 import {
   guardedWrite,
   GuardBusyError,

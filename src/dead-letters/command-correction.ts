@@ -1,11 +1,11 @@
-import { contractOfPhysicalTopic, looseIdsOf } from '../events/command-contracts.js';
-import { cloudEventSchema } from '../events/cloudevent.js';
-import { commandSourceOf, type CommandIdentity } from '../events/command-identity.js';
+import { contractOfPhysicalTopic, looseIdsOf } from '../contracts/command-contracts.js';
+import { cloudEventSchema } from '../contracts/cloudevent.js';
+import { commandSourceOf, type CommandIdentity } from '../contracts/command-identity.js';
 import { describeIssues } from './dead-letter-filters.js';
 
 /**
  * A command in a dead letter's value, read through the command-type table
- * (src/commands/command-types.ts): the row of the letter's original topic says the command's
+ * (src/command-types/command-types.ts): the row of the letter's original topic says the command's
  * schema, id field and target.
  */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { COMMAND_KINDS } from '../events/outcomes.js';
+import { COMMAND_KINDS } from '../contracts/outcomes.js';
 import { DEAD_LETTER_REASONS } from './dead-letter-headers.js';
 
 /** States of a dead letter: only an `open` one can be redriven or discarded. */

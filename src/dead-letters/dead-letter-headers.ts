@@ -1,5 +1,5 @@
 import type { IHeaders } from 'kafkajs';
-import { cloudEventHeaders } from '../events/cloudevent.js';
+import { cloudEventHeaders } from '../contracts/cloudevent.js';
 import type { OutcomeError } from '../partner/errors.js';
 
 /**
@@ -40,7 +40,7 @@ export interface DeadLetterInfo {
   partnerRequestIds: string[];
   consumerGroup: string;
   commandId?: string | null;
-  /** With commandId and commandType, the command's identity (src/events/command-identity.ts). */
+  /** With commandId and commandType, the command's identity (src/contracts/command-identity.ts). */
   commandSource?: string | null;
   commandType?: string | null;
 }

@@ -1,5 +1,5 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
-import { commandContracts } from '../events/command-contracts.js';
+import { commandContracts } from '../contracts/command-contracts.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';

@@ -1,8 +1,8 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import type { CommandIdentity } from '../events/command-identity.js';
-import { resetCommandRow } from '../guard/command-repository.js';
-import { redriveReset } from '../guard/guard-machine.js';
+import type { CommandIdentity } from '../contracts/command-identity.js';
+import { resetCommandRow } from '../guard/store/command-repository.js';
+import { redriveReset } from '../guard/machine/guard-machine.js';
 
 /**
  * What ops read of the guard's `commands` / `command_attempts` tables. The guard writes them, the
@@ -12,8 +12,8 @@ import { redriveReset } from '../guard/guard-machine.js';
 
 type Tx = Prisma.TransactionClient;
 
-/** The guard's own: its state machine decides what a redrive resets (src/guard/guard-machine.ts). */
-export { APPLIED_STATES, RESETTABLE_STATES } from '../guard/guard-machine.js';
+/** The guard's own: its state machine decides what a redrive resets (src/guard/machine/guard-machine.ts). */
+export { APPLIED_STATES, RESETTABLE_STATES } from '../guard/machine/guard-machine.js';
 
 export interface CommandAttemptView {
   attempt: number;

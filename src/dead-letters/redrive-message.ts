@@ -1,5 +1,5 @@
 import type { IHeaders } from 'kafkajs';
-import { CLOUDEVENT_CONTENT_TYPE, cloudEventHeaders, parseCloudEvent } from '../events/cloudevent.js';
+import { CLOUDEVENT_CONTENT_TYPE, cloudEventHeaders, parseCloudEvent } from '../contracts/cloudevent.js';
 import { topicName } from '../kafka/topics.js';
 import { DLQ_HEADER, REDRIVE_HEADER } from './dead-letter-headers.js';
 import type { DeadLetter } from './dead-letter-repository.js';

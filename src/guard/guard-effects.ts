@@ -1,15 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '@prisma/client';
-import type { CommandIdentity } from '../events/command-identity.js';
+import type { CommandIdentity } from '../contracts/command-identity.js';
 import type { Logger } from '../logger.js';
 import type { LogSummary } from '../log-summary.js';
 import { metrics } from '../metrics.js';
-import { classifyFailure } from './classify-failure.js';
-import type { CommandLock, CommandLocks } from './command-lock.js';
-import type { CommandRecord, CommandRepository, FailureInput } from './command-repository.js';
-import { readRequestId } from './command-request-ids.js';
-import type { GuardAction, GuardEvent, MachineState, Prelude, Wait } from './guard-machine.js';
-import type { ReadBackStrategy, Verdict } from './read-back.js';
+import { classifyFailure } from './machine/classify-failure.js';
+import type { CommandLock, CommandLocks } from './store/command-lock.js';
+import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';
+import { readRequestId } from './machine/command-request-ids.js';
+import type { GuardAction, GuardEvent, MachineState, Prelude, Wait } from './machine/guard-machine.js';
+import type { ReadBackStrategy, Verdict } from './read-backs/read-back.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 /**

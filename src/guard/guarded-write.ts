@@ -1,13 +1,13 @@
 import type { Logger } from '../logger.js';
 import type { LogSummary } from '../log-summary.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
-import type { CommandIdentity } from '../events/command-identity.js';
-import type { CommandLocks } from './command-lock.js';
-import type { CommandRecord, CommandRepository, FailureInput } from './command-repository.js';
-import { preferredRequestIdBase } from './command-request-ids.js';
+import type { CommandIdentity } from '../contracts/command-identity.js';
+import type { CommandLocks } from './store/command-lock.js';
+import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';
+import { preferredRequestIdBase } from './machine/command-request-ids.js';
 import { perform, type EffectContext } from './guard-effects.js';
-import { decide, initialState, type MachineLimits } from './guard-machine.js';
-import type { ReadBackStrategy } from './read-back.js';
+import { decide, initialState, type MachineLimits } from './machine/guard-machine.js';
+import type { ReadBackStrategy } from './read-backs/read-back.js';
 import type { ThrottleGate } from './throttle-gate.js';
 
 export { GuardBusyError, GuardInterruptedError } from './guard-effects.js';
@@ -35,7 +35,7 @@ export { GuardBusyError, GuardInterruptedError } from './guard-effects.js';
  *                                                   else → unverified
  *
  * One writer per command (docs/decisions/011-one-writer-per-command.md): the whole walk runs
- * under the command's lock (src/guard/command-lock.ts), which dies with its process. A process
+ * under the command's lock (src/guard/store/command-lock.ts), which dies with its process. A process
  * that meets a command another one is working on (a Kafka rebalance redelivered it) waits for
  * the lock, then walks the row as the holder left it: final → publish again, write nothing;
  * still in_flight → the holder died mid-write: read back, and wait out the processing bound

@@ -5,7 +5,7 @@ import {
   CUSTOMER_REGISTRATION,
   ENROLLMENT,
   RENTAL_PAYMENT,
-} from '../events/command-contracts.js';
+} from '../contracts/command-contracts.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
 import { defaultTopicSettings, wantedTopic, type TopicSettings } from './topic-settings.js';
 

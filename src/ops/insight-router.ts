@@ -6,7 +6,7 @@ import { withCallbackSteps } from '../callbacks/callback-trace.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { registry as processRegistry } from '../metrics.js';
-import { ID_KINDS, traceId, type IdKind } from '../trace/trace.js';
+import { ID_KINDS, traceId, type IdKind } from '../event-trace/trace.js';
 import { SnapshotRing } from './overview/metric-samples.js';
 import { buildOverview } from './overview/overview.js';
 

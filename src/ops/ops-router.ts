@@ -16,7 +16,7 @@ import { createDeadLetterService } from '../dead-letters/dead-letter-service.js'
 import type { RedriveOutcome } from '../dead-letters/redrive.js';
 import { DEAD_LETTER_REASONS } from '../dead-letters/dead-letter-headers.js';
 import { AppError } from '../errors.js';
-import { commandContracts } from '../events/command-contracts.js';
+import { commandContracts } from '../contracts/command-contracts.js';
 import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Db } from '../db/prisma.js';
-import { commandContracts } from '../events/command-contracts.js';
+import { commandContracts } from '../contracts/command-contracts.js';
 import type { Logger } from '../logger.js';
 import { exposeMetrics, scrapeHooks } from '../metrics.js';
 

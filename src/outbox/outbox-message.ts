@@ -1,5 +1,5 @@
 import type { Message } from 'kafkajs';
-import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../events/cloudevent.js';
+import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../contracts/cloudevent.js';
 import { withTraceExtension } from '../telemetry/telemetry.js';
 
 /**

@@ -100,7 +100,7 @@ export function webhookEventType(singular: string, action: WebhookEventAction): 
  * The assumptions the guarded write's proof rests on (DESIGN.md, "What the spec does not show";
  * decision 033). Each is described once, here: what it says, what breaks if it is false, the probe
  * step that checks it, and the names the read-back reads (src/guard/*-read-back.ts read them from
- * here, and so does the probe's check of it, src/probe/checks/<id>.ts, so the probe checks what the
+ * here, and so does the probe's check of it, src/partner-probe/checks/<id>.ts, so the probe checks what the
  * guard uses). Change a name here and both follow.
  */
 export type GuardAssumptionId =
@@ -204,7 +204,7 @@ export const DATE_FILTERS = guardAssumption({
 /**
  * Spec 4.2, 4.6.3: customers are ordered by `order_by`, default `created_at` descending, "with ties
  * broken by id"; neither the tie direction nor the precision of `created_at` is shown. The
- * onboarding read-back (src/guard/newest-first.ts, decision 018) walks the newest-first list down to
+ * onboarding read-back (src/guard/read-backs/newest-first.ts, decision 018) walks the newest-first list down to
  * the first customer strictly older than the snapshot's newest one. It also assumes that
  * `created_at` and `id` never change; that ties are broken by id one way or the other, the same on
  * every page (a total order: pages neither overlap nor skip); that `created_at` is cut to its
@@ -230,7 +230,7 @@ export const CUSTOMERS_NEWEST_FIRST = guardAssumption({
 
 /**
  * Every assumption the guard relies on, in the order the probe checks them (its rows come out in
- * this order). The probe has one check per id (src/probe/checks/index.ts; test/probe/checks.test.ts).
+ * this order). The probe has one check per id (src/partner-probe/checks/index.ts; test/partner-probe/checks.test.ts).
  */
 export const GUARD_ASSUMPTIONS: readonly GuardAssumption[] = [
   DATE_FILTERS,

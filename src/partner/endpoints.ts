@@ -83,7 +83,7 @@ export function toSearchParams(query: Record<string, unknown>): URLSearchParams 
  * Fills `{id}` in a path template, URL-encoded. An empty id or a dot segment (`.`, `..`) is
  * refused: encoding leaves dots as they are and URL resolution would move the call to another
  * path (`/applications/../approve` is `/approve`). Ids are checked where they enter
- * (src/events/ids.ts); this is the last defence, so that no write goes anywhere but its endpoint.
+ * (src/contracts/ids.ts); this is the last defence, so that no write goes anywhere but its endpoint.
  */
 export function fillPath(template: string, id: string | number): string {
   const text = String(id);

@@ -1,7 +1,7 @@
 import { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import type { CommandKind } from '../events/outcomes.js';
-import { fromRaw, type CommandRecord, type RawRow } from '../guard/command-repository.js';
+import type { CommandKind } from '../contracts/outcomes.js';
+import { fromRaw, type CommandRecord, type RawRow } from '../guard/store/command-repository.js';
 
 /**
  * Read-only queries of the guard's `commands` rows for the PMS-facing status endpoints. Every

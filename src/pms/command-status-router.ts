@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { toOutcome } from '../command-consumer/outcome-events.js';
 import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
-import { COMMAND_KINDS, OUTCOME_STATUSES, type CommandKind } from '../events/outcomes.js';
-import type { CommandRecord } from '../guard/command-repository.js';
-import { isFinal } from '../guard/command-repository.js';
+import { COMMAND_KINDS, OUTCOME_STATUSES, type CommandKind } from '../contracts/outcomes.js';
+import type { CommandRecord } from '../guard/store/command-repository.js';
+import { isFinal } from '../guard/store/command-repository.js';
 import type { Logger } from '../logger.js';
 import { createVerifier, type Verifier } from '../receiver/signature.js';
 import {

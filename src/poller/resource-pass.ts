@@ -48,7 +48,7 @@ export interface PassContext {
   signal?: AbortSignal;
   /**
    * Where the pages of the collections the guard snapshots go, for its next snapshots (issue 43,
-   * src/guard/snapshot-store.ts): `askedAt` is no later than the page was asked for.
+   * src/guard/read-backs/snapshot-store.ts): `askedAt` is no later than the page was asked for.
    */
   snapshots?: PageSink;
 }

@@ -5,10 +5,10 @@ import {
   contractOfPmsEvent,
   pmsEventSchemaOf,
   targetIdOf,
-} from '../events/command-contracts.js';
-import { parsePartnerEventType, partnerWebhookSchema } from '../events/partner-events.js';
-import { webhookEnvelopeSchema } from '../events/pms-events.js';
-import { UNROUTED_TYPE, type UnroutedEvent } from '../events/unrouted.js';
+} from '../contracts/command-contracts.js';
+import { parsePartnerEventType, partnerWebhookSchema } from '../contracts/partner-events.js';
+import { webhookEnvelopeSchema } from '../contracts/pms-events.js';
+import { UNROUTED_TYPE, type UnroutedEvent } from '../contracts/unrouted.js';
 import { AppError } from '../errors.js';
 import { TOPICS } from '../kafka/topics.js';
 import type { IngestItem } from './ingest-writer.js';

@@ -1,4 +1,4 @@
-import { commandContracts } from '../events/command-contracts.js';
+import { commandContracts } from '../contracts/command-contracts.js';
 import { WEBHOOK_EVENT_ACTIONS } from '../partner/assumptions.js';
 import { RESOURCES, SINGULAR } from '../partner/resources.js';
 import { TOPICS } from '../kafka/topics.js';

@@ -1,6 +1,6 @@
 import express, { type Request, type Response, type NextFunction, type Router } from 'express';
 import type { Config } from '../config/config.js';
-import { UNROUTED_TYPE } from '../events/unrouted.js';
+import { UNROUTED_TYPE } from '../contracts/unrouted.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';

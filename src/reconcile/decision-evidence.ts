@@ -1,5 +1,5 @@
 import { DECISION_VISIBLE_ON_APPLICATION } from '../partner/assumptions.js';
-import { sameTime } from '../guard/read-back.js';
+import { sameTime } from '../guard/read-backs/read-back.js';
 import {
   boundPassed,
   itemOf,

@@ -1,4 +1,4 @@
-import { byCreatedAt, byId, type Marker, type NewestFirstOrder } from '../guard/newest-first.js';
+import { byCreatedAt, byId, type Marker, type NewestFirstOrder } from '../guard/read-backs/newest-first.js';
 import {
   boundPassed,
   itemOf,

@@ -1,6 +1,6 @@
 import { PAYMENT_VISIBLE_ON_ENROLLMENT, REPORT_MOVES_UPDATED_AT } from '../partner/assumptions.js';
-import { paymentsOn } from '../guard/rental-payment-read-back.js';
-import { sameTime } from '../guard/read-back.js';
+import { paymentsOn } from '../command-types/rental-payments/rental-payment-read-back.js';
+import { sameTime } from '../guard/read-backs/read-back.js';
 import {
   boundPassed,
   itemOf,

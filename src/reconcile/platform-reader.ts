@@ -1,7 +1,7 @@
 import type { PartnerClient } from '../partner/index.js';
 import type { PagedResource } from '../partner/endpoints.js';
 import { DATE_FILTERS } from '../partner/assumptions.js';
-import { newestFirstQuery } from '../guard/newest-first.js';
+import { newestFirstQuery } from '../guard/read-backs/newest-first.js';
 
 /**
  * Reads the records a pass needs from the Partner API, on the poll lane of the shared budget

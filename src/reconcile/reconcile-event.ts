@@ -1,11 +1,11 @@
 import type { Message } from 'kafkajs';
-import { cloudEventHeaders, toCloudEvent } from '../events/cloudevent.js';
+import { cloudEventHeaders, toCloudEvent } from '../contracts/cloudevent.js';
 import type { RunRecord } from './reconcile-repository.js';
 import {
   MAX_REPORTED_ITEMS,
   RECONCILIATION_REPORT_TYPE,
   type ReconciliationReport,
-} from '../events/reconciliation-report.js';
+} from '../contracts/reconciliation-report.js';
 import { isDrift, type ReconcileItem } from './reconcile-types.js';
 
 /**

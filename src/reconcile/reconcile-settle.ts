@@ -1,14 +1,14 @@
 import type { KafkaMessage } from 'kafkajs';
-import { commandTypeOfKind } from '../commands/command-types.js';
+import { commandTypeOfKind } from '../command-types/command-types.js';
 import { destinationsOf } from '../command-consumer/outcome-events.js';
 import { createResultPublisher, type ResultPublisher } from '../command-consumer/publish-result.js';
 import type { Db } from '../db/prisma.js';
-import { commandSourceOf, pmsCloudEventSource, type CommandIdentity } from '../events/command-identity.js';
-import type { CommandKind } from '../events/outcomes.js';
+import { commandSourceOf, pmsCloudEventSource, type CommandIdentity } from '../contracts/command-identity.js';
+import type { CommandKind } from '../contracts/outcomes.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import { redriveDeadLetter } from '../dead-letters/redrive.js';
 import type { CommandRecord, CommandRepository, GuardPartner } from '../guard/index.js';
-import type { Completion } from '../commands/command-type.js';
+import type { Completion } from '../command-types/command-type.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { KeyUse } from '../partner/source-partners.js';

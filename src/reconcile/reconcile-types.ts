@@ -1,4 +1,4 @@
-import { RECONCILE_VERDICTS } from '../events/reconciliation-report.js';
+import { RECONCILE_VERDICTS } from '../contracts/reconciliation-report.js';
 
 export { RECONCILE_VERDICTS };
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
-import { backlog } from './outbox-reader.js';
+import { backlog } from '../outbox/outbox-reader.js';
 import type { RelayProgress, RelayStatus } from './relay-status.js';
 
 /**
@@ -52,7 +52,7 @@ export function createRelayGauges(options: RelayGaugesOptions): { measure(): Pro
       metrics.outboxBacklog.set(count);
       metrics.outboxParked.set(b.parked);
       metrics.relayLagSeconds.set(lag);
-      // The same rule as /readyz's relay check (src/readiness.ts), so that two writers of the
+      // The same rule as /readyz's relay check (src/app/readiness.ts), so that two writers of the
       // gauge in one process (`start`) agree; the relay's own readiness is the ack-based one.
       metrics.relayStalled.set(lag > stallSeconds ? 1 : 0);
       if (options.isLeader()) logProgress(count, lag, now);

@@ -8,7 +8,7 @@ import { telemetryEnabled, tracePublish } from '../telemetry/telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';
-import { markFailed, markParked, type OutboxRow } from './outbox-reader.js';
+import { markFailed, markParked, type OutboxRow } from '../outbox/outbox-reader.js';
 import type { RelayProgress } from './relay-status.js';
 import type { Acked, StreamItem } from './topic-stream.js';
 

@@ -4,10 +4,10 @@ import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import { backoffDelay } from '../backoff.js';
-import { createOutboxListener } from './outbox-listener.js';
-import { prunePublished, type OutboxRow } from './outbox-reader.js';
-import { createOutboxVacuum } from './outbox-vacuum.js';
-import { createOutboxStreamReader } from './outbox-stream-reader.js';
+import { createOutboxListener } from '../outbox/outbox-listener.js';
+import { prunePublished, type OutboxRow } from '../outbox/outbox-reader.js';
+import { createOutboxVacuum } from '../outbox/outbox-vacuum.js';
+import { createOutboxStreamReader } from '../outbox/outbox-stream-reader.js';
 import { createRelayProgress, relayReadiness, type RelayStatus } from './relay-status.js';
 import { runTopicStream, type RowPositions } from './topic-stream.js';
 import { exposeRelayMetrics } from './relay-metrics.js';
@@ -62,7 +62,7 @@ export interface RelayOptions {
   /** The process's one producer (src/app/composition-root.ts). Default: one of the relay's own. */
   producer?: SharedProducer;
   /**
-   * Published rows after which a drained relay vacuums the outbox (src/relay/outbox-vacuum.ts).
+   * Published rows after which a drained relay vacuums the outbox (src/outbox/outbox-vacuum.ts).
    * Default 100000.
    */
   vacuumAfterRows?: number;

@@ -1,8 +1,8 @@
 import type { Message } from 'kafkajs';
 import { withEncodedRecords } from '../kafka/encoded-record.js';
 import { messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
-import type { OutboxRow } from './outbox-reader.js';
-import type { OutboxStreamReader } from './outbox-stream-reader.js';
+import type { OutboxRow } from '../outbox/outbox-reader.js';
+import type { OutboxStreamReader } from '../outbox/outbox-stream-reader.js';
 
 /**
  * One topic's rows on their way to Kafka, pipelined: while one request waits for its ack, the next

@@ -5,7 +5,7 @@ import { TOPICS } from '../kafka/topics.js';
 import { insertOutboxRows, type OutboxMessageInput } from '../outbox/outbox-repository.js';
 import { notifyRelay } from '../outbox/relay-waker.js';
 import type { Resource } from '../partner/resources.js';
-import { stateChangeType, type StateChange } from '../events/state-change.js';
+import { stateChangeType, type StateChange } from '../contracts/state-change.js';
 
 /** The resync's reads and writes of PostgreSQL: its position per resource and its outbox rows. */
 

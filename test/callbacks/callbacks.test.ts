@@ -9,9 +9,9 @@ import { createCallbackOpsRouter } from '../../src/callbacks/callback-ops-router
 import { createHttpApp } from '../../src/http/http-app.js';
 import { enableEndpoint } from '../../src/callbacks/callback-repository.js';
 import { loadConfig } from '../../src/config/config.js';
-import { cloudEventHeaders, toCloudEvent } from '../../src/events/cloudevent.js';
-import { commandOutcomeSchema, OUTCOME_TYPES, type CommandOutcome } from '../../src/events/outcomes.js';
-import { OUTCOME_TOPICS } from '../../src/callbacks/callback-intake.js';
+import { cloudEventHeaders, toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { commandOutcomeSchema, OUTCOME_TYPES, type CommandOutcome } from '../../src/contracts/outcomes.js';
+import { OUTCOME_TOPICS } from '../../src/kafka/topics.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { useApp } from '../support/app.js';
@@ -36,7 +36,7 @@ function buildOutcome(overrides: Partial<CommandOutcome> = {}): CommandOutcome {
   });
 }
 
-/** An outcome message as the command consumers publish it (src/commands/command-runner.ts). */
+/** An outcome message as the command consumers publish it (src/command-types/command-runner.ts). */
 function outcomeMessage(outcome: CommandOutcome, id = `outcome.${randomUUID()}`) {
   const event = {
     ...toCloudEvent({

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryOf } from '../../src/callbacks/callback-intake.js';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
-import { outcomeEventId } from '../../src/events/outcome-id.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
+import { outcomeEventId } from '../../src/contracts/outcome-id.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { traceId } from '../../src/trace/trace.js';
+import { traceId } from '../../src/event-trace/trace.js';
 import {
   FAST_GUARD,
   headersOf,

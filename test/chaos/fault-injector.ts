@@ -2,7 +2,7 @@ import type { PlannedFault, StormKind } from './fault-schedule.js';
 import type { KafkaBroker } from './kafka-broker.js';
 import type { PostgresCluster } from './postgres-cluster.js';
 import type { Supervisor } from './process-supervisor.js';
-import type { FaultInput, SandboxControl } from '../../src/sandbox/control-client.js';
+import type { FaultInput, SandboxControl } from '../../src/dev/sandbox/control-client.js';
 
 /**
  * Carries out the planned faults and measures how long the system takes to do useful work

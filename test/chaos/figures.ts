@@ -1,4 +1,4 @@
-import type { LedgerEntry, WebhookDelivery } from '../../src/sandbox/control-client.js';
+import type { LedgerEntry, WebhookDelivery } from '../../src/dev/sandbox/control-client.js';
 import type { FaultRecord } from './fault-injector.js';
 import type { Analysis } from './invariants.js';
 import { isWritePath } from './invariants.js';

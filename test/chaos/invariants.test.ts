@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LedgerEntry } from '../../src/sandbox/control-client.js';
+import type { LedgerEntry } from '../../src/dev/sandbox/control-client.js';
 import { analyse, type Evidence } from './invariants.js';
 import type { LoadState, SentCommand, SentWebhook } from './load-generator.js';
 import type { ReadMessage } from './topic-reader.js';

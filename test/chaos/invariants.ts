@@ -1,4 +1,4 @@
-import type { LedgerEntry, WebhookDelivery } from '../../src/sandbox/control-client.js';
+import type { LedgerEntry, WebhookDelivery } from '../../src/dev/sandbox/control-client.js';
 import { commandKey, PRIMARY_SOURCE, type LoadState, type SentCommand } from './load-generator.js';
 import type { ReadMessage } from './topic-reader.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Random } from './chaos-options.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 
 /**
  * The steady load of the chaos run: signed PMS webhooks (the commands), duplicates and replays of

@@ -18,7 +18,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import * as prettier from 'prettier';
 import { allTopics, ensureTopics } from '../../src/kafka/topics.js';
-import { createSandboxControl, type SandboxControl } from '../../src/sandbox/control-client.js';
+import { createSandboxControl, type SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import {
   analyseCallbacks,
   planOutages,

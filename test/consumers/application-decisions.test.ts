@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import type { FaultInput } from '../../src/sandbox/faults.js';
+import type { FaultInput } from '../../src/dev/sandbox/faults.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandType } from '../../src/commands/command-type.js';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
-import type { RentalPaymentCommand } from '../../src/events/commands.js';
+import type { CommandType } from '../../src/command-types/command-type.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
+import type { RentalPaymentCommand } from '../../src/contracts/commands.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { fillPath, InvalidPathIdError } from '../../src/partner/endpoints.js';
 import { REPORT_RENTAL_PAYMENTS_PATH } from '../../src/partner/assumptions.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';

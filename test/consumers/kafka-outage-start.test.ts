@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { createKafkaBroker, type KafkaBroker } from '../chaos/kafka-broker.js';
 import { ROOT, spawnCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrations } from '../../src/commands/customer-registrations.js';
-import { enrollments } from '../../src/commands/enrollments.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { enrollmentRequestIdOf } from '../../src/events/commands.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
+import { enrollments } from '../../src/command-types/enrollments/enrollments.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { enrollmentRequestIdOf } from '../../src/contracts/commands.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import type { CommandConsumer } from '../../src/command-consumer/command-consumer.js';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
-import type { CommandOutcome } from '../../src/events/outcomes.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
+import type { CommandOutcome } from '../../src/contracts/outcomes.js';
 import { registry } from '../../src/metrics.js';
-import type { FaultInput } from '../../src/sandbox/faults.js';
+import type { FaultInput } from '../../src/dev/sandbox/faults.js';
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
 import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.js';
 

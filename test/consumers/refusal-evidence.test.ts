@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrations } from '../../src/commands/customer-registrations.js';
-import { enrollments } from '../../src/commands/enrollments.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
+import { enrollments } from '../../src/command-types/enrollments/enrollments.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createHarness, FAST_GUARD, TEST_MAX_PROCESSING_MS, uid, type Harness } from './support/harness.js';
 

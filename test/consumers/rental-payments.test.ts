@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
-import type { FaultInput } from '../../src/sandbox/faults.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
+import type { FaultInput } from '../../src/dev/sandbox/faults.js';
 import {
   FAST_GUARD,
   TEST_MAX_PROCESSING_MS,

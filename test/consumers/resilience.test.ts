@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import type { CommandConsumer } from '../../src/command-consumer/command-consumer.js';
 import { TEST_MAX_PROCESSING_MS, createHarness, uid, type Harness } from './support/harness.js';
 

@@ -3,8 +3,8 @@ import { createCompositionRoot, type CompositionRoot } from '../../src/app/compo
 import type { HttpRole } from '../../src/app/http-role.js';
 import type { Overview } from '../../src/ops/overview/overview.js';
 import { loadConfig } from '../../src/config/config.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { createHarness, FAST_GUARD, headersOf, logger, uid, type Harness } from './support/harness.js';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Db } from '../../src/db/prisma.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { toDeadLetterHeaders, type DeadLetterInfo } from '../../src/dead-letters/dead-letter-headers.js';
 import { fromDeadLetterHeaders } from '../../src/dead-letters/dead-letter-headers.js';
 import { insertDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import { traceId } from '../../src/trace/trace.js';
+import { traceId } from '../../src/event-trace/trace.js';
 import { FAST_GUARD, createHarness, logger, uid, type Harness } from '../consumers/support/harness.js';
 import { runCli } from '../support/cli.js';
 

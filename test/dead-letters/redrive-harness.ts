@@ -1,5 +1,5 @@
 import { vi } from 'vitest';
-import type { CommandType } from '../../src/commands/command-type.js';
+import type { CommandType } from '../../src/command-types/command-type.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { createHarness, logger, type Harness } from '../consumers/support/harness.js';
 

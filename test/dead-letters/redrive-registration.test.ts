@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrations } from '../../src/commands/customer-registrations.js';
+import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
 import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisions } from '../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';

@@ -1,9 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import type { Overview } from '../../src/ops/overview/overview.js';
-import type { Trace } from '../../src/trace/trace.js';
+import type { Trace } from '../../src/event-trace/trace.js';
 import { uid, type Harness } from '../consumers/support/harness.js';
 import { buildDecisionLetter, seedLetter } from '../dead-letters/build-dead-letter.js';
 import { buildRentPayment, buildSecret, send, type TestReceiver } from '../receiver/webhooks.js';

@@ -9,7 +9,7 @@ import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
 import { createSourcePartners } from '../../src/partner/source-partners.js';
 import { createReconciler } from '../../src/reconcile/reconciler.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
 import { startSandboxPartner } from '../support/sandbox.js';

@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { withSchema } from '../../src/db/database-url.js';
 import { EXPECTED_ROLES } from '../../src/ops/role-heartbeat.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { ROOT, demoEnv, spawnCli, stopProcesses } from '../support/cli.js';
 import { dropSchema } from '../support/db.js';
 import { freePort } from '../support/free-port.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSchema } from '../../src/db/database-url.js';
-import { createCommandLocks, type CommandLocks } from '../../src/guard/command-lock.js';
+import { createCommandLocks, type CommandLocks } from '../../src/guard/store/command-lock.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 

@@ -8,8 +8,8 @@ import {
   type GuardEvent,
   type MachineLimits,
   type MachineState,
-} from '../../src/guard/guard-machine.js';
-import type { Snapshot } from '../../src/guard/read-back.js';
+} from '../../src/guard/machine/guard-machine.js';
+import type { Snapshot } from '../../src/guard/read-backs/read-back.js';
 import {
   LIMITS as TABLE_LIMITS,
   TIMED_OUT,

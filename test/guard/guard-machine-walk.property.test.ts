@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CommandRecord, GuardState } from '../../src/guard/command-record.js';
-import { decide, initialState, type MachineLimits } from '../../src/guard/guard-machine.js';
-import type { Snapshot } from '../../src/guard/read-back.js';
+import type { CommandRecord, GuardState } from '../../src/guard/machine/command-record.js';
+import { decide, initialState, type MachineLimits } from '../../src/guard/machine/guard-machine.js';
+import type { Snapshot } from '../../src/guard/read-backs/read-back.js';
 import { TIMED_OUT, UNAVAILABLE, WALK_LIMITS, commandRecord, ownersInTurn } from './machine-fixtures.js';
 
 /**

@@ -6,7 +6,7 @@ import {
   type GuardAction,
   type GuardEvent,
   type MachineState,
-} from '../../src/guard/guard-machine.js';
+} from '../../src/guard/machine/guard-machine.js';
 import { LIMITS, failureInfo } from './machine-fixtures.js';
 
 const failure = failureInfo;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../src/db/migrate.js';
 import { findGuardState } from '../../src/dead-letters/redrive-guard.js';
-import { createCommandRepository } from '../../src/guard/command-repository.js';
+import { createCommandRepository } from '../../src/guard/store/command-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**

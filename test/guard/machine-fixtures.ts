@@ -1,7 +1,7 @@
-import type { FailureInfo, FailureKind } from '../../src/guard/classify-failure.js';
-import type { CommandRecord } from '../../src/guard/command-record.js';
-import type { MachineLimits } from '../../src/guard/guard-machine.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
+import type { FailureInfo, FailureKind } from '../../src/guard/machine/classify-failure.js';
+import type { CommandRecord } from '../../src/guard/machine/command-record.js';
+import type { MachineLimits } from '../../src/guard/machine/guard-machine.js';
+import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
 
 /**
  * The guard's test fixtures, shared by the machine's table and property tests and the read-back

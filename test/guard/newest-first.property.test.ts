@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
-import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
-import type { Marker } from '../../src/guard/newest-first.js';
-import type { GuardPartner } from '../../src/guard/partner-port.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
+import { customerRegistrationReadBack } from '../../src/command-types/customer-registrations/customer-registration-read-back.js';
+import { enrollmentReadBack } from '../../src/command-types/enrollments/enrollment-read-back.js';
+import type { Marker } from '../../src/guard/read-backs/newest-first.js';
+import type { GuardPartner } from '../../src/guard/read-backs/partner-port.js';
+import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
 import type { PartnerClient } from '../../src/partner/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
+import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { startSandboxPartner } from '../support/sandbox.js';
 
 /**

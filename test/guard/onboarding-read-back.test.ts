@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
-import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
-import { byCreatedAt, byId, createdSince } from '../../src/guard/newest-first.js';
-import type { GuardPartner, ListEnvelope } from '../../src/guard/partner-port.js';
+import { customerRegistrationReadBack } from '../../src/command-types/customer-registrations/customer-registration-read-back.js';
+import { enrollmentReadBack } from '../../src/command-types/enrollments/enrollment-read-back.js';
+import { byCreatedAt, byId, createdSince } from '../../src/guard/read-backs/newest-first.js';
+import type { GuardPartner, ListEnvelope } from '../../src/guard/read-backs/partner-port.js';
 import type { PartnerClient } from '../../src/partner/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import { useSandboxPartner } from '../support/sandbox.js';
 import { ctx, tick } from './machine-fixtures.js';
 

@@ -1,18 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerRegistrationReadBack } from '../../src/guard/customer-registration-read-back.js';
-import { enrollmentReadBack } from '../../src/guard/enrollment-read-back.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
-import { createSnapshotStore, type SnapshotStore } from '../../src/guard/snapshot-store.js';
+import { customerRegistrationReadBack } from '../../src/command-types/customer-registrations/customer-registration-read-back.js';
+import { enrollmentReadBack } from '../../src/command-types/enrollments/enrollment-read-back.js';
+import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
+import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../../src/logger.js';
 import { CREATE_CUSTOMER_PATH } from '../../src/partner/assumptions.js';
 import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 // Issue 43 item 2: Partner requests per onboarding command (customers newest first, enrollments
 // newest first by id), counted at the client's fetch, on the sandbox. The snapshot's page 1 comes
-// from the latest stored read of it while young enough (src/guard/snapshot-first-page.ts).
+// from the latest stored read of it while young enough (src/guard/read-backs/snapshot-first-page.ts).
 const logger = createLogger({ level: 'silent' });
 let sandbox: Sandbox;
 let control: SandboxControl;

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
-import type { GuardPartner } from '../../src/guard/partner-port.js';
-import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
+import { applicationDecisionReadBack } from '../../src/command-types/application-decisions/application-decision-read-back.js';
+import type { GuardPartner } from '../../src/guard/read-backs/partner-port.js';
+import { rentalPaymentReadBack } from '../../src/command-types/rental-payments/rental-payment-read-back.js';
 import type { PartnerClient } from '../../src/partner/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import { useSandboxPartner } from '../support/sandbox.js';
 import { ctx, tick } from './machine-fixtures.js';
 

@@ -6,8 +6,8 @@ import {
   preferredRequestIdBase,
   readRequestId,
   writeRequestId,
-} from '../../src/guard/command-request-ids.js';
-import type { CommandIdentity } from '../../src/events/command-identity.js';
+} from '../../src/guard/machine/command-request-ids.js';
+import type { CommandIdentity } from '../../src/contracts/command-identity.js';
 
 const acme = (commandId: string, commandType: CommandIdentity['commandType'] = 'rental_payment') => ({
   source: 'acme',

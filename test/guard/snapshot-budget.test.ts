@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applicationDecisionReadBack } from '../../src/guard/application-decision-read-back.js';
-import type { ReadContext } from '../../src/guard/read-back.js';
-import { rentalPaymentReadBack } from '../../src/guard/rental-payment-read-back.js';
-import { createSnapshotPageCache } from '../../src/guard/snapshot-page-cache.js';
-import { createSnapshotStore, type SnapshotStore } from '../../src/guard/snapshot-store.js';
+import { applicationDecisionReadBack } from '../../src/command-types/application-decisions/application-decision-read-back.js';
+import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
+import { rentalPaymentReadBack } from '../../src/command-types/rental-payments/rental-payment-read-back.js';
+import { createSnapshotPageCache } from '../../src/guard/read-backs/snapshot-page-cache.js';
+import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
 import { runResourcePass } from '../../src/poller/resource-pass.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 // Issue 43 item 1: Partner requests per payment, counted at the client's fetch, on the sandbox.

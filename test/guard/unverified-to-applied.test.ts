@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { rentalPayments } from '../../src/commands/rental-payments.js';
+import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import { outcomeEventId } from '../../src/events/outcome-id.js';
+import { outcomeEventId } from '../../src/contracts/outcome-id.js';
 import {
   FAST_GUARD,
   createHarness,

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closedFolderAdvice, firstClosedFolder } from '../../src/local-servers/reachable.js';
+import { closedFolderAdvice, firstClosedFolder } from '../../src/dev/local-servers/reachable.js';
 
 /** The `postgres` user, when this runs as root on a machine that has one (else the test skips). */
 function postgresUser(): { uid: number; gid: number } | null {

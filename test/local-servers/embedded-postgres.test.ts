@@ -5,10 +5,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { UsageError } from '../../src/errors.js';
-import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
-import { startLocalServers } from '../../src/local-servers/local-servers.js';
-import { answers } from '../../src/local-servers/ports.js';
-import { projectRoot } from '../../src/local-servers/project-root.js';
+import { startEmbeddedPostgres } from '../../src/dev/local-servers/embedded-postgres.js';
+import { startLocalServers } from '../../src/dev/local-servers/local-servers.js';
+import { answers } from '../../src/dev/local-servers/ports.js';
+import { projectRoot } from '../../src/dev/local-servers/project-root.js';
 import { createLogger } from '../../src/logger.js';
 import { freePort } from '../support/free-port.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { answers } from '../../src/local-servers/ports.js';
+import { answers } from '../../src/dev/local-servers/ports.js';
 import { freePort } from '../support/free-port.js';
 import setup from '../support/global-setup.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPassHealth } from '../../src/poller/pass-health.js';
-import { relayRoleCheck, type RoleCheck } from '../../src/readiness.js';
+import { relayRoleCheck, type RoleCheck } from '../../src/app/readiness.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /** Each role's part of /readyz tells about its own work (decision 021). */

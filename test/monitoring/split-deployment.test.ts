@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { ROOT, spawnCli, stopProcesses, storesEnv } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { freePort } from '../support/free-port.js';

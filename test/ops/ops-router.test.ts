@@ -5,7 +5,7 @@ import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestId } from '../../src/http/request-id.js';
 import { DEAD_LETTER_REASONS } from '../../src/dead-letters/dead-letter-headers.js';
-import { COMMAND_KINDS } from '../../src/events/outcomes.js';
+import { COMMAND_KINDS } from '../../src/contracts/outcomes.js';
 import { COMMAND_TOPICS, TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';

@@ -8,8 +8,8 @@ import {
   type PartnerClientDeps,
   type PartnerRecord,
 } from '../../src/partner/index.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 
 const logger = createLogger({ level: 'silent' });
 let sandbox: Sandbox;

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { metrics } from '../../src/metrics.js';
 import { createPartnerClient, createRateBudget } from '../../src/partner/index.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const run = promisify(execFile);

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const run = promisify(execFile);

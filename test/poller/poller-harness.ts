@@ -7,7 +7,7 @@ import {
   type Poller,
   type PollerOptions,
 } from '../../src/poller/index.js';
-import { createSandboxControl, startSandbox } from '../../src/sandbox/index.js';
+import { createSandboxControl, startSandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { publishedSchemas } from '../../src/commands/command-schemas.js';
-import { renderJsonSchemas } from '../../src/events/json-schemas.js';
+import { publishedSchemas } from '../../src/contracts/published-schemas.js';
+import { renderJsonSchemas } from '../../src/contracts/json-schemas.js';
 
 describe('event JSON Schemas', () => {
   describe('when the zod schemas are exported', () => {

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { storageCheck } from '../../src/readiness.js';
+import { storageCheck } from '../../src/app/readiness.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { buildRentPayment, buildSecret, send, startReceiver, type TestReceiver } from './webhooks.js';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import type { Relay } from '../../src/relay/relay.js';
 import { useApp } from '../support/app.js';
 import type { TestKafka } from '../support/kafka.js';

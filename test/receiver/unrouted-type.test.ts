@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import type { Relay } from '../../src/relay/relay.js';
 import { createTypeLabeler } from '../../src/receiver/unrouted-answer.js';
-import { traceId } from '../../src/trace/trace.js';
+import { traceId } from '../../src/event-trace/trace.js';
 import { useApp } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';
 import type { TestKafka } from '../support/kafka.js';

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/commands.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import type { Relay } from '../../src/relay/relay.js';
 import { useApp } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';

@@ -5,8 +5,8 @@ import { createCompositionRoot, type CompositionRoot } from '../../src/app/compo
 import type { HttpRole } from '../../src/app/http-role.js';
 import type { Component } from '../../src/app/lifecycle.js';
 import { loadConfig } from '../../src/config/config.js';
-import { toCloudEvent } from '../../src/events/cloudevent.js';
-import { COMMAND_TYPES } from '../../src/events/command-contracts.js';
+import { toCloudEvent } from '../../src/contracts/cloudevent.js';
+import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';
 import { createReconciler, type Reconciler } from '../../src/reconcile/reconciler.js';

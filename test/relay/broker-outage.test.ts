@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createRelay, type Relay } from '../../src/relay/relay.js';

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';

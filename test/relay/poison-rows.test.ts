@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import { registry } from '../../src/metrics.js';
-import { relayProgressCheck } from '../../src/readiness.js';
+import { relayProgressCheck } from '../../src/app/readiness.js';
 import type { Relay, RelayOptions } from '../../src/relay/relay.js';
 import type { TestDatabase } from '../support/db.js';
 import type { TestKafka } from '../support/kafka.js';

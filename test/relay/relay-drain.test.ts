@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import { buildRentPayment, buildSecret, send } from '../receiver/webhooks.js';
 import { useRelayFixture } from './relay-fixture.js';
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import type { Relay, RelayOptions } from '../../src/relay/relay.js';
 import type { TestDatabase } from '../support/db.js';
 import type { TestKafka } from '../support/kafka.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCloudEvent } from '../../src/events/cloudevent.js';
+import { parseCloudEvent } from '../../src/contracts/cloudevent.js';
 import { topicName, TOPICS } from '../../src/kafka/topics.js';
 import { LIST_PATHS } from '../../src/partner/index.js';
 import { createResync } from '../../src/resync/resync.js';

@@ -6,12 +6,12 @@ import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import type { Db } from '../../src/db/prisma.js';
 import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
-import { createCommandRepository } from '../../src/guard/command-repository.js';
-import { createPaymentLedger } from '../../src/guard/payment-ledger.js';
-import { createSnapshotStore } from '../../src/guard/snapshot-store.js';
+import { createCommandRepository } from '../../src/guard/store/command-repository.js';
+import { createPaymentLedger } from '../../src/command-types/rental-payments/payment-ledger.js';
+import { createSnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { readOverviewRows } from '../../src/ops/overview/overview-repository.js';
 import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
-import { traceId } from '../../src/trace/trace.js';
+import { traceId } from '../../src/event-trace/trace.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { fillHistory, firstValue, GROWING_TABLES } from '../support/history-fill.js';
 

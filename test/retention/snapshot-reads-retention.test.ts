@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import { createSnapshotStore, type SnapshotStore } from '../../src/guard/snapshot-store.js';
+import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../../src/logger.js';
 import { createRetentionPruner } from '../../src/retention/retention-pruner.js';
 import { retentionRules } from '../../src/retention/retention-rules.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSandboxControl, startSandbox } from '../../src/sandbox/index.js';
+import { createSandboxControl, startSandbox } from '../../src/dev/sandbox/index.js';
 import { eventually } from './eventually.js';
 import { useSandbox } from './sandbox-harness.js';
 

@@ -5,8 +5,8 @@ import {
   DEFAULT_SECRET_KEY,
   startSandbox,
   type Sandbox,
-} from '../../src/sandbox/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
+} from '../../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read JSON bodies loosely
 export interface ApiResponse<T = any> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RecordStore } from '../../src/sandbox/record-store.js';
-import { seedDemo } from '../../src/sandbox/seed-demo.js';
+import { RecordStore } from '../../src/dev/sandbox/record-store.js';
+import { seedDemo } from '../../src/dev/sandbox/seed-demo.js';
 import { RESOURCES } from '../../src/partner/resources.js';
 import { useSandbox } from './sandbox-harness.js';
 

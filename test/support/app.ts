@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
 import type { CommandConsumerDeps } from '../../src/command-consumer/command-consumer.js';
-import type { CommandType } from '../../src/commands/command-type.js';
+import type { CommandType } from '../../src/command-types/command-type.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { requestId } from '../../src/http/request-id.js';

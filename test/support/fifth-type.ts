@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { registerCommandContract, type CommandContract } from '../../src/events/command-contracts.js';
-import { pmsIdString } from '../../src/events/ids.js';
+import { registerCommandContract, type CommandContract } from '../../src/contracts/command-contracts.js';
+import { pmsIdString } from '../../src/contracts/ids.js';
 
 /**
  * A fifth command type, as an extension would add one: this entry in the list of command types

@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../../src/local-servers/embedded-postgres.js';
-import { postgresPaths } from '../../src/local-servers/local-servers.js';
-import { answers } from '../../src/local-servers/ports.js';
-import { projectRoot } from '../../src/local-servers/project-root.js';
+import { startEmbeddedPostgres } from '../../src/dev/local-servers/embedded-postgres.js';
+import { postgresPaths } from '../../src/dev/local-servers/local-servers.js';
+import { answers } from '../../src/dev/local-servers/ports.js';
+import { projectRoot } from '../../src/dev/local-servers/project-root.js';
 
 /**
  * Finds the servers the tests run against, in the order the README gives:

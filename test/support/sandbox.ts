@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
-import type { SandboxControl } from '../../src/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 
 /** A sandbox on a free port, its control API, and a Partner API client of it with the sandbox's keys. */
 export async function startSandboxPartner(): Promise<{

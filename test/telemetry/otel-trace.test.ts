@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { ROOT } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';

@@ -9,7 +9,7 @@ import {
   type DeliveryState,
 } from '../../callbacks/callback-repository.js';
 import { writeAudit } from '../../dead-letters/audit-repository.js';
-import { COMMAND_KINDS } from '../../events/outcomes.js';
+import { COMMAND_KINDS } from '../../contracts/outcomes.js';
 import { cliActor } from '../cli-actor.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { DEMO_PMS_SOURCE } from '../demo-names.js';

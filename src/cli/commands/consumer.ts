@@ -6,7 +6,7 @@ import {
   type CompositionRoot,
 } from '../../app/composition-root.js';
 import type { Component } from '../../app/lifecycle.js';
-import { requireProbeAssumptions } from '../../probe/probe-gate.js';
+import { requireProbeAssumptions } from '../../partner-probe/probe-gate.js';
 import { startWhenKafkaAnswers } from '../../app/kafka-wait.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { DEAD_LETTER_STATES } from '../../dead-letters/dead-letter-filters.js';
 import { DEAD_LETTER_REASONS } from '../../dead-letters/dead-letter-headers.js';
-import { COMMAND_KINDS } from '../../events/outcomes.js';
+import { COMMAND_KINDS } from '../../contracts/outcomes.js';
 
 /**
  * `rentbridge dlq list|show|redrive|discard`: every option of the four commands, declared once and

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { sourceKeys } from '../../partner/source-partners.js';
-import { runProbe, probeTable } from '../../probe/probe.js';
+import { runProbe, probeTable } from '../../partner-probe/probe.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 
 export interface ProbeCliOptions {

@@ -19,7 +19,7 @@ export async function sandbox(opts: { port: number; seed?: string; host?: string
         : undefined,
     ),
   });
-  const { startSandbox, DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY } = await import('../../sandbox/index.js');
+  const { startSandbox, DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY } = await import('../../dev/sandbox/index.js');
   await runUntilSignal(logger, async () => {
     const sandbox = await startSandbox({
       port: opts.port,

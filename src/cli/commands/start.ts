@@ -10,18 +10,18 @@ import type { Component } from '../../app/lifecycle.js';
 import type { Config } from '../../config/config.js';
 import { migrate } from '../../db/migrate.js';
 import { scheduledReconcile } from '../../app/reconcile-role.js';
-import { startDemoPmsCallbacks } from '../../demo/demo-pms-callbacks.js';
-import { startDemoTraffic } from '../../demo/demo-traffic.js';
+import { startDemoPmsCallbacks } from '../../dev/demo/demo-pms-callbacks.js';
+import { startDemoTraffic } from '../../dev/demo/demo-traffic.js';
 import { createLogger } from '../../logger.js';
 import { resolveLogFormat } from '../../log-format.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../dev/sandbox/index.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { startBanner, type BannerFields } from '../start-banner.js';
 import { DEMO_PMS_SOURCE } from '../demo-names.js';
-import { requireProbeAssumptions } from '../../probe/probe-gate.js';
-import { startLocalServers } from '../../local-servers/local-servers.js';
-import { canListen } from '../../local-servers/ports.js';
-import { projectRoot } from '../../local-servers/project-root.js';
+import { requireProbeAssumptions } from '../../partner-probe/probe-gate.js';
+import { startLocalServers } from '../../dev/local-servers/local-servers.js';
+import { canListen } from '../../dev/local-servers/ports.js';
+import { projectRoot } from '../../dev/local-servers/project-root.js';
 import { sandboxStore } from '../sandbox-store.js';
 
 /** The ops token of a demo run when OPS_TOKEN is unset: documented in the README, not a secret. */
@@ -34,7 +34,7 @@ export const DEMO_OPS_TOKEN = 'rentbridge-demo-ops-token';
  */
 export const DEMO_PMS_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy13ZWJob29rLWtleSE=';
 export const DEMO_PARTNER_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBhcnRuZXItd2ViaG9va3M=';
-/** The demo PMS's callback signing secret (src/demo/demo-pms-callbacks.ts): fixed, not a secret. */
+/** The demo PMS's callback signing secret (src/dev/demo/demo-pms-callbacks.ts): fixed, not a secret. */
 export const DEMO_PMS_CALLBACK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy1jYWxsYmFja3Mh';
 
 /**
@@ -59,7 +59,7 @@ function demoConfig(config: Config, callbackUrl?: string): Config {
 
 /**
  * `rentbridge start` (`npm start`): every role in one process, with the servers it needs found or
- * started (src/local-servers/local-servers.ts). Migrations and topics first, then HTTP (webhooks,
+ * started (src/dev/local-servers/local-servers.ts). Migrations and topics first, then HTTP (webhooks,
  * ops, metrics, health), the relay, the consumers and the dead-letter indexer, the poller; on
  * SIGTERM / SIGINT they stop in the reverse order, then the servers started here, and the process
  * exits 0.
@@ -71,7 +71,7 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   await requireFreePorts(given, demo);
   const logger = createLogger({ level: given.LOG_LEVEL, format: resolveLogFormat(given.LOG_FORMAT) });
   // Until every role runs (then runRoles takes the signals): exit now, and the servers started
-  // here are asked to stop as the process exits (src/local-servers/).
+  // here are asked to stop as the process exits (src/dev/local-servers/).
   const duringStartUp = (signal: NodeJS.Signals) => {
     logger.warn({ component: 'start', signal }, 'signal during start-up: exiting');
     process.exit(signal === 'SIGINT' ? 130 : 143);

@@ -1,7 +1,7 @@
 import { applyTopicPlan, formatTopicPlan, pendingChanges, readTopicPlan } from '../../kafka/topic-plan.js';
 import { topicSettingsFromConfig } from '../../kafka/topic-settings.js';
 import { ensureTopics } from '../../kafka/topics.js';
-import { createRuntime } from '../../runtime.js';
+import { createRuntime } from '../../app/runtime.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**

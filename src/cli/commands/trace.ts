@@ -1,7 +1,7 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
 import { withCallbackSteps } from '../../callbacks/callback-trace.js';
-import { formatTrace } from '../../trace/trace-table.js';
-import { traceId, type IdKind } from '../../trace/trace.js';
+import { formatTrace } from '../../event-trace/trace-table.js';
+import { traceId, type IdKind } from '../../event-trace/trace.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { FINAL_STATES } from '../../guard/command-repository.js';
+import { FINAL_STATES } from '../../guard/store/command-repository.js';
 import { LANES } from '../../partner/rate-budget-types.js';
 import { EXPECTED_ROLES, ROLE_GONE_SECONDS } from '../role-heartbeat.js';
 import type { StageContext } from './flow-stages.js';

@@ -4,7 +4,7 @@
  * Prints `ready` once the consumer has started.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import { applicationDecisions } from '../../../src/commands/application-decisions.js';
+import { applicationDecisions } from '../../../src/command-types/application-decisions/application-decisions.js';
 import { createCommandConsumer } from '../../../src/command-consumer/command-consumer.js';
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';

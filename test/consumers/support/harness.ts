@@ -5,15 +5,15 @@ import {
   type CommandConsumer,
   type CommandConsumerDeps,
 } from '../../../src/command-consumer/command-consumer.js';
-import type { CommandType } from '../../../src/commands/command-type.js';
-import { COMMAND_TYPES } from '../../../src/events/command-contracts.js';
-import { toCloudEvent } from '../../../src/events/cloudevent.js';
-import type { CommandOutcome } from '../../../src/events/outcomes.js';
+import type { CommandType } from '../../../src/command-types/command-type.js';
+import { COMMAND_TYPES } from '../../../src/contracts/command-contracts.js';
+import { toCloudEvent } from '../../../src/contracts/cloudevent.js';
+import type { CommandOutcome } from '../../../src/contracts/outcomes.js';
 import { COMMAND_TOPICS, OUTCOME_TOPICS, TOPICS } from '../../../src/kafka/topics.js';
 import { createLogger } from '../../../src/logger.js';
 import { createPartnerClient, type PartnerClient } from '../../../src/partner/index.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../../src/sandbox/index.js';
-import type { SandboxControl } from '../../../src/sandbox/control-client.js';
+import { createSandboxControl, startSandbox, type Sandbox } from '../../../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../../../src/dev/sandbox/control-client.js';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { createTestKafka, type TestKafka } from '../../support/kafka.js';
 
