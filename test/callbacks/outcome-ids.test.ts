@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { deliveryOf } from '../../src/callbacks/callback-intake.js';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
-import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
@@ -38,27 +37,16 @@ describe('outcome ids name the command and its result', () => {
     consumers: [rentalPayments],
     consumerOverrides: { guard: FAST_GUARD },
     callbacks: { secrets },
+    deadLetterIndexer: true,
   });
   let h: Harness;
-  let indexer: ReturnType<typeof createDeadLetterIndexer>;
   let receiver: CallbackEndpoint;
   /** What a back-office that drops duplicates by CloudEvent id has taken in, in order. */
   const kept: Array<{ id: string; status: string }> = [];
   const seenIds = new Set<string>();
 
-  beforeAll(async () => {
+  beforeAll(() => {
     ({ harness: h, callbackEndpoint: receiver } = app);
-    indexer = createDeadLetterIndexer({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger,
-      topicPrefix: h.kafka.prefix,
-    });
-    await indexer.start();
-  });
-
-  afterAll(async () => {
-    await indexer?.stop();
   });
 
   /** The PMS's intake: a callback whose webhook-id was seen before is dropped. */

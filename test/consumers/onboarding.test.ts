@@ -6,22 +6,10 @@ import { enrollmentRequestIdOf } from '../../src/contracts/commands.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
+import { buildRegistration } from '../receiver/webhooks.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 const CREATE_ENROLLMENT = '/partner/v1/enrollments';
-
-function buildRegistration(overrides: Record<string, unknown> = {}) {
-  const id = uid('reg');
-  return {
-    registration_id: id,
-    pms_reference: `tenant-${id}`,
-    first_name: 'Ada',
-    last_name: 'Lovelace',
-    email: `${id}@example.com`,
-    phone: '5551234567',
-    ...overrides,
-  };
-}
 
 describe('onboarding consumers (customer-registrations, enrollments)', () => {
   let h: Harness;

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
-import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { traceId } from '../../src/event-trace/trace.js';
-import { FAST_GUARD, createHarness, logger, uid, type Harness } from '../consumers/support/harness.js';
+import { FAST_GUARD, logger, uid, type Harness } from '../consumers/support/harness.js';
+import { useApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 
 /**
@@ -13,24 +13,16 @@ import { runCli } from '../support/cli.js';
  * the console read (traceId) and in `rentbridge trace`.
  */
 describe('the trace of a redrive that corrected the target', () => {
-  let h: Harness;
-  let indexer: ReturnType<typeof createDeadLetterIndexer>;
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(applicationDecisions, { guard: FAST_GUARD });
-    indexer = createDeadLetterIndexer({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger,
-      topicPrefix: h.kafka.prefix,
-    });
-    await indexer.start();
+  const app = useApp({
+    harness: true,
+    consumers: [applicationDecisions],
+    consumerOverrides: { guard: FAST_GUARD },
+    deadLetterIndexer: true,
   });
+  let h: Harness;
 
-  afterAll(async () => {
-    await indexer?.stop();
-    await h?.close();
+  beforeAll(() => {
+    h = app.harness;
   });
 
   it('shows the earlier attempts under the target they had, and the later ones under the corrected one', async () => {

@@ -7,22 +7,10 @@ import type { PartnerClient } from '../../src/partner/index.js';
 import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import { useSandboxPartner } from '../support/sandbox.js';
 import { ctx, tick } from './machine-fixtures.js';
+import { buildRegistration } from '../receiver/webhooks.js';
 
 let seq = 0;
 let future = Date.parse('2031-01-01T00:00:00Z');
-
-function buildRegistration(overrides: Record<string, unknown> = {}) {
-  const n = `${Date.now().toString(36)}-${++seq}`;
-  return {
-    registration_id: `reg-${n}`,
-    pms_reference: `t-${n}`,
-    first_name: 'Ada',
-    last_name: 'Lovelace',
-    email: `ada-${n}@example.com`,
-    phone: '5551234567',
-    ...overrides,
-  };
-}
 
 describe('onboarding read-back strategies', () => {
   const sandboxed = useSandboxPartner();

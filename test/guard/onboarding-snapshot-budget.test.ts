@@ -3,17 +3,17 @@ import { customerRegistrationReadBack } from '../../src/command-types/customer-r
 import { enrollmentReadBack } from '../../src/command-types/enrollments/enrollment-read-back.js';
 import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
 import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
-import { createLogger } from '../../src/logger.js';
 import { CREATE_CUSTOMER_PATH } from '../../src/partner/assumptions.js';
-import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import type { PartnerClient } from '../../src/partner/index.js';
 import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
+import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { startSandboxPartner } from '../support/sandbox.js';
+import { buildRegistration } from '../receiver/webhooks.js';
 
 // Issue 43 item 2: Partner requests per onboarding command (customers newest first, enrollments
 // newest first by id), counted at the client's fetch, on the sandbox. The snapshot's page 1 comes
 // from the latest stored read of it while young enough (src/guard/read-backs/snapshot-first-page.ts).
-const logger = createLogger({ level: 'silent' });
 let sandbox: Sandbox;
 let control: SandboxControl;
 let database: TestDatabase;
@@ -24,23 +24,19 @@ const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).sl
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
 beforeAll(async () => {
-  [sandbox, database] = await Promise.all([startSandbox({ port: 0 }), createTestDatabase()]);
-  control = createSandboxControl(sandbox.url);
-  partner = createPartnerClient({
-    baseUrl: sandbox.url,
-    accessKey: 'sandbox-access-key',
-    secretKey: 'sandbox-secret-key',
-    logger,
-    fetch: async (input, init) => {
-      const url = new URL(String(input instanceof Request ? input.url : input));
-      const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
-      if (url.pathname === '/partner/v1/customers' || url.pathname === '/partner/v1/enrollments') {
-        if (method === 'GET') counted.reads++;
-        else counted.writes++;
-      } else if (url.pathname === CREATE_CUSTOMER_PATH) counted.writes++;
-      return fetch(input, init);
-    },
-  });
+  let started: Awaited<ReturnType<typeof startSandboxPartner>>;
+  [started, database] = await Promise.all([
+    startSandboxPartner({
+      onRequest: (url, method) => {
+        if (url.pathname === '/partner/v1/customers' || url.pathname === '/partner/v1/enrollments') {
+          if (method === 'GET') counted.reads++;
+          else counted.writes++;
+        } else if (url.pathname === CREATE_CUSTOMER_PATH) counted.writes++;
+      },
+    }),
+    createTestDatabase(),
+  ]);
+  ({ sandbox, control, partner } = started);
 });
 afterAll(async () => {
   await sandbox?.close();
@@ -58,20 +54,7 @@ function store(maxAgeMs: number, keyId = `key-${Math.random()}`): SnapshotStore 
   return createSnapshotStore({ db: database.db, keyId, maxAgeMs });
 }
 
-let seq = 0;
-function registration(overrides: Record<string, unknown> = {}) {
-  const n = `${Date.now().toString(36)}-${++seq}`;
-  return {
-    registration_id: `reg-${n}`,
-    pms_reference: `t-${n}`,
-    first_name: 'Ada',
-    last_name: 'Lovelace',
-    email: `ada-${n}@example.com`,
-    phone: '5551234567',
-    ...overrides,
-  };
-}
-const asCustomer = ({ first_name, last_name, email, phone }: ReturnType<typeof registration>) => ({
+const asCustomer = ({ first_name, last_name, email, phone }: ReturnType<typeof buildRegistration>) => ({
   first_name,
   last_name,
   email,
@@ -82,7 +65,7 @@ async function customers(n: number): Promise<void> {
   for (let i = 0; i < n; i += 1000)
     await control.addRecords(
       'customers',
-      Array.from({ length: Math.min(1000, n - i) }, () => asCustomer(registration())),
+      Array.from({ length: Math.min(1000, n - i) }, () => asCustomer(buildRegistration())),
     );
 }
 
@@ -91,7 +74,7 @@ describe('Partner requests per onboarding command', () => {
     await reset();
     await customers(3000);
     const strategy = customerRegistrationReadBack(partner, { snapshotStore: store(600_000) });
-    const burst = Array.from({ length: 200 }, () => registration());
+    const burst = Array.from({ length: 200 }, () => buildRegistration());
     counted.reads = counted.writes = 0;
     let next = 0;
     await Promise.all(
@@ -114,16 +97,16 @@ describe('Partner requests per onboarding command', () => {
     await customers(10);
     const keyId = 'old-first-page';
     await customerRegistrationReadBack(partner, { snapshotStore: store(300, keyId) }).snapshot(
-      registration() as never,
+      buildRegistration() as never,
       ctx,
     );
     const young = customerRegistrationReadBack(partner, { snapshotStore: store(300, keyId) });
     counted.reads = 0;
-    await young.snapshot(registration() as never, ctx);
+    await young.snapshot(buildRegistration() as never, ctx);
     expect(counted.reads).toBe(0);
     await new Promise((r) => setTimeout(r, 400));
     const refusedAt = Date.now();
-    const snapshot = await young.snapshot(registration() as never, ctx);
+    const snapshot = await young.snapshot(buildRegistration() as never, ctx);
     expect(counted.reads).toBe(1);
     expect(Date.parse(snapshot.taken_at)).toBeGreaterThanOrEqual(refusedAt);
   });
@@ -133,9 +116,9 @@ describe('Partner requests per onboarding command', () => {
       await reset();
       await customers(5);
       const keyId = 'landed';
-      const command = registration();
+      const command = buildRegistration();
       await customerRegistrationReadBack(partner, { snapshotStore: store(600_000, keyId) }).snapshot(
-        registration() as never,
+        buildRegistration() as never,
         ctx,
       );
       await tick();
@@ -160,10 +143,10 @@ describe('Partner requests per onboarding command', () => {
       await customers(5);
       const keyId = 'not-landed';
       const strategy = customerRegistrationReadBack(partner, { snapshotStore: store(600_000, keyId) });
-      await strategy.snapshot(registration() as never, ctx);
+      await strategy.snapshot(buildRegistration() as never, ctx);
       await tick();
       await customers(3);
-      const command = registration();
+      const command = buildRegistration();
       const snapshot = await strategy.snapshot(command as never, ctx);
       await control.addFault({
         method: 'POST',
@@ -189,7 +172,7 @@ describe('Partner requests per onboarding command', () => {
       );
     const people = await control.addRecords(
       'customers',
-      Array.from({ length: 100 }, () => asCustomer(registration())),
+      Array.from({ length: 100 }, () => asCustomer(buildRegistration())),
     );
     const strategy = enrollmentReadBack(partner, { snapshotStore: store(600_000) });
     counted.reads = counted.writes = 0;

@@ -5,11 +5,12 @@ import { rentalPaymentReadBack } from '../../src/command-types/rental-payments/r
 import { createSnapshotPageCache } from '../../src/guard/read-backs/snapshot-page-cache.js';
 import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../../src/logger.js';
-import { createPartnerClient, type PartnerClient } from '../../src/partner/index.js';
+import type { PartnerClient } from '../../src/partner/index.js';
 import { runResourcePass } from '../../src/poller/resource-pass.js';
 import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
-import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
+import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { startSandboxPartner } from '../support/sandbox.js';
 
 // Issue 43 item 1: Partner requests per payment, counted at the client's fetch, on the sandbox.
 const logger = createLogger({ level: 'silent' });
@@ -23,25 +24,22 @@ const ctx: ReadContext = { nextReadId: () => `rb-${Math.random().toString(36).sl
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
 
 beforeAll(async () => {
-  [sandbox, database] = await Promise.all([startSandbox({ port: 0 }), createTestDatabase()]);
-  control = createSandboxControl(sandbox.url);
+  let started: Awaited<ReturnType<typeof startSandboxPartner>>;
+  [started, database] = await Promise.all([
+    startSandboxPartner({
+      onRequest: (url) => {
+        if (url.pathname === '/partner/v1/applications') counted.reads++;
+        if (url.pathname === '/partner/v1/enrollments') {
+          counted.reads++;
+          counted.pagesAsked.push(Number(url.searchParams.get('page')));
+        } else if (url.pathname.endsWith('/report_rental_payments')) counted.writes++;
+      },
+    }),
+    createTestDatabase(),
+  ]);
+  ({ sandbox, control, partner } = started);
   // The rate limit is not what these tests measure.
   await control.setConfig({ rate_limit_per_minute: 100_000 });
-  partner = createPartnerClient({
-    baseUrl: sandbox.url,
-    accessKey: 'sandbox-access-key',
-    secretKey: 'sandbox-secret-key',
-    logger,
-    fetch: async (input, init) => {
-      const url = new URL(String(input instanceof Request ? input.url : input));
-      if (url.pathname === '/partner/v1/applications') counted.reads++;
-      if (url.pathname === '/partner/v1/enrollments') {
-        counted.reads++;
-        counted.pagesAsked.push(Number(url.searchParams.get('page')));
-      } else if (url.pathname.endsWith('/report_rental_payments')) counted.writes++;
-      return fetch(input, init);
-    },
-  });
 });
 afterAll(async () => {
   await sandbox?.close();

@@ -1,11 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
-import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { outcomeEventId } from '../../src/contracts/outcome-id.js';
 import {
   FAST_GUARD,
-  createHarness,
   headersOf,
   logger,
   outcomeOf,
@@ -13,6 +11,7 @@ import {
   type Harness,
   type Received,
 } from '../consumers/support/harness.js';
+import { useApp } from '../support/app.js';
 import { cloudEventOf } from '../support/contracts.js';
 
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
@@ -26,29 +25,21 @@ const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_paym
  * `unverified`.
  */
 describe('a payment parked unverified while payments were hidden, redriven once they show', () => {
+  const app = useApp({
+    harness: true,
+    consumers: [rentalPayments],
+    consumerOverrides: { guard: FAST_GUARD },
+    deadLetterIndexer: true,
+  });
   let h: Harness;
-  let indexer: ReturnType<typeof createDeadLetterIndexer>;
 
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
-    indexer = createDeadLetterIndexer({
-      db: h.database.db,
-      kafka: h.kafka.kafka,
-      logger,
-      topicPrefix: h.kafka.prefix,
-    });
-    await indexer.start();
+  beforeAll(() => {
+    h = app.harness;
   });
 
   afterEach(async () => {
     await h.control.clearFaults();
     await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
-  });
-
-  afterAll(async () => {
-    await indexer?.stop();
-    await h?.close();
   });
 
   const outcomesOn = (commandId: string) => (r: Received) =>

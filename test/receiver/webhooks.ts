@@ -15,6 +15,20 @@ export function buildSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
+/** A customer registration command (the `data` of `customer.registration_requested`), unique per call. */
+export function buildRegistration(overrides: Record<string, unknown> = {}) {
+  const id = `reg-${randomUUID()}`;
+  return {
+    registration_id: id,
+    pms_reference: `tenant-${id}`,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    email: `${id}@example.com`,
+    phone: '5551234567',
+    ...overrides,
+  };
+}
+
 export function buildRentPayment(overrides: Record<string, unknown> = {}) {
   return {
     type: 'rent_payment.received',

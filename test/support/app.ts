@@ -5,6 +5,9 @@ import type { Producer } from 'kafkajs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { createCallbacks, type Callbacks } from '../../src/callbacks/callbacks.js';
+import { createDeadLetterIndexer } from '../../src/dead-letters/dead-letter-indexer.js';
+
+type DeadLetterIndexer = ReturnType<typeof createDeadLetterIndexer>;
 import type { CommandConsumerDeps } from '../../src/command-consumer/command-consumer.js';
 import type { CommandType } from '../../src/command-types/command-type.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -56,6 +59,8 @@ export interface AppOptions {
    * of those sources, CALLBACK_POLL_MS 100).
    */
   callbacks?: { secrets: Record<string, string[]>; behaviours?: Record<string, Behaviour> };
+  /** The dead-letter indexer (`rentbridge consumer dead-letters`) on the test's topics. */
+  deadLetterIndexer?: boolean;
   /** Debian's Chromium, headless (test/e2e/browser.ts). */
   browser?: boolean;
 }
@@ -77,6 +82,7 @@ export interface TestApp {
   /** The PMSs' callback endpoint, with what it received. */
   readonly callbackEndpoint: CallbackEndpoint;
   readonly callbacks: Callbacks;
+  readonly deadLetterIndexer: DeadLetterIndexer;
   /** Starts a new relay with the same options in place of the one stopped (`relay.stop()`). */
   restartRelay(): Promise<void>;
 }
@@ -181,6 +187,17 @@ export function useApp(options: AppOptions): TestApp {
       state.server = server;
       state.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     }
+    if (options.deadLetterIndexer) {
+      const kafka = state.kafka as TestKafka;
+      const indexer = createDeadLetterIndexer({
+        db: database.db,
+        kafka: kafka.kafka,
+        logger: harnessLogger,
+        topicPrefix: kafka.prefix,
+      });
+      state.deadLetterIndexer = indexer;
+      await indexer.start();
+    }
     if (options.callbacks) await startCallbacks(options.callbacks);
     if (options.browser) state.browser = await launchChromium();
   });
@@ -211,6 +228,7 @@ export function useApp(options: AppOptions): TestApp {
     await (state.browser as Browser | undefined)?.close();
     await (state.callbacks as Callbacks | undefined)?.stop();
     await (state.callbackEndpoint as CallbackEndpoint | undefined)?.close();
+    await (state.deadLetterIndexer as DeadLetterIndexer | undefined)?.stop();
     const server = state.server;
     server?.closeAllConnections();
     if (server) await new Promise((r) => server.close(r));
@@ -252,6 +270,7 @@ export function useApp(options: AppOptions): TestApp {
     'browser',
     'callbackEndpoint',
     'callbacks',
+    'deadLetterIndexer',
   ] as const) {
     Object.defineProperty(app, name, { ...field(name), enumerable: true });
   }

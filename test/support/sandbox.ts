@@ -4,8 +4,13 @@ import { createPartnerClient, type PartnerClient } from '../../src/partner/index
 import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 
-/** A sandbox on a free port, its control API, and a Partner API client of it with the sandbox's keys. */
-export async function startSandboxPartner(): Promise<{
+/**
+ * A sandbox on a free port, its control API, and a Partner API client of it with the sandbox's keys.
+ * `onRequest` sees every request the client sends (to count the Partner requests a test makes).
+ */
+export async function startSandboxPartner(
+  options: { onRequest?: (url: URL, method: string) => void } = {},
+): Promise<{
   sandbox: Sandbox;
   control: SandboxControl;
   partner: PartnerClient;
@@ -19,6 +24,13 @@ export async function startSandboxPartner(): Promise<{
       accessKey: 'sandbox-access-key',
       secretKey: 'sandbox-secret-key',
       logger: createLogger({ level: 'silent' }),
+      ...(options.onRequest && {
+        fetch: async (input: string | URL | Request, init?: RequestInit) => {
+          const url = new URL(String(input instanceof Request ? input.url : input));
+          options.onRequest!(url, init?.method ?? (input instanceof Request ? input.method : 'GET'));
+          return fetch(input, init);
+        },
+      }),
     }),
   };
 }
