@@ -1,17 +1,13 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { recordChanges } from '../../src/changes/record-changes.js';
 import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import { OUTBOX_CHANNEL } from '../../src/outbox/outbox-repository.js';
 import { writePage } from '../../src/poller/poller-repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useTestDatabase } from '../support/db.js';
 
 describe('recordChanges (the one write path of state changes)', () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(() => database.drop());
+  const database = useTestDatabase();
 
   describe('when one batch holds the same record more than once', () => {
     it('records them as if one after the other: a second version carries the first one status, a repeat is not published', async () => {

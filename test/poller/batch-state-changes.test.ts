@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { recordStateChange } from '../../src/changes/record-state-change.js';
 import { recordPolledChanges } from '../../src/poller/batch-state-changes.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useTestDatabase } from '../support/db.js';
 
 const record = (id: string, status: string | undefined, updated_at: string) => ({
   id,
@@ -11,11 +11,7 @@ const record = (id: string, status: string | undefined, updated_at: string) => (
 });
 
 describe('recordPolledChanges', () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(() => database.drop());
+  const database = useTestDatabase();
 
   describe('when a page is written', () => {
     it('writes the same event recordStateChange writes for each record', async () => {

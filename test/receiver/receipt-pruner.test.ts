@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { createReceiptPruner } from '../../src/receiver/receipt-pruner.js';
 import { insertReceipts } from '../../src/receiver/receipt-repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useTestDatabase } from '../support/db.js';
 
 /** The receiver owns webhook_receipts (its dedupe) and prunes them itself, not the relay. */
 describe('the receiver pruning its receipts', () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(() => database.drop());
+  const database = useTestDatabase();
 
   describe('when receipts are older than the retention', () => {
     it('prunes them and keeps the recent ones', async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { createDb } from '../../src/db/prisma.js';
 import { createLogger } from '../../src/logger.js';
@@ -6,7 +6,7 @@ import { registry } from '../../src/metrics.js';
 import { createRetentionPruner, type RetentionPrunerOptions } from '../../src/retention/retention-pruner.js';
 import { RETAINED_TABLES, retentionRules } from '../../src/retention/retention-rules.js';
 import { tableStorage } from '../../src/retention/retention-repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { useTestDatabase } from '../support/db.js';
 
 /**
  * Every table within its retention (issue 42): the pruner runs with its clock moved forward, as if
@@ -18,11 +18,7 @@ const logger = createLogger({ level: 'silent' });
 const rules = retentionRules(loadConfig({}));
 
 describe('the retention pruner', () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(() => database.drop());
+  const database = useTestDatabase();
   beforeEach(async () => {
     await database.sql.query(
       `TRUNCATE commands, command_attempts, published_versions, known_records, dead_letters, audit_log,

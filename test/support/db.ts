@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../../src/db/database-url.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createDb, type Db } from '../../src/db/prisma.js';
@@ -13,6 +13,24 @@ export interface TestDatabase {
   /** A node-postgres pool on the same schema, for assertions in plain SQL. */
   sql: pg.Pool;
   drop(): Promise<void>;
+}
+
+/**
+ * `createTestDatabase` as hooks of the calling `describe`: created before its tests, dropped after.
+ * Read its fields inside tests and hooks.
+ */
+export function useTestDatabase(): TestDatabase {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database?.drop());
+  return new Proxy({} as TestDatabase, {
+    get: (_target, field) => {
+      if (!database) throw new Error('useTestDatabase: read its fields inside tests and hooks');
+      return database[field as keyof TestDatabase];
+    },
+  });
 }
 
 /** A fresh schema with every migration applied: each test file gets its own. */
