@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
@@ -6,22 +6,18 @@ import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
-import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';
+import { useRedriveHarness } from './redrive-harness.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 
 /** A registration refused by the check, corrected by ops and redriven through the guard. */
 describe('redrive through the customer-registrations consumer', () => {
-  let r: RedriveHarness;
+  const r = useRedriveHarness(customerRegistrations);
   let h: Harness;
   const indexedLetterOf = (commandId: string) => r.indexedLetterOf(commandId);
 
-  beforeAll(async () => {
-    r = await createRedriveHarness(customerRegistrations);
+  beforeAll(() => {
     h = r.h;
-  });
-  afterAll(async () => {
-    await r?.close();
   });
 
   describe('when a registration refused by the check is corrected and redriven', () => {

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { getDeadLetter } from '../../src/dead-letters/dead-letter-repository.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
-import { createRedriveHarness, type RedriveHarness } from './redrive-harness.js';
+import { useRedriveHarness } from './redrive-harness.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
 
@@ -12,16 +12,12 @@ const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
  * dead-lettered and indexed; ops redrive it; the consumer applies it once.
  */
 describe('redrive through the application-decisions consumer', () => {
-  let r: RedriveHarness;
+  const r = useRedriveHarness(applicationDecisions);
   let h: Harness;
   const indexedLetterOf = (commandId: string) => r.indexedLetterOf(commandId);
 
-  beforeAll(async () => {
-    r = await createRedriveHarness(applicationDecisions);
+  beforeAll(() => {
     h = r.h;
-  });
-  afterAll(async () => {
-    await r?.close();
   });
 
   describe('when an exhausted command is redriven after the cause is gone', () => {
