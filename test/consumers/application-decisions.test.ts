@@ -1,21 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import type { FaultInput } from '../../src/dev/sandbox/faults.js';
-import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
+import { headersOf, uid } from './support/harness.js';
+import { useHarness } from '../support/app.js';
 
 const APPROVE = (id: number) => `/partner/v1/applications/${id}/approve`;
 
 describe('application-decisions consumer', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(applicationDecisions);
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
+  const h = useHarness([applicationDecisions]);
 
   async function newApplication(status = 'submitted'): Promise<number> {
     const [record] = await h.control.addRecords('applications', [{ status }]);

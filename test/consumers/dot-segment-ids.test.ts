@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { fillPath, InvalidPathIdError } from '../../src/partner/endpoints.js';
 import { REPORT_RENTAL_PAYMENTS_PATH } from '../../src/partner/assumptions.js';
-import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
+import { headersOf, uid } from './support/harness.js';
+import { useHarness } from '../support/app.js';
 
 /**
  * Issue 14, point 6: an id that is a dot segment would move a write to another URL
@@ -11,16 +12,7 @@ import { createHarness, headersOf, uid, type Harness } from './support/harness.j
  * write reaches any path; the path builder refuses dot segments as the last defence.
  */
 describe('commands whose ids are dot segments', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(applicationDecisions);
-    await h.startConsumer(rentalPayments);
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
+  const h = useHarness([applicationDecisions, rentalPayments]);
 
   async function allWrites(): Promise<string[]> {
     return (await h.control.ledger()).writes.map((w) => w.path);

@@ -5,23 +5,15 @@ import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { enrollmentRequestIdOf } from '../../src/contracts/commands.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createHarness, headersOf, uid, type Harness } from './support/harness.js';
+import { headersOf, uid } from './support/harness.js';
 import { buildRegistration } from '../receiver/webhooks.js';
+import { useHarness } from '../support/app.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 const CREATE_ENROLLMENT = '/partner/v1/enrollments';
 
 describe('onboarding consumers (customer-registrations, enrollments)', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(customerRegistrations);
-    await h.startConsumer(enrollments);
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
+  const h = useHarness([customerRegistrations, enrollments]);
 
   async function register(command: Record<string, unknown>) {
     const id = String(command.registration_id);

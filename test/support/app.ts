@@ -118,6 +118,20 @@ export async function drainOutbox(
 }
 
 /**
+ * The consumers' harness (test/consumers/support/harness.ts) with `consumers` started, as hooks of
+ * the calling `describe`: use it inside tests and hooks as the harness itself.
+ */
+export function useHarness(
+  consumers: AppOptions['consumers'],
+  consumerOverrides?: AppOptions['consumerOverrides'],
+): Harness {
+  const app = useApp({ harness: true, consumers, ...(consumerOverrides && { consumerOverrides }) });
+  return new Proxy({} as Harness, {
+    get: (_target, field) => app.harness[field as keyof Harness],
+  });
+}
+
+/**
  * One set-up of the app on the real PostgreSQL and Kafka, registered as hooks of the calling
  * `describe`: what `options` asks for is started in its beforeAll (in the order of the flow) and
  * stopped in its afterAll (in reverse). The test file's own hooks, registered after, run inside.
