@@ -4,7 +4,8 @@ import type { CommandOutcome } from '../../src/contracts/outcomes.js';
 import { registry } from '../../src/metrics.js';
 import type { FaultInput } from '../../src/dev/sandbox/faults.js';
 import { ajvErrors, cloudEventOf, headerMap, loadContracts, type Contracts } from '../support/contracts.js';
-import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.js';
+import { FAST_GUARD, uid } from './support/harness.js';
+import { useHarness } from '../support/app.js';
 
 /**
  * Issue 21: a refused command's outcome and dead letter carry the Partner API's error whole, as
@@ -14,16 +15,11 @@ import { FAST_GUARD, createHarness, uid, type Harness } from './support/harness.
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
 
 describe('outcomes of commands the Partner API refuses', () => {
-  let h: Harness;
+  const h = useHarness([rentalPayments], { guard: { ...FAST_GUARD, maxRetries: 2 } });
   let contracts: Contracts;
 
   beforeAll(async () => {
     contracts = await loadContracts();
-    h = await createHarness();
-    await h.startConsumer(rentalPayments, { guard: { ...FAST_GUARD, maxRetries: 2 } });
-  });
-  afterAll(async () => {
-    await h?.close();
   });
 
   /** Sends one payment against a fault; returns its outcome, dead letter and the outcome's message. */

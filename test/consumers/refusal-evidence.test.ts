@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
 import { enrollments } from '../../src/command-types/enrollments/enrollments.js';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createHarness, FAST_GUARD, TEST_MAX_PROCESSING_MS, uid, type Harness } from './support/harness.js';
+import { FAST_GUARD, TEST_MAX_PROCESSING_MS, uid } from './support/harness.js';
+import { useHarness } from '../support/app.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 const CREATE_ENROLLMENT = '/partner/v1/enrollments';
@@ -19,16 +20,10 @@ const LAG_MS = TEST_MAX_PROCESSING_MS + 800;
 const SLOW_RETRY = { ...FAST_GUARD, backoffMs: 2000, maxBackoffMs: 2000 };
 
 describe('when a retry after a write in doubt is refused because of that write', () => {
-  let h: Harness;
+  const h = useHarness([customerRegistrations, enrollments], { guard: SLOW_RETRY });
 
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startConsumer(customerRegistrations, { guard: SLOW_RETRY });
-    await h.startConsumer(enrollments, { guard: SLOW_RETRY });
     await h.control.setConfig({ list_lag_ms: LAG_MS });
-  });
-  afterAll(async () => {
-    await h?.close();
   });
 
   const publish = async (topic: string, type: string, key: string, id: string, data: object) => {

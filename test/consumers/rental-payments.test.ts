@@ -1,29 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import type { FaultInput } from '../../src/dev/sandbox/faults.js';
-import {
-  FAST_GUARD,
-  TEST_MAX_PROCESSING_MS,
-  createHarness,
-  headersOf,
-  uid,
-  type Harness,
-} from './support/harness.js';
+import { FAST_GUARD, TEST_MAX_PROCESSING_MS, headersOf, uid } from './support/harness.js';
+import { useHarness } from '../support/app.js';
 
 const REPORT = (id: number) => `/partner/v1/enrollments/${id}/report_rental_payments`;
 
 describe('rental-payments consumer', () => {
-  let h: Harness;
-
-  beforeAll(async () => {
-    h = await createHarness();
-    // The first read-back 50 ms after a failed call: a late write (client time-out 1.5 s) lands
-    // well after it, so only the processing bound keeps the guard from writing again.
-    await h.startConsumer(rentalPayments, { guard: FAST_GUARD });
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
+  // The first read-back 50 ms after a failed call: a late write (client time-out 1.5 s) lands
+  // well after it, so only the processing bound keeps the guard from writing again.
+  const h = useHarness([rentalPayments], { guard: FAST_GUARD });
 
   async function newEnrollment(status = 'active'): Promise<number> {
     const [record] = await h.control.addRecords('enrollments', [{ status, rental_payments: [] }]);
