@@ -6,6 +6,7 @@ import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { FAST_GUARD, TEST_MAX_PROCESSING_MS, uid } from './support/harness.js';
 import { useHarness } from '../support/app.js';
+import { buildRegistration } from '../receiver/webhooks.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 const CREATE_ENROLLMENT = '/partner/v1/enrollments';
@@ -39,15 +40,8 @@ describe('when a retry after a write in doubt is refused because of that write',
       status: 503,
       times: 1,
     });
-    const id = uid('reg');
-    const command = {
-      registration_id: id,
-      pms_reference: `tenant-${id}`,
-      first_name: 'Ada',
-      last_name: 'Lovelace',
-      email: `${id}@example.com`,
-      phone: '5551234567',
-    };
+    const command = buildRegistration();
+    const id = command.registration_id;
     await publish(
       TOPICS.customerRegistrations,
       COMMAND_TYPES.customerRegistration,

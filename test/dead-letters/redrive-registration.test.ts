@@ -5,8 +5,9 @@ import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { headersOf, logger, outcomeOf, uid, type Harness } from '../consumers/support/harness.js';
+import { headersOf, logger, outcomeOf, type Harness } from '../consumers/support/harness.js';
 import { useRedriveHarness } from './redrive-harness.js';
+import { buildRegistration } from '../receiver/webhooks.js';
 
 const CREATE_CUSTOMER = '/v1/partners/customers';
 
@@ -22,16 +23,8 @@ describe('redrive through the customer-registrations consumer', () => {
 
   describe('when a registration refused by the check is corrected and redriven', () => {
     it('checks again, creates the customer once, and a second redrive closes it as applied', async () => {
-      const id = uid('reg-redrive');
-      const command = {
-        registration_id: id,
-        pms_reference: `t-${id}`,
-        first_name: 'Ada',
-        last_name: 'Lovelace',
-        email: `${id}@example.com`,
-        phone: '12',
-        check: true,
-      };
+      const command = buildRegistration({ phone: '12', check: true });
+      const id = command.registration_id;
       await h.publish(
         TOPICS.customerRegistrations,
         command.email,
