@@ -163,6 +163,62 @@ describe('Partner requests per onboarding command', () => {
     });
   });
 
+  describe('when our own earlier command for the same target wrote after the stored read', () => {
+    // The chaos run of stop 46: a customer's second enrollment request, refused because the first
+    // one's enrollment is active, read back against a page 1 stored before the first one's write,
+    // took that enrollment for its own and ended `applied` with no write on the ledger.
+    it('reads page 1 again, and a refused second enrollment is not taken for applied', async () => {
+      await reset();
+      const [person] = await control.addRecords('customers', [asCustomer(buildRegistration())]);
+      const keyId = 'own-earlier-write';
+      const strategy = enrollmentReadBack(partner, { snapshotStore: store(600_000, keyId) });
+      const first = { enrollment_request_id: 'enr-first', customer_id: String(person!.id) };
+      const second = { enrollment_request_id: 'enr-second', customer_id: String(person!.id) };
+      // Another PMS source acting with its own key has a stored page 1 too.
+      const otherKey = enrollmentReadBack(partner, { snapshotStore: store(600_000, `${keyId}-other`) });
+      await otherKey.snapshot(first as never, ctx);
+      await strategy.snapshot(first as never, ctx);
+      await tick();
+      await strategy.write(first as never, 'rb-w-first');
+
+      counted.reads = 0;
+      await otherKey.snapshot(second as never, ctx);
+      expect(counted.reads).toBe(1);
+      counted.reads = 0;
+      const snapshot = await strategy.snapshot(second as never, ctx);
+      expect(counted.reads).toBe(1);
+      expect(snapshot.existing_enrollment_id).not.toBeNull();
+      await control.addFault({
+        method: 'POST',
+        path: '/partner/v1/enrollments',
+        kind: 'error',
+        status: 503,
+        times: 1,
+      });
+      await expect(strategy.write(second as never, 'rb-w-second')).rejects.toThrow();
+      expect(await strategy.verdict(second as never, snapshot, ctx)).toBe('not_applied');
+    });
+
+    it('a registration of an e-mail we registered since the stored read reads page 1 again', async () => {
+      await reset();
+      await customers(3);
+      const keyId = 'own-earlier-registration';
+      const strategy = customerRegistrationReadBack(partner, { snapshotStore: store(600_000, keyId) });
+      const command = buildRegistration();
+      await strategy.snapshot(buildRegistration() as never, ctx);
+      await tick();
+      await strategy.write(command as never, 'rb-w-reg-first');
+      counted.reads = 0;
+      const again = await strategy.snapshot({ ...command, registration_id: 'reg-again' } as never, ctx);
+      expect(counted.reads).toBe(1);
+      expect(again.existing_customer_id).not.toBeNull();
+      // Another target's snapshot still rests on the stored page.
+      counted.reads = 0;
+      await strategy.snapshot(buildRegistration() as never, ctx);
+      expect(counted.reads).toBe(0);
+    });
+  });
+
   it('enrollments: a burst of 100 over 2,000 enrollments costs at most 1.05 requests each', async () => {
     await reset();
     for (let i = 0; i < 2; i++)

@@ -3,7 +3,7 @@ import { CUSTOMERS_NEWEST_FIRST } from '../../partner/assumptions.js';
 import type { GuardPartner } from '../../guard/read-backs/partner-port.js';
 import type { SnapshotPageCache } from '../../guard/read-backs/snapshot-page-cache.js';
 import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
-import { newestFirstSnapshotPage } from '../../guard/read-backs/snapshot-first-page.js';
+import { newestFirstSnapshotPage, wroteFor } from '../../guard/read-backs/snapshot-first-page.js';
 import { byCreatedAt, createdSince, type Marker } from '../../guard/read-backs/newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from '../../guard/read-backs/read-back.js';
 
@@ -54,6 +54,7 @@ export function customerRegistrationReadBack(
       const page = await newestFirstSnapshotPage(partner, CUSTOMERS_NEWEST_FIRST.collection, ctx, {
         ...(store && { store }),
         keep: (r) => ({ id: r.id, email: r.email }),
+        target: command.email.toLowerCase(),
       });
       const existing = page.items.find((r) => sameEmail(r, command.email)) ?? null;
       return {
@@ -88,9 +89,16 @@ export function customerRegistrationReadBack(
       return 'not_applied';
     },
 
-    write(command, requestId) {
+    async write(command, requestId) {
       const { first_name, last_name, email, phone } = command;
-      return partner.createCustomer({ first_name, last_name, email, phone }, { requestId, lane: 'write' });
+      try {
+        return await partner.createCustomer(
+          { first_name, last_name, email, phone },
+          { requestId, lane: 'write' },
+        );
+      } finally {
+        await wroteFor(store, CUSTOMERS_NEWEST_FIRST.collection, email.toLowerCase());
+      }
     },
   };
 }

@@ -2,7 +2,7 @@ import type { EnrollmentCommand } from '../../contracts/commands.js';
 import type { GuardPartner } from '../../guard/read-backs/partner-port.js';
 import type { SnapshotPageCache } from '../../guard/read-backs/snapshot-page-cache.js';
 import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
-import { newestFirstSnapshotPage } from '../../guard/read-backs/snapshot-first-page.js';
+import { newestFirstSnapshotPage, wroteFor } from '../../guard/read-backs/snapshot-first-page.js';
 import { byId, createdSince, type Marker } from '../../guard/read-backs/newest-first.js';
 import { baseSnapshot, type ReadBackStrategy } from '../../guard/read-backs/read-back.js';
 
@@ -39,6 +39,7 @@ export function enrollmentReadBack(
       const page = await newestFirstSnapshotPage(partner, 'enrollments', ctx, {
         ...(store && { store }),
         keep: (r) => ({ id: r.id, customer_id: r.customer_id, status: r.status }),
+        target: String(command.customer_id),
       });
       const existing =
         page.items.find((r) => enrollmentOf(r, command.customer_id) && r.status === 'active') ?? null;
@@ -63,8 +64,15 @@ export function enrollmentReadBack(
       return 'not_applied';
     },
 
-    write(command, requestId) {
-      return partner.createEnrollment({ customer_id: command.customer_id }, { requestId, lane: 'write' });
+    async write(command, requestId) {
+      try {
+        return await partner.createEnrollment(
+          { customer_id: command.customer_id },
+          { requestId, lane: 'write' },
+        );
+      } finally {
+        await wroteFor(store, 'enrollments', String(command.customer_id));
+      }
     },
   };
 }

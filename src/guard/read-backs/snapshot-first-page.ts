@@ -23,6 +23,21 @@ export interface FirstPageSnapshot {
 /** Where a stored first page lives in `snapshot_reads`: one row per list and key. */
 const FIRST_PAGE_ID = 'page-1';
 const storedAs = (resource: CreatedResource) => `${resource}#first-page`;
+/** Where our writes per target are noted (a customer's id, a registration's e-mail). */
+const writesAs = (resource: CreatedResource) => `${resource}#writes-for`;
+
+/**
+ * A write of ours for `target` (an enrollment's customer, a registration's lower-cased e-mail) just
+ * ended, answered or not: a stored page 1 read before it no longer serves a snapshot for that
+ * target. Called by the read-backs' `write`.
+ */
+export async function wroteFor(
+  store: SnapshotStore | undefined,
+  resource: CreatedResource,
+  target: string,
+): Promise<void> {
+  await store?.wroteFor(writesAs(resource), target);
+}
 
 type Fresh = Pick<FirstPageSnapshot, 'marker' | 'items' | 'askedAt'>;
 /** Reads of page 1 under way, per store and list: snapshots asking meanwhile share the read. */
@@ -39,12 +54,25 @@ export async function newestFirstSnapshotPage(
   partner: GuardPartner,
   resource: CreatedResource,
   ctx: ReadContext,
-  options: { store?: SnapshotStore; keep: (record: PartnerRecord) => PartnerRecord },
+  options: {
+    store?: SnapshotStore;
+    keep: (record: PartnerRecord) => PartnerRecord;
+    /**
+     * The command's target (an enrollment's customer, a registration's lower-cased e-mail). A
+     * stored page read before a write of ours for the same target ended is not used: that write's
+     * record would not be on it and would be taken for this command's (chaos run, stop 46).
+     */
+    target: string;
+  },
 ): Promise<FirstPageSnapshot> {
-  const { store, keep } = options;
+  const { store, keep, target } = options;
   const stored = store ? await store.find(storedAs(resource), FIRST_PAGE_ID).catch(() => null) : null;
   const facts = stored?.usable ? parse(stored.record) : null;
-  if (facts && stored?.askedAt != null) return { ...facts, askedAt: stored.askedAt, requests: 0 };
+  if (facts && stored?.askedAt != null) {
+    const since = stored.askedAt;
+    const written = await store!.wroteSince(writesAs(resource), target, since).catch(() => true);
+    if (!written) return { ...facts, askedAt: since, requests: 0 };
+  }
   const read = async (): Promise<Fresh> => {
     const askedAt = Date.now();
     const page = await firstPage(partner, resource, ctx);

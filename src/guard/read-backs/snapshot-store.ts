@@ -39,6 +39,13 @@ export interface SnapshotStore {
   ): Promise<void>;
   /** A write of ours to the record just ended (answered or not): earlier reads no longer serve. */
   wrote(resource: string, id: string): Promise<void>;
+  /**
+   * A write of ours for a target just ended, whatever key made it: noted for every key's
+   * snapshots (`wroteSince`). Commands for one target run in order, but may act with other keys.
+   */
+  wroteFor(resource: string, target: string): Promise<void>;
+  /** Whether a write of ours for the target (`wroteFor`) ended after `since` (this process's clock, ms). */
+  wroteSince(resource: string, target: string, since: number): Promise<boolean>;
 }
 
 export interface SnapshotStoreOptions {
@@ -50,6 +57,10 @@ export interface SnapshotStoreOptions {
 }
 
 const OFFSET_REFRESH_MS = 60_000;
+/** The key_id under which writes for a target are noted for every key (`wroteFor`). */
+const ANY_KEY = '*';
+/** This process's writes for targets, whatever key made them (see `wroteFor`). */
+const sharedWrites = new Map<string, number>();
 
 /** Database clock − this process's clock, minus the measurement's uncertainty (so, on the early side). */
 function clockOffset(db: Db) {
@@ -119,6 +130,27 @@ export function createSnapshotStore(options: SnapshotStoreOptions): SnapshotStor
             page = coalesce(EXCLUDED.page, snapshot_reads.page),
             per_page = CASE WHEN EXCLUDED.page IS NULL THEN snapshot_reads.per_page ELSE EXCLUDED.per_page END
         WHERE snapshot_reads.asked_at IS NULL OR snapshot_reads.asked_at < EXCLUDED.asked_at`;
+    },
+
+    async wroteFor(resource, target) {
+      sharedWrites.delete(`${resource}/${target}`);
+      sharedWrites.set(`${resource}/${target}`, Date.now());
+      if (sharedWrites.size > 10_000) sharedWrites.delete(sharedWrites.keys().next().value!);
+      await db.$executeRaw`
+        INSERT INTO snapshot_reads (key_id, resource, record_id, wrote_at)
+        VALUES (${ANY_KEY}, ${resource}, ${target}, clock_timestamp())
+        ON CONFLICT (key_id, resource, record_id) DO UPDATE SET wrote_at = EXCLUDED.wrote_at`.catch(
+        () => undefined, // kept in sharedWrites above
+      );
+    },
+
+    async wroteSince(resource, target, since) {
+      const mine = sharedWrites.get(`${resource}/${target}`);
+      if (mine !== undefined && mine >= since) return true;
+      const [row] = await db.$queryRaw<{ after: boolean }[]>`
+        SELECT wrote_at >= ${new Date(since + (await offset()))}::timestamptz AS after
+        FROM snapshot_reads WHERE key_id = ${ANY_KEY} AND resource = ${resource} AND record_id = ${target}`;
+      return row?.after === true;
     },
 
     async wrote(resource, id) {
