@@ -45,7 +45,7 @@ import type { Component } from './lifecycle.js';
  * they have stopped.
  */
 
-/** A consumer per row of the command-type table (src/command-types/command-types.ts), by its name. */
+/** A consumer per entry of the list of command types (src/contracts/command-contracts.ts), by name. */
 export type CommandConsumerName = string;
 export const COMMAND_CONSUMER_NAMES: readonly CommandConsumerName[] = commandTypeNames();
 

@@ -41,7 +41,7 @@ export function parseCommandMessage<C>(type: AnyCommandContract, origin: Origin)
 }
 
 /**
- * Best effort, from the command-type table: the source, id and target of a message that failed its
+ * Best effort, from the list of command types: the source, id and target of a message that failed its
  * type or schema. The fields are read as the row of the message's own CloudEvent type declares
  * them (a command sent to the wrong topic), else the topic's row, else any row's.
  */

@@ -9,7 +9,7 @@ import { reconciliationReportSchema } from './reconciliation-report.js';
 /**
  * Every event schema that is not a command type's, by the file name its JSON Schema gets in
  * docs/schemas/ (scripts/export-schemas.ts; docs/asyncapi.yaml references them). Each command
- * type's command and PMS webhook come from the command-type table (src/command-types/command-types.ts).
+ * type's command and PMS webhook come from the list of command types (src/contracts/command-contracts.ts).
  */
 export const EVENT_SCHEMAS: Record<string, z.ZodType> = {
   cloudevent: cloudEventSchema,

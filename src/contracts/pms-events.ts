@@ -3,8 +3,8 @@ import { z } from 'zod';
 /**
  * What property-management systems send to `POST /webhooks/pms/:source`: an envelope
  * `{ type, data }` whose `data` is already the command rentbridge will carry to the Partner API.
- * Which command each type carries is the command-type table's (src/command-types/command-types.ts,
- * `pmsEventSchemaOf`).
+ * Which command each type carries is said by the list of command types
+ * (src/contracts/command-contracts.ts, `pmsEventSchemaOf`).
  */
 export { PMS_EVENT_TYPES } from './command-contracts.js';
 

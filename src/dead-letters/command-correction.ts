@@ -4,7 +4,7 @@ import { commandSourceOf, type CommandIdentity } from '../contracts/command-iden
 import { describeIssues } from './dead-letter-filters.js';
 
 /**
- * A command in a dead letter's value, read through the command-type table
+ * A command in a dead letter's value, read through the list of command types
  * (src/command-types/command-types.ts): the row of the letter's original topic says the command's
  * schema, id field and target.
  */

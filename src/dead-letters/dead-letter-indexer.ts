@@ -12,7 +12,7 @@ import { insertDeadLetters } from './dead-letter-repository.js';
 /** Rows per INSERT. */
 const CHUNK = 500;
 
-/** The command topics whose dead letters rentbridge writes: one per row of the command-type table. */
+/** The command topics whose dead letters rentbridge writes: one per entry of the list of command types. */
 const COMMAND_TOPICS = commandContracts().map((c) => c.topic);
 
 export interface DeadLetterIndexerOptions {

@@ -47,7 +47,7 @@ export interface Timeline {
 
 export const iso = (d: Date) => d.toISOString();
 
-/** The command topics (logical names): one per row of the command-type table. */
+/** The command topics (logical names): one per entry of the list of command types. */
 export const COMMAND_TOPIC_NAMES: readonly string[] = commandContracts().map((c) => c.topic);
 
 /** The outcome topic a command's final state is published on (not kept in PostgreSQL). */

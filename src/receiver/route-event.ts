@@ -109,7 +109,7 @@ function unrouted(d: Delivery, type: string): IngestItem {
 }
 
 /**
- * A PMS webhook: the command its type carries (the command-type table's row for it), on the row's
+ * A PMS webhook: the command its type carries (its entry in the list of command types), on the entry's
  * topic, keyed by its target; an unknown type goes to inbound.unrouted.
  */
 export function routePmsEvent(d: Delivery): IngestItem {

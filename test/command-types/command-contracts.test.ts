@@ -40,21 +40,19 @@ const EXPECTED: Record<string, { id: string; target: string }> = {
   enrollment: { id: 'enr-1', target: 'c-9' },
 };
 
-const COMMAND_TYPE_TABLE = commandContracts();
+const CONTRACTS = commandContracts();
 
 describe('the list of command types', () => {
   describe('when it is read against the published contracts', () => {
     it('has one row per command kind of the outcome contract, and every kind a row', () => {
-      expect(COMMAND_TYPE_TABLE.map((t) => t.kind).sort()).toEqual([...COMMAND_KINDS].sort());
+      expect(CONTRACTS.map((t) => t.kind).sort()).toEqual([...COMMAND_KINDS].sort());
     });
 
     it('names the topics, CloudEvent types and PMS event types the contracts list, each once', () => {
-      expect(COMMAND_TYPE_TABLE.map((t) => t.topic).sort()).toEqual([...COMMAND_TOPICS].sort());
-      expect(COMMAND_TYPE_TABLE.map((t) => t.eventType).sort()).toEqual(Object.values(COMMAND_TYPES).sort());
-      expect(COMMAND_TYPE_TABLE.map((t) => t.pmsEventType).sort()).toEqual(
-        Object.values(PMS_EVENT_TYPES).sort(),
-      );
-      for (const type of COMMAND_TYPE_TABLE) {
+      expect(CONTRACTS.map((t) => t.topic).sort()).toEqual([...COMMAND_TOPICS].sort());
+      expect(CONTRACTS.map((t) => t.eventType).sort()).toEqual(Object.values(COMMAND_TYPES).sort());
+      expect(CONTRACTS.map((t) => t.pmsEventType).sort()).toEqual(Object.values(PMS_EVENT_TYPES).sort());
+      for (const type of CONTRACTS) {
         expect(type.outcomeType).toBe(OUTCOME_TYPES[type.kind]);
         expect(allTopics()).toEqual(
           expect.arrayContaining([type.topic, type.outcomeTopic, TOPICS.dlq(type.topic)]),
@@ -63,9 +61,9 @@ describe('the list of command types', () => {
     });
 
     it('declares an id field its schema requires, a different one per type', () => {
-      const fields = COMMAND_TYPE_TABLE.map((t) => t.idField);
+      const fields = CONTRACTS.map((t) => t.idField);
       expect(new Set(fields).size).toBe(fields.length);
-      for (const type of COMMAND_TYPE_TABLE) {
+      for (const type of CONTRACTS) {
         const { [type.idField]: _id, ...withoutId } = SAMPLES[type.kind]!;
         expect(type.schema.safeParse(SAMPLES[type.kind]).success, type.kind).toBe(true);
         expect(type.schema.safeParse(withoutId).success, type.kind).toBe(false);
@@ -75,7 +73,7 @@ describe('the list of command types', () => {
 
   describe('when an entry is looked up', () => {
     it('finds it by name, kind, topic (with its prefix), CloudEvent type and PMS event type', () => {
-      for (const type of COMMAND_TYPE_TABLE) {
+      for (const type of CONTRACTS) {
         expect(contractByName(type.name)).toBe(type);
         expect(contractOfKind(type.kind)).toBe(type);
         expect(contractOfPhysicalTopic(`acme.${type.topic}`, 'acme.')).toBe(type);
@@ -87,7 +85,7 @@ describe('the list of command types', () => {
     });
 
     it("gives the consumer each entry with its behaviour: the entry's names and a read-back", () => {
-      for (const contract of COMMAND_TYPE_TABLE) {
+      for (const contract of CONTRACTS) {
         const type = commandTypeByName(contract.name)!;
         expect(type).toMatchObject({ ...contract, target: contract.target });
         expect(typeof type.readBack).toBe('function');
@@ -99,7 +97,7 @@ describe('the list of command types', () => {
 
   describe('when ids are read from a command', () => {
     it('reads the command id and target from the fields the row declares', () => {
-      for (const type of COMMAND_TYPE_TABLE) {
+      for (const type of CONTRACTS) {
         const command = type.schema.parse(SAMPLES[type.kind]);
         expect(commandIdOf(type, command)).toBe(EXPECTED[type.kind]!.id);
         expect(targetIdOf(type, command)).toBe(EXPECTED[type.kind]!.target);
@@ -113,7 +111,7 @@ describe('the list of command types', () => {
 
   describe('when a PMS webhook of each type is routed', () => {
     it("publishes its command on the row's topic, keyed by its target, with its id as subject", () => {
-      for (const type of COMMAND_TYPE_TABLE) {
+      for (const type of CONTRACTS) {
         const item = routePmsEvent({
           source: 'pms:acme',
           path: '/webhooks/pms/acme',
@@ -159,7 +157,7 @@ describe('the list of command types', () => {
     });
 
     it('guesses nothing from bytes that are not JSON', () => {
-      expect(guessCommand(COMMAND_TYPE_TABLE[0]!, Buffer.from('{not json'))).toEqual({
+      expect(guessCommand(CONTRACTS[0]!, Buffer.from('{not json'))).toEqual({
         source: null,
         commandId: null,
         targetId: null,
@@ -170,7 +168,7 @@ describe('the list of command types', () => {
   describe('when the JSON Schemas are exported', () => {
     it("names each type's command and PMS webhook as docs/schemas always has", () => {
       const names = Object.keys(commandTypeSchemas());
-      expect(names).toHaveLength(2 * COMMAND_TYPE_TABLE.length);
+      expect(names).toHaveLength(2 * CONTRACTS.length);
       expect(names).toEqual(
         expect.arrayContaining([
           'application-decision-command',
