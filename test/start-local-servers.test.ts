@@ -119,6 +119,9 @@ describe('rentbridge start without DATABASE_URL', () => {
           KAFKA_BROKERS: undefined,
           KAFKA_DIR: kafkaDir,
           LOCAL_KAFKA_PORT: String(await freePort()),
+          // Its controller's port too: by default the next one, which another test may hold (the
+          // start then refuses that port before it looks for Java, which is what this case asks).
+          KAFKA_CONTROLLER_PORT: String(await freePort()),
         });
         expect(result.code).toBe(2);
         for (const text of [...says, 'set KAFKA_BROKERS']) expect(result.stderr).toContain(text);
