@@ -21,6 +21,7 @@ import { createLogger } from '../src/logger.js';
 import { createPartnerClient } from '../src/partner/index.js';
 import { runResourcePass } from '../src/poller/resource-pass.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
+import type { SandboxControl } from '../src/dev/sandbox/control-client.js';
 import type { BenchResult } from './types.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -57,14 +58,7 @@ export async function run(): Promise<BenchResult> {
       for (const variant of ['before', 'after'] as const) {
         await control.reset();
         await control.setConfig({ rate_limit_per_minute: 1_000_000 });
-        const ids: number[] = [];
-        for (let i = 0; i < n; i += 1000) {
-          const batch = Array.from({ length: Math.min(1000, n - i) }, () => ({
-            status: 'active',
-            rental_payments: [],
-          }));
-          ids.push(...(await control.addRecords('enrollments', batch)).map((r) => Number(r.id)));
-        }
+        const ids = await addEnrollments(control, n);
         const keyId = `${variant}-${n}`;
         const store = variant === 'after' ? createSnapshotStore({ db, keyId, maxAgeMs: 600_000 }) : undefined;
         if (store) await pollerPass(db, partner, store);
@@ -123,7 +117,21 @@ export async function run(): Promise<BenchResult> {
   };
 }
 
-async function pollerPass(
+/** `n` active enrollments without payments on the sandbox, 1,000 per request; their ids. */
+export async function addEnrollments(control: SandboxControl, n: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i += 1000) {
+    const batch = Array.from({ length: Math.min(1000, n - i) }, () => ({
+      status: 'active',
+      rental_payments: [],
+    }));
+    ids.push(...(await control.addRecords('enrollments', batch)).map((r) => Number(r.id)));
+  }
+  return ids;
+}
+
+/** One poller pass over the enrollments, its reads stored as snapshots in `store`. */
+export async function pollerPass(
   db: Db,
   partner: ReturnType<typeof createPartnerClient>,
   store: ReturnType<typeof createSnapshotStore>,

@@ -25,9 +25,9 @@ import { createSnapshotPageCache } from '../src/guard/read-backs/snapshot-page-c
 import { createSnapshotStore } from '../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
-import { runResourcePass } from '../src/poller/resource-pass.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import type { BenchResult } from './types.js';
+import { addEnrollments, pollerPass } from './write-budget.js';
 
 const logger = createLogger({ level: 'silent' });
 const ctx = { nextReadId: () => `rb-${randomBytes(6).toString('hex')}` };
@@ -66,15 +66,7 @@ export async function run(): Promise<BenchResult> {
   const figures: Record<string, number | string> = {};
   const seed = async () => {
     await control.reset();
-    const ids: number[] = [];
-    for (let i = 0; i < enrollments; i += 1000) {
-      const batch = Array.from({ length: Math.min(1000, enrollments - i) }, () => ({
-        status: 'active',
-        rental_payments: [],
-      }));
-      ids.push(...(await control.addRecords('enrollments', batch)).map((r) => Number(r.id)));
-    }
-    return ids;
+    return addEnrollments(control, enrollments);
   };
   try {
     const variants = (process.env.BENCH_650_VARIANTS ?? 'before,after').split(',') as Array<
@@ -216,24 +208,4 @@ async function faultMix(
   figures[`${variant}: fault mix verdicts (applied / not_applied / unknown / wrong)`] =
     `${verdicts.applied} / ${verdicts.not_applied} / ${verdicts.unknown} / ${verdicts.wrong}`;
   return (verdicts.unknown / chosen.length) * 100;
-}
-
-async function pollerPass(
-  db: Db,
-  partner: ReturnType<typeof createPartnerClient>,
-  store: ReturnType<typeof createSnapshotStore>,
-) {
-  await runResourcePass({
-    partner,
-    db,
-    logger,
-    resource: 'enrollments',
-    backfillFrom: null,
-    progressEveryPages: 1000,
-    perPage: 1000,
-    now: () => new Date(),
-    hooks: {},
-    isStopping: () => false,
-    snapshots: store,
-  });
 }
