@@ -13,11 +13,19 @@
  * - the PMS status call (one command; the list of the last hour), the trace by each kind of id,
  *   one overview refresh, the dead-letter list, the callbacks' status: the functions the HTTP
  *   routes call. These run on two schemas, a sample of each in turn, so the machine's load weighs
- *   on both alike: "empty" holds only the rows the paths look up (a first day), the other the year
- *   around them; "within 1.2×" compares their p99s;
+ *   on both alike: "empty" is a first day (below), the other the year; "within 1.2×" compares
+ *   their p99s;
  * - storage per month of operation (table and indexes), from PostgreSQL's sizes after the fill;
  * - the command path while a backlog past the retention (the fill's older half, under
  *   BENCH_HISTORY_RETENTION_DAYS, default 182) is pruned by the retention pruner at its defaults.
+ *
+ * The first day ("empty"): a day of the year's commands, versions and audit entries (at least the
+ * rows the paths look up), so its last hour, which the overview and the PMS list read, holds the
+ * same traffic as the year's; the same outbox (kept 72 h: as full on day 3 as on day 365); and
+ * dead letters spread over the year, at least 1,000 (100 open: the open list answers a full page
+ * on both). Only the history behind them differs. BENCH_HISTORY_EMPTY=rows is the first day as it
+ * was before (only the rows looked up: no traffic in its last hour, a page of `samples / 10` open
+ * letters), for comparing with earlier runs.
  *
  * BENCH_HISTORY_BEFORE=1 drops the indexes of migration 20261127100000 first: the figures before it.
  * BENCH_HISTORY_E2E=0 skips the end-to-end path (no Kafka); BENCH_HISTORY_PORT (44010) is the
@@ -36,7 +44,13 @@ import { SnapshotRing } from '../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../src/ops/overview/overview.js';
 import { createCommandStatusRepository } from '../src/pms/command-status-repository.js';
 import { traceId } from '../src/event-trace/trace.js';
-import { fillHistory, firstValue, scaled, YEAR_OF_A_LARGE_PMS } from '../test/support/history-fill.js';
+import {
+  fillHistory,
+  firstValue,
+  scaled,
+  YEAR_OF_A_LARGE_PMS,
+  type HistoryVolumes,
+} from '../test/support/history-fill.js';
 import { startEndToEnd } from './history-e2e.js';
 import { percentile, pruningUnderLoad, seqRowsRead, storagePerMonth } from './history-figures.js';
 import type { BenchResult } from './types.js';
@@ -142,6 +156,34 @@ function report(figures: BenchResult['figures'], name: string, e: Stats, f: Stat
   if (ratio > 1.2) over.push(name);
 }
 
+/**
+ * The "empty" deployment, a first day (see the top of this file): a lookup finds its row on both
+ * schemas, the answers are pages of the same size, and only the year around them differs.
+ * `rowsOnly`: just the rows the paths look up, as the bench did first.
+ */
+async function fillFirstDay(sql: pg.Pool, year: HistoryVolumes, samples: number, rowsOnly: boolean) {
+  const looked = { commands: 3 * samples + 3, versions: 3 * samples + 6, audit: samples };
+  if (rowsOnly) {
+    await fillHistory(sql, { ...looked, deadLetters: samples, outbox: samples + 1 });
+    return;
+  }
+  const day = (n: number) => Math.round(n / 365);
+  await fillHistory(
+    sql,
+    {
+      commands: Math.max(looked.commands, day(year.commands)),
+      versions: Math.max(looked.versions, day(year.versions)),
+      audit: Math.max(looked.audit, day(year.audit)),
+      deadLetters: 0,
+      outbox: Math.max(samples + 1, year.outbox),
+    },
+    { spanDays: 1 },
+  );
+  const none = { commands: 0, versions: 0, audit: 0, outbox: 0 };
+  // Its own tag: the steps that follow the commands (attempts, callbacks) must not run twice.
+  await fillHistory(sql, { ...none, deadLetters: Math.max(samples, 1000) }, { spanDays: 365, tag: 'l' });
+}
+
 async function dropNewIndexes(sql: pg.Pool): Promise<void> {
   const { readFile } = await import('node:fs/promises');
   const text = await readFile(
@@ -191,15 +233,7 @@ export async function run(): Promise<BenchResult> {
   const over: string[] = [];
   try {
     if (before) for (const p of [sql, emptySql]) await dropNewIndexes(p);
-    // The "empty" deployment holds just the rows the paths look up (a first day): a lookup finds
-    // its row on both, and only the year around it differs.
-    await fillHistory(emptySql, {
-      commands: 3 * samples + 3,
-      versions: 3 * samples + 6,
-      deadLetters: samples,
-      audit: samples,
-      outbox: samples + 1,
-    });
+    await fillFirstDay(emptySql, volumes, samples, process.env.BENCH_HISTORY_EMPTY === 'rows');
     await emptySql.query('VACUUM ANALYZE');
     const e2eEmpty = await e2e?.measure(samples);
 
