@@ -2,8 +2,11 @@
  * The history bench's figures that need no second schema (bench/history.ts): percentiles, the rows
  * read by sequential scan, storage per month, and the command path while a backlog is pruned.
  */
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
 import type pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
+import { parseDatabaseUrl } from '../src/db/database-url.js';
 import type { Db } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import { createRetentionPruner } from '../src/retention/retention-pruner.js';
@@ -29,6 +32,41 @@ export async function measure(
     times.push(performance.now() - started);
   }
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/**
+ * Pages one call of a read path touches on a schema: the shared buffers (hit or read) of each
+ * statement it sends, from EXPLAIN (ANALYZE, BUFFERS). A figure the machine's load does not change:
+ * whether a path reads more with a year behind it shows here even where the timings are noise.
+ * The call runs once first (as a refresh after the first one), then once with its statements
+ * captured.
+ */
+export function pageCounter(url: string, sql: pg.Pool) {
+  const { connectionString, schema } = parseDatabaseUrl(url);
+  const captured: Array<{ query: string; params: unknown[] }> = [];
+  const db = new PrismaClient({
+    adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
+    log: [{ emit: 'event', level: 'query' }],
+  });
+  db.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
+  return {
+    async pages(run: (db: Db, i: number) => Promise<unknown>): Promise<number> {
+      await run(db, 0);
+      captured.length = 0;
+      await run(db, 0);
+      let pages = 0;
+      for (const c of captured.filter((c) => /^\s*(SELECT|WITH)\b/i.test(c.query))) {
+        const { rows } = await sql.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${c.query}`,
+          c.params,
+        );
+        const plan = rows[0]!['QUERY PLAN'][0]!.Plan;
+        pages += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+      }
+      return pages;
+    },
+    close: () => db.$disconnect(),
+  };
 }
 
 /** seq_tup_read of each growing table of the schema (the statistics collector's, flushed first). */

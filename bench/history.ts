@@ -15,6 +15,8 @@
  *   routes call. These run on two schemas, a sample of each in turn, so the machine's load weighs
  *   on both alike: "empty" is a first day (below), the other the year; "within 1.2×" compares
  *   their p99s;
+ * - pages per call of each read path, empty and filled (bench/history-figures.ts, pageCounter):
+ *   the shared buffers its statements touch, which the machine's load does not change;
  * - storage per month of operation (table and indexes), from PostgreSQL's sizes after the fill;
  * - the command path while a backlog past the retention (the fill's older half, under
  *   BENCH_HISTORY_RETENTION_DAYS, default 182) is pruned by the retention pruner at its defaults.
@@ -52,7 +54,13 @@ import {
   type HistoryVolumes,
 } from '../test/support/history-fill.js';
 import { startEndToEnd } from './history-e2e.js';
-import { percentile, pruningUnderLoad, seqRowsRead, storagePerMonth } from './history-figures.js';
+import {
+  pageCounter,
+  percentile,
+  pruningUnderLoad,
+  seqRowsRead,
+  storagePerMonth,
+} from './history-figures.js';
 import type { BenchResult } from './types.js';
 
 type Path = [string, (db: Db, i: number) => Promise<unknown>];
@@ -284,6 +292,13 @@ export async function run(): Promise<BenchResult> {
       (sum, [table, n]) => sum + n - (seqBefore[table] ?? 0),
       0,
     );
+    const counters = [pageCounter(emptyUrl, emptySql), pageCounter(url, sql)] as const;
+    for (const [k, [name, path]] of paths(eventId, letterId).entries()) {
+      if (name.startsWith('command path')) continue; // writes: EXPLAIN ANALYZE would run them
+      const empty = await counters[0].pages(emptyPaths[k]![1]);
+      figures[`${name}: pages per call, empty / filled`] = `${empty} / ${await counters[1].pages(path)}`;
+    }
+    for (const c of counters) await c.close();
     await storagePerMonth(db, figures);
     await pruningUnderLoad(db, samples, retentionDays, figures, commandPath);
   } finally {
