@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import type { Db } from '../../src/db/prisma.js';
+import { listDeliveries, queueBySource } from '../../src/callbacks/callback-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { SnapshotRing } from '../../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../../src/ops/overview/overview.js';
@@ -12,13 +13,15 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { fillHistory } from '../support/history-fill.js';
 
 /**
- * The overview refresh and the open dead letters' list and counts (the console asks for both on
- * each refresh) read a bounded part of `dead_letters`, however many letters a year leaves (issue
- * 42; migration 20261127600000). A year of a large PMS's letters: 20,000, one in ten still open,
- * spread over the year, about ten to a page. Without a sequential scan these still read the
- * table's pages: the counts fetched the page of every open letter (2,000 pages), the overview's
- * "arriving in the last hour" read the whole (state, indexed_at) index. The measure is the pages
- * each statement touches (EXPLAIN's buffers), which the machine's load does not change.
+ * What the console asks for on each refresh, the overview, the open dead letters' list and counts
+ * and the callbacks' status, reads a bounded part of its tables however much a year leaves (issue
+ * 42; migration 20261127600000). A year of a large PMS's letters: 20,000, one in ten still open;
+ * and of callbacks: one in ten dead (kept until resolved); spread over the year, about ten to a
+ * page. Without a sequential scan these still read the tables' pages: the counts fetched the page
+ * of every open letter, the overview's "arriving in the last hour" read the whole
+ * (state, indexed_at) index, the callbacks' status the page of every waiting delivery. The
+ * measure is the pages each statement touches (EXPLAIN's buffers), which the machine's load does
+ * not change.
  */
 const PAGE_BUDGET = 150;
 
@@ -27,7 +30,7 @@ interface Captured {
   params: unknown[];
 }
 
-describe('the dead letters the console reads on each refresh', () => {
+describe('what the console reads on each refresh', () => {
   let database: TestDatabase;
   let db: Db;
   let captured: Captured[] = [];
@@ -35,12 +38,18 @@ describe('the dead letters the console reads on each refresh', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     await fillHistory(database.sql, {
-      commands: 3000,
+      commands: 20_000,
       versions: 300,
       deadLetters: 20_000,
       audit: 100,
       outbox: 1000,
     });
+    await database.sql.query(
+      `UPDATE callback_deliveries SET state = 'dead', delivered_at = NULL, dead_at = created_at + interval '1 day'
+        WHERE id % 10 = 0`,
+    );
+    // A delivery dies a day after it was made, its new row written beside that day's: in id order.
+    await database.sql.query('CLUSTER callback_deliveries USING callback_deliveries_pkey');
     // What autovacuum does after a bulk insert: statistics, and the visibility map that lets an
     // index answer without the table.
     await database.sql.query('VACUUM ANALYZE');
@@ -57,12 +66,12 @@ describe('the dead letters the console reads on each refresh', () => {
     await database.drop();
   });
 
-  /** The statements `run` sends that read dead_letters. */
+  /** The statements `run` sends that read dead_letters or callback_deliveries. */
   async function statementsOf(run: (db: Db) => Promise<unknown>): Promise<Captured[]> {
     captured = [];
     await run(db);
     const reads = captured.filter(
-      (c) => /^\s*(SELECT|WITH)\b/i.test(c.query) && /dead_letters/.test(c.query),
+      (c) => /^\s*(SELECT|WITH)\b/i.test(c.query) && /dead_letters|callback_deliveries/.test(c.query),
     );
     expect(reads.length).toBeGreaterThan(0);
     return reads;
@@ -93,32 +102,44 @@ describe('the dead letters the console reads on each refresh', () => {
     expect(counts).toMatchObject({ total: 2000, capped: false, byReason: { partner_rejected: 2000 } });
   };
 
-  it('the table is large enough that reading it would show (over 1,000 pages)', async () => {
+  const callbacks = async (db: Db) => {
+    const queue = await queueBySource(db);
+    expect(queue.reduce((n, q) => n + q.dead, 0)).toBe(2000);
+    expect(await listDeliveries(db, { state: 'dead', limit: 50 })).toHaveLength(50);
+  };
+
+  it('the tables are large enough that reading them would show (over 500 pages)', async () => {
     const { rows } = await database.sql.query<{ pages: number }>(
-      `SELECT relpages AS pages FROM pg_class WHERE oid = 'dead_letters'::regclass`,
+      `SELECT relpages AS pages FROM pg_class WHERE oid IN ('dead_letters'::regclass, 'callback_deliveries'::regclass)`,
     );
-    expect(rows[0]!.pages).toBeGreaterThan(1000);
+    expect(rows.map((r) => r.pages)).toEqual([expect.any(Number), expect.any(Number)]);
+    for (const r of rows) expect(r.pages).toBeGreaterThan(500);
   });
 
   it.each([
     ['the overview refresh', overview],
     ['the open letters, a page and the counts', openLetters],
+    ["the callbacks' status", callbacks],
   ])('%s: each statement touches a bounded number of pages', async (_name, run) => {
     expect(over(await pagesOf(await statementsOf(run), database.sql))).toEqual([]);
   });
 
-  it('finds the reads that grew with the letters without the indexes (the check can fail)', async () => {
-    const reads = [...(await statementsOf(overview)), ...(await statementsOf(openLetters))];
+  it('finds the reads that grew with the year without the indexes (the check can fail)', async () => {
+    const statements: Captured[] = [];
+    for (const run of [overview, openLetters, callbacks]) statements.push(...(await statementsOf(run)));
     const client = await database.sql.connect();
     try {
       // Dropped in a transaction rolled back: the statements are explained as they were planned
       // before migration 20261127600000.
       await client.query('BEGIN');
-      await client.query('DROP INDEX dead_letters_state_id_idx, dead_letters_indexed_at_idx');
-      const found = over(await pagesOf(reads, client));
+      await client.query(
+        'DROP INDEX dead_letters_state_id_idx, dead_letters_indexed_at_idx, callback_deliveries_waiting_idx',
+      );
+      const found = over(await pagesOf(statements, client));
       expect(found.join('\n')).toMatch(/WHERE state = 'open' GROUP BY/);
       expect(found.join('\n')).toMatch(/WHERE indexed_at > now\(\)/);
       expect(found.join('\n')).toMatch(/"error_code" FROM/);
+      expect(found.join('\n')).toMatch(/WITH waiting AS/);
     } finally {
       await client.query('ROLLBACK');
       client.release();
