@@ -248,7 +248,7 @@ async function atLimit(env: Env, producer: Producer, limit: number, seconds: num
  * The sandbox in its own process, as the Partner API is remote: its JSON work must not share the
  * consumer's event loop (it would charge the partner's cost of a list page to the guard).
  */
-async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
+export async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
     [
