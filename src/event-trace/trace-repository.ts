@@ -1,6 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import { contractOfTopic } from '../contracts/command-contracts.js';
-import { commandSourceOf } from '../contracts/command-identity.js';
+import { contractOfTopic, commandSourceOf } from '../contracts/command-contracts.js';
 import {
   ID_KINDS,
   identityKey,

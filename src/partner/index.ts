@@ -4,7 +4,7 @@ export * from './errors.js';
 export * from './partner-client.js';
 export * from './rate-budget.js';
 export * from './rate-budget-types.js';
-export * from './request-ids.js';
+export * from './transport.js';
 export * from './resources.js';
 export * from './retry-policy.js';
 export * from './schemas.js';

@@ -9,7 +9,7 @@ import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
 import { createTypeLabeler, unroutedAnswer } from './unrouted-answer.js';
-import { traceWebhook } from '../telemetry/telemetry.js';
+import { traceWebhook } from '../telemetry.js';
 
 /**
  * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
