@@ -127,7 +127,9 @@ export async function run(): Promise<BenchResult> {
         files: files.length,
         folders: folders.length,
         'files directly in src/ (foundation)': files.filter((f) => folderOf(f) === null).length,
-        ...Object.fromEntries(folders.map((f) => [`files in ${f}/`, files.filter((x) => folderOf(x) === f).length])),
+        ...Object.fromEntries(
+          folders.map((f) => [`files in ${f}/`, files.filter((x) => folderOf(x) === f).length]),
+        ),
       },
       notes: [`the files: ${files.join(', ')}`],
     };

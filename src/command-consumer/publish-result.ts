@@ -4,8 +4,7 @@ import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter
 import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-contracts.js';
 import { outcomeEventId, errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
-import { messagePositions } from '../kafka/message-positions.js';
-import type { SharedProducer } from '../kafka/shared-producer.js';
+import { messagePositions, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { metrics } from '../metrics.js';
