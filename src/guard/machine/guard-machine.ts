@@ -586,11 +586,10 @@ export function ensured(state: MachineState, event: Of<'ensured'>): Decision {
   return { state: d.state, action: { ...d.action, error: state.refusal } };
 }
 
-/** The fast path's snapshot: the row is created in flight with it. */
-export function snapshotRead(state: MachineState, event: Of<'snapshot_taken'>): Decision {
-  const snapshot = event.snapshot!;
+/** The step that records a snapshot read (the fast path's, or the baseline's once the lock is held). */
+function snapshotStep(state: MachineState, event: Of<'snapshot_taken'>, snapshot: Snapshot) {
   const { result, message } = snapshotWords(snapshot);
-  const step = readStep(
+  return readStep(
     state,
     'snapshot',
     event.readIds ?? state.readIds,
@@ -598,6 +597,12 @@ export function snapshotRead(state: MachineState, event: Of<'snapshot_taken'>): 
     result,
     message,
   );
+}
+
+/** The fast path's snapshot: the row is created in flight with it. */
+export function snapshotRead(state: MachineState, event: Of<'snapshot_taken'>): Decision {
+  const snapshot = event.snapshot!;
+  const step = snapshotStep(state, event, snapshot);
   return {
     state: {
       ...state,
@@ -759,15 +764,7 @@ export function snapshotTaken(state: MachineState, event: Of<'snapshot_taken'>):
   const snapshot = event.snapshot ?? state.snapshot;
   const s = { ...state, baseline: true, snapshot, reading: null, readFailures: 0 };
   if (!snapshot) return write(s, 0, null);
-  const { result, message } = snapshotWords(snapshot);
-  const step = readStep(
-    state,
-    'snapshot',
-    event.readIds ?? state.readIds,
-    event.startedAt ?? event.at,
-    result,
-    message,
-  );
+  const step = snapshotStep(state, event, snapshot);
   return withSteps(write(s, 0, null), step);
 }
 
