@@ -141,6 +141,39 @@ export function toApiError(
   );
 }
 
+/** A call that got no answer: timed out, or the network failed. */
+function noAnswer(
+  thrown: unknown,
+  timedOut: boolean,
+  endpoint: string,
+  requestId: string,
+  timeoutMs: number,
+) {
+  return timedOut
+    ? new PartnerTimeoutError(`Partner API did not answer ${endpoint} within ${timeoutMs} ms`, {
+        requestId,
+        timeoutMs,
+        cause: thrown,
+      })
+    : new PartnerNetworkError(`Partner API unreachable for ${endpoint}: ${(thrown as Error).message}`, {
+        requestId,
+        cause: thrown,
+      });
+}
+
+/** The wait before repeating a call: Retry-After on a 429, else the back-off. */
+function retryDelay(failure: PartnerError, attempt: number, random: () => number): number {
+  const api = failure instanceof PartnerApiError ? failure : null;
+  return backoffMs(
+    attempt,
+    {
+      throttled: api?.status === 429,
+      ...(api?.retryAfterSeconds !== undefined && { retryAfterSeconds: api.retryAfterSeconds }),
+    },
+    random,
+  );
+}
+
 /**
  * One logical call: takes a budget slot per attempt, sends the token, request id and (enhanced
  * security) `X-Access-Token`, measures latency, feeds the budget what the API reports, and retries
@@ -216,16 +249,7 @@ export function createTransport(deps: TransportDeps): Transport {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (thrown instanceof PartnerError) throw thrown;
         metrics.partnerLatency.observe({ endpoint, status: 'none' }, (performance.now() - started) / 1000);
-        failure = timeout.aborted
-          ? new PartnerTimeoutError(`Partner API did not answer ${endpoint} within ${timeoutMs} ms`, {
-              requestId,
-              timeoutMs,
-              cause: thrown,
-            })
-          : new PartnerNetworkError(`Partner API unreachable for ${endpoint}: ${(thrown as Error).message}`, {
-              requestId,
-              cause: thrown,
-            });
+        failure = noAnswer(thrown, timeout.aborted, endpoint, requestId, timeoutMs);
       }
 
       const fields = describe(failure);
@@ -236,16 +260,7 @@ export function createTransport(deps: TransportDeps): Transport {
         );
         throw failure;
       }
-      const throttled = failure instanceof PartnerApiError && failure.status === 429;
-      const delay = backoffMs(
-        attempt,
-        {
-          throttled,
-          ...(failure instanceof PartnerApiError &&
-            failure.retryAfterSeconds !== undefined && { retryAfterSeconds: failure.retryAfterSeconds }),
-        },
-        random,
-      );
+      const delay = retryDelay(failure, attempt, random);
       log.info(
         { ...fields, attempt, delayMs: Math.round(delay), partnerRequestId: failure.requestId },
         'partner call retrying',
