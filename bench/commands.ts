@@ -248,7 +248,7 @@ async function atLimit(env: Env, producer: Producer, limit: number, seconds: num
  * The sandbox in its own process, as the Partner API is remote: its JSON work must not share the
  * consumer's event loop (it would charge the partner's cost of a list page to the guard).
  */
-async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
+export async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
     [
@@ -256,7 +256,7 @@ async function sandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
       'tsx',
       '--input-type=module',
       '-e',
-      "const { startSandbox } = await import('./src/dev/sandbox/index.ts'); const s = await startSandbox({ port: 0 }); console.log('URL ' + s.url);",
+      "const { startSandbox } = await import('./src/dev/sandbox/index.js'); const s = await startSandbox({ port: 0 }); console.log('URL ' + s.url);",
     ],
     { stdio: ['ignore', 'pipe', 'inherit'], cwd: new URL('..', import.meta.url).pathname },
   );
@@ -320,7 +320,7 @@ export async function run(): Promise<BenchResult> {
       },
       notes: [
         'The sandbox runs in its own process (the Partner API is remote); consumer, Kafka client and PostgreSQL client share one process, on a 2-core machine shared with other work.',
-        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs its snapshot (list pages shared for 1 s between commands, src/guard/read-backs/snapshot-page-cache.ts), the in_flight commit, its write and the applied commit (the last alongside the outcome publish).',
+        'Limit off: no shared budget in either consumer, 3 partitions, 3 partitions consumed concurrently; each guarded command costs its snapshot (list pages shared for 1 s between commands, src/guard/read-backs/read-back.ts), the in_flight commit, its write and the applied commit (the last alongside the outcome publish).',
         `Limit on: sandbox and shared budget at ${limit}/min; the budget's window is 61 s (1 s safety), so it leaves ${(limit * (60 / 61)).toFixed(0)}/min; "budget left after reads" = that minus the reads made.`,
         'Reads are GET requests made by the client (snapshots, read-backs; authentication excluded as it is a POST).',
       ],

@@ -58,6 +58,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './reconcile.js',
     what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments), and the same month with its 3,000 registrations and enrollments: Partner requests vs the pages that hold them, and time (issue 45)',
   },
+  path: {
+    module: './payment-path.js',
+    what: 'the files and folders of src/ one rental payment runs through, from its Kafka message to its outcome (V8 coverage; issue 40)',
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',

@@ -15,7 +15,7 @@ import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url
 import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { rentalPaymentReadBack } from '../src/command-types/rental-payments/rental-payment-read-back.js';
-import { createSnapshotPageCache } from '../src/guard/read-backs/snapshot-page-cache.js';
+import { createSnapshotPageCache } from '../src/guard/read-backs/read-back.js';
 import { createSnapshotStore } from '../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient } from '../src/partner/index.js';

@@ -15,8 +15,8 @@ import { parseDependencyTree, shortenTree } from 'dpdm';
 /** Bottom to top. The files directly in src/ are the foundation, each a room of its own. */
 export const FLOORS: readonly (readonly string[])[] = [
   ['backoff', 'config', 'errors', 'log-format', 'telemetry', 'topic-prefix'],
-  ['logger', 'metrics'],
-  ['db', 'dev/local-servers', 'log-summary'],
+  ['logger', 'metrics', 'telemetry-sdk'],
+  ['db', 'dev/local-servers'],
   ['audit', 'partner', 'retention'],
   ['contracts', 'guard/read-backs', 'http'],
   ['dev/sandbox', 'guard/machine', 'kafka', 'outbox'],

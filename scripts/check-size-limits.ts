@@ -15,6 +15,16 @@ import ts from 'typescript';
 export const MAX_FILE_LINES = 350;
 export const MAX_FUNCTION_LINES = 100;
 
+/**
+ * Files allowed to be longer, each with its own limit and the reason. The guard's state machine
+ * is one table read top to bottom (issue 40: "allowed to be as long as its table needs"): split
+ * over seven files to meet 350 lines, its rules were cut apart from the vocabulary and policy they
+ * share. Its functions still meet MAX_FUNCTION_LINES.
+ */
+export const LONGER_FILES: Record<string, number> = {
+  'src/guard/machine/guard-machine.ts': 1100,
+};
+
 export interface FunctionSize {
   file: string;
   name: string;
@@ -89,7 +99,8 @@ function main(): void {
   const all: FunctionSize[] = [];
   for (const file of files) {
     const lines = readFileSync(file, 'utf8').split('\n').length;
-    if (lines > MAX_FILE_LINES) problems.push(`${file}: ${lines} lines (at most ${MAX_FILE_LINES})`);
+    const limit = LONGER_FILES[file] ?? MAX_FILE_LINES;
+    if (lines > limit) problems.push(`${file}: ${lines} lines (at most ${limit})`);
     for (const fn of functionSizes(file)) {
       all.push(fn);
       if (fn.ownLines > MAX_FUNCTION_LINES) {

@@ -1,7 +1,7 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
-import { callbackWebhookId } from '../contracts/outcome-id.js';
+import { callbackWebhookId } from '../contracts/outcomes.js';
 import { OUTCOME_TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { insertDeliveries, type NewDelivery } from './callback-repository.js';

@@ -1,6 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
-import { escapeId } from '../contracts/command-identity.js';
+import { escapeId } from '../contracts/command-contracts.js';
 import { redeliver, type Delivery } from './callback-repository.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import { escapeId } from '../contracts/command-identity.js';
+import { escapeId } from '../contracts/command-contracts.js';
 import type { Trace, TraceStep } from '../event-trace/trace.js';
 import { attemptsOf, listDeliveries } from './callback-repository.js';
 

@@ -175,7 +175,7 @@ export function buildProgram(): Command {
       if (!role) (await import('../kafka/kafka-log-level.js')).logConnectionFailuresAtDebug();
       // OpenTelemetry only when OTEL_EXPORTER_OTLP_ENDPOINT is set: nothing is loaded otherwise.
       if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
-        await (await import('../telemetry/sdk.js')).startTelemetry(action.name());
+        await (await import('../telemetry-sdk.js')).startTelemetry(action.name());
       }
     });
 

@@ -19,11 +19,10 @@ import {
 import { createPaymentLedger } from '../command-types/rental-payments/payment-ledger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
-import type { Logger } from '../logger.js';
-import { logSummary } from '../log-summary.js';
+import { type Logger, logSummary } from '../logger.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { SourcePartners } from '../partner/source-partners.js';
-import { traceCommand } from '../telemetry/telemetry.js';
+import { traceCommand } from '../telemetry.js';
 import { createResultPublisher } from './publish-result.js';
 import { createCommandHandler } from './run-command.js';
 import { destinationsOf } from './outcome-events.js';
@@ -67,7 +66,7 @@ export interface CommandConsumerDeps {
   guard?: GuardOptions;
   /**
    * How long a list page read for one command's snapshot serves the snapshots of others (see
-   * src/guard/read-backs/snapshot-page-cache.ts). Default 1000 ms; 0 reads a page per snapshot.
+   * src/guard/read-backs/read-back.ts). Default 1000 ms; 0 reads a page per snapshot.
    */
   snapshotPageTtlMs?: number;
   /**
@@ -100,7 +99,7 @@ function countFromZero(type: AnyCommandType) {
  * The client acting for each source, each with one read-back strategy (and snapshot page cache):
  * a scoped key sees another list, so a page read with one key never serves another key's reads,
  * and a snapshot names the key that read it, so a read-back with another key (PMS_PARTNER_KEYS
- * changed in between) is no evidence (src/guard/read-backs/key-pinned-read-back.ts).
+ * changed in between) is no evidence (src/guard/read-backs/read-back.ts).
  */
 function actingBySource(type: AnyCommandType, deps: CommandConsumerDeps) {
   const ttlMs = deps.snapshotPageTtlMs ?? 1000;

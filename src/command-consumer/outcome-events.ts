@@ -10,7 +10,7 @@ import { isSuccess, type CommandKind, type CommandOutcome } from '../contracts/o
 import type { CommandRecord } from '../guard/index.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import type { OutcomeError } from '../partner/errors.js';
-import { withTraceExtension } from '../telemetry/telemetry.js';
+import { withTraceExtension } from '../telemetry.js';
 
 /**
  * The events a command consumer publishes, each built in ONE place, pure: the outcome

@@ -1,16 +1,14 @@
 import type { TopicMessages } from 'kafkajs';
 import type { Completion } from '../command-types/command-type.js';
 import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter-headers.js';
-import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-identity.js';
-import { outcomeEventId } from '../contracts/outcome-id.js';
-import { errorCodeLabel } from '../contracts/outcomes.js';
+import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-contracts.js';
+import { outcomeEventId, errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
-import { messagePositions } from '../kafka/message-positions.js';
-import type { SharedProducer } from '../kafka/shared-producer.js';
+import { messagePositions, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { metrics } from '../metrics.js';
-import { traceContextFor, traceOutcome } from '../telemetry/telemetry.js';
+import { traceContextFor, traceOutcome } from '../telemetry.js';
 import {
   deadLetterEvent,
   followUpEvent,
@@ -20,8 +18,10 @@ import {
   refusedOutcome,
   toOutcome,
   trailOf,
+  type Acting,
+  type Destinations,
+  type Origin,
 } from './outcome-events.js';
-import type { Acting, Destinations, Origin } from './outcome-events.js';
 
 export interface ResultPublisherDeps {
   dest: Destinations;

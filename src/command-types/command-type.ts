@@ -1,5 +1,4 @@
-import type { CommandContract } from '../contracts/command-contracts.js';
-import type { CommandIdentity } from '../contracts/command-identity.js';
+import type { CommandContract, CommandIdentity } from '../contracts/command-contracts.js';
 import type { CommandOutcome } from '../contracts/outcomes.js';
 import type {
   CommandRecord,

@@ -3,7 +3,7 @@ import { idStringOrNumber, pmsIdString } from './ids.js';
 
 /**
  * The commands rentbridge applies to the Partner API. Each carries its own id; a command is known
- * by its identity, source + command type + command id (src/contracts/command-identity.ts), which
+ * by its identity, source + command type + command id (src/contracts/command-contracts.ts), which
  * is the guard's key: the same identity is never applied twice. They travel as the `data` of a CloudEvent
  * on commands.application-decisions / commands.rental-payments / commands.customer-registrations /
  * commands.enrollments, keyed by the target record's id (a registration: its lower-cased e-mail).

@@ -27,7 +27,7 @@ export function isValidId(value: string): boolean {
  * text of 1 to 255 characters (code points) without control characters (C0, DEL, C1) or unpaired
  * surrogates, so `pms:7f3/decision #7 für Wohnung` is taken as it is. They never go into a
  * Partner API path; the request ids derived from them are encoded to fit spec 7.3
- * (src/guard/machine/command-request-ids.ts).
+ * (src/guard/machine/command-record.ts).
  */
 const CONTROL =
   // eslint-disable-next-line no-control-regex -- control characters are exactly what must be refused

@@ -1,6 +1,10 @@
-import { contractOfPhysicalTopic, looseIdsOf } from '../contracts/command-contracts.js';
+import {
+  contractOfPhysicalTopic,
+  looseIdsOf,
+  commandSourceOf,
+  type CommandIdentity,
+} from '../contracts/command-contracts.js';
 import { cloudEventSchema } from '../contracts/cloudevent.js';
-import { commandSourceOf, type CommandIdentity } from '../contracts/command-identity.js';
 import { describeIssues } from './dead-letter-filters.js';
 
 /**

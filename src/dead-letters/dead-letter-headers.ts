@@ -40,7 +40,7 @@ export interface DeadLetterInfo {
   partnerRequestIds: string[];
   consumerGroup: string;
   commandId?: string | null;
-  /** With commandId and commandType, the command's identity (src/contracts/command-identity.ts). */
+  /** With commandId and commandType, the command's identity (src/contracts/command-contracts.ts). */
   commandSource?: string | null;
   commandType?: string | null;
 }

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import { exposeMetrics, metrics, startAtZero, topicLabel } from '../metrics.js';
-import { traceIndexing } from '../telemetry/telemetry.js';
+import { traceIndexing } from '../telemetry.js';
 import { DEAD_LETTER_REASONS, fromDeadLetterHeaders } from './dead-letter-headers.js';
 import { insertDeadLetters } from './dead-letter-repository.js';
 

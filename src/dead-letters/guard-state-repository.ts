@@ -1,6 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import type { CommandIdentity } from '../contracts/command-identity.js';
+import type { CommandIdentity } from '../contracts/command-contracts.js';
 import { resetCommandRow } from '../guard/store/command-repository.js';
 import { redriveReset } from '../guard/machine/guard-machine.js';
 

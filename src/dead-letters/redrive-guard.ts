@@ -1,6 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../db/prisma.js';
-import { UNKNOWN_SOURCE, type CommandIdentity } from '../contracts/command-identity.js';
+import { UNKNOWN_SOURCE, type CommandIdentity } from '../contracts/command-contracts.js';
 import { sameContent } from '../guard/machine/command-record.js';
 import { commandOfValue, letterIdentity } from './command-correction.js';
 import type { DeadLetter } from './dead-letter-repository.js';

@@ -1,7 +1,7 @@
 import type { Prisma } from '@prisma/client';
 import type { Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { describeIdentity, type CommandIdentity } from '../contracts/command-identity.js';
+import { describeIdentity, type CommandIdentity } from '../contracts/command-contracts.js';
 import type { Logger } from '../logger.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
 import {

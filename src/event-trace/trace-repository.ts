@@ -1,6 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import { contractOfTopic } from '../contracts/command-contracts.js';
-import { commandSourceOf } from '../contracts/command-identity.js';
+import { contractOfTopic, commandSourceOf } from '../contracts/command-contracts.js';
 import {
   ID_KINDS,
   identityKey,
@@ -216,6 +215,51 @@ function auditOfCommands(a: AuditRow, commands: Identity[]): boolean {
   );
 }
 
+/** Round two of a trace: the rows linked to what the id named (receipts, outbox rows, commands, attempts, letters). */
+function readLinked(
+  q: Query,
+  webhookIds: string[],
+  outboxIds: string[],
+  commandIds: string[],
+  commandTopicSet: Set<string>,
+) {
+  return Promise.all([
+    webhookIds.length ? q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = ANY($1::text[])`, webhookIds) : [],
+    outboxIds.length || webhookIds.length || commandIds.length
+      ? q<OutboxRow>(
+          `${OUTBOX} WHERE id = ANY($1::bigint[]) OR headers->>'webhook-id' = ANY($2::text[])
+             OR (subject = ANY($3::text[]) AND topic = ANY($4::text[])) ORDER BY id`,
+          outboxIds,
+          webhookIds,
+          commandIds,
+          [...commandTopicSet],
+        )
+      : [],
+    commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
+    commandIds.length
+      ? q<AttemptRow>(`${ATTEMPT} WHERE ${ATTEMPTS_OF_COMMAND_IDS} ORDER BY id`, commandIds)
+      : [],
+    commandIds.length
+      ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
+      : [],
+  ]);
+}
+
+/** The audit entries of a trace's dead letters and commands. */
+async function readAudit(q: Query, deadLetters: DeadLetterRow[], commands: CommandRow[]) {
+  const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
+  const auditIds = uniq(commands.map((c) => c.commandId));
+  return (
+    targets.length || auditIds.length
+      ? await q<AuditRow>(
+          `${AUDIT} WHERE target = ANY($1::text[]) OR details->>'commandId' = ANY($2::text[]) ORDER BY at, id`,
+          targets,
+          auditIds,
+        )
+      : []
+  ).filter((a) => targets.includes(a.target) || auditOfCommands(a, commands));
+}
+
 export async function readTraceRows(
   db: Db,
   id: string,
@@ -251,26 +295,8 @@ export async function readTraceRows(
   ]);
   const outboxIds = uniq(first.receipts.map((r) => r.outboxId));
   const { identities, commandIds } = commandsNamed(first, commandTopicSet, inScope);
-  const [receipts2, outbox2, commands2, attempts2, letters2] = await Promise.all([
-    webhookIds.length ? q<ReceiptRow>(`${RECEIPT} WHERE webhook_id = ANY($1::text[])`, webhookIds) : [],
-    outboxIds.length || webhookIds.length || commandIds.length
-      ? q<OutboxRow>(
-          `${OUTBOX} WHERE id = ANY($1::bigint[]) OR headers->>'webhook-id' = ANY($2::text[])
-             OR (subject = ANY($3::text[]) AND topic = ANY($4::text[])) ORDER BY id`,
-          outboxIds,
-          webhookIds,
-          commandIds,
-          [...commandTopicSet],
-        )
-      : [],
-    commandIds.length ? q<CommandRow>(`${COMMAND} WHERE command_id = ANY($1::text[])`, commandIds) : [],
-    commandIds.length
-      ? q<AttemptRow>(`${ATTEMPT} WHERE ${ATTEMPTS_OF_COMMAND_IDS} ORDER BY id`, commandIds)
-      : [],
-    commandIds.length
-      ? q<DeadLetterRow>(`${LETTER} WHERE command_id = ANY($1::text[]) ORDER BY id`, commandIds)
-      : [],
-  ]);
+  const linked = await readLinked(q, webhookIds, outboxIds, commandIds, commandTopicSet);
+  const [receipts2, outbox2, commands2, attempts2, letters2] = linked;
   // Fetched by command id; kept only when they are of an identity this trace follows (a command
   // of another source that shares the id is another command's trail).
   const followed = (c: MaybeIdentity) =>
@@ -286,17 +312,7 @@ export async function readTraceRows(
     ),
     (l) => l.id,
   );
-  const targets = deadLetters.map((l) => `dead_letter:${l.id}`);
-  const auditIds = uniq(commands.map((c) => c.commandId));
-  const audit = (
-    targets.length || auditIds.length
-      ? await q<AuditRow>(
-          `${AUDIT} WHERE target = ANY($1::text[]) OR details->>'commandId' = ANY($2::text[]) ORDER BY at, id`,
-          targets,
-          auditIds,
-        )
-      : []
-  ).filter((a) => targets.includes(a.target) || auditOfCommands(a, commands));
+  const audit = await readAudit(q, deadLetters, commands);
   // Found from the command side (command or request id): the receipts of those outbox rows too.
   // A command's outbox row is kept when it is of an identity followed (or, with none, in scope):
   // acme's payment 42 is not acme's decision 42, nor beta's payment 42.

@@ -1,8 +1,13 @@
-import { commandContracts, contractOfKind, contractOfTopic } from '../contracts/command-contracts.js';
+import {
+  commandContracts,
+  contractOfKind,
+  contractOfTopic,
+  commandSourceOf,
+  describeIdentity,
+  escapeId,
+} from '../contracts/command-contracts.js';
 import { TOPICS } from '../kafka/topics.js';
-import { commandSourceOf, describeIdentity, escapeId } from '../contracts/command-identity.js';
-import { outcomeEventId } from '../contracts/outcome-id.js';
-import type { CommandKind } from '../contracts/outcomes.js';
+import { outcomeEventId, type CommandKind } from '../contracts/outcomes.js';
 import { identityKey, type AttemptRow, type TraceRows } from './trace-rows.js';
 import { commandTargets, targetSuffix } from './trace-targets.js';
 

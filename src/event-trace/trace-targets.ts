@@ -1,4 +1,4 @@
-import { escapeId } from '../contracts/command-identity.js';
+import { escapeId } from '../contracts/command-contracts.js';
 import type { AuditRow, CommandRow } from './trace-rows.js';
 
 /**

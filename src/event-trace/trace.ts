@@ -1,6 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import { logicalTopic } from '../kafka/topics.js';
-import { escapeId } from '../contracts/command-identity.js';
+import { escapeId } from '../contracts/command-contracts.js';
 import {
   identityKey,
   readTraceRows,

@@ -1,16 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '@prisma/client';
-import type { CommandIdentity } from '../contracts/command-identity.js';
-import type { Logger } from '../logger.js';
-import type { LogSummary } from '../log-summary.js';
+import type { CommandIdentity } from '../contracts/command-contracts.js';
+import type { Logger, LogSummary } from '../logger.js';
 import { metrics } from '../metrics.js';
-import { classifyFailure } from './machine/classify-failure.js';
+import {
+  classifyFailure,
+  type GuardAction,
+  type GuardEvent,
+  type MachineState,
+  type Prelude,
+  type Wait,
+} from './machine/guard-machine.js';
 import type { CommandLock, CommandLocks } from './store/command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';
-import { readRequestId } from './machine/command-request-ids.js';
-import type { GuardAction, GuardEvent, MachineState, Prelude, Wait } from './machine/guard-machine.js';
+import { readRequestId } from './machine/command-record.js';
 import type { ReadBackStrategy, Verdict } from './read-backs/read-back.js';
-import type { ThrottleGate } from './throttle-gate.js';
 
 /**
  * What each of the guard machine's actions does (guard-machine.ts decides; guarded-write.ts runs
@@ -27,7 +31,7 @@ export interface EffectContext<C> {
   throttle: ThrottleGate | undefined;
   signal: AbortSignal | undefined;
   log: Logger;
-  /** Applied commands, counted in one info line a minute (src/log-summary.ts). */
+  /** Applied commands, counted in one info line a minute (src/logger.ts). */
   finals?: LogSummary;
   identity: CommandIdentity;
   command: C;
@@ -258,4 +262,48 @@ export class GuardInterruptedError extends Error {
 /** Another process is still working on the command after `lockWaitMs`: try it again later. */
 export class GuardBusyError extends GuardInterruptedError {
   override name = 'GuardBusyError';
+}
+
+/**
+ * A 429 means the shared budget is spent (spec 8: every process on the egress IP shares it): the
+ * whole consumer waits, not only the command that met it. The gate holds the pause, tells the
+ * owner to pause/resume its Kafka fetches and the shared budget, and makes every write wait.
+ */
+export interface ThrottleGate {
+  /** Resolves once no pause is in force (rejects if `signal` aborts). */
+  wait(signal?: AbortSignal): Promise<void>;
+  /** Pauses everything until `until` (a later pause extends it). */
+  pause(until: Date): Promise<void>;
+  /** Clears the timer (on stop). */
+  close(): void;
+}
+
+export interface ThrottleHooks {
+  onPause?(until: Date): Promise<void> | void;
+  onResume?(): Promise<void> | void;
+}
+
+export function createThrottleGate(hooks: ThrottleHooks = {}): ThrottleGate {
+  let until = 0;
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    async wait(signal) {
+      while (Date.now() < until) await sleep(until - Date.now(), undefined, { signal });
+    },
+    async pause(date) {
+      if (date.getTime() <= until) return;
+      until = date.getTime();
+      await hooks.onPause?.(date);
+      clearTimeout(timer);
+      // A failed resume must not kill the process; the next pause or restart resumes anyway.
+      timer = setTimeout(
+        () => void Promise.resolve(hooks.onResume?.()).catch(() => undefined),
+        Math.max(0, until - Date.now()),
+      );
+      timer.unref();
+    },
+    close() {
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,14 +1,12 @@
-import type { Logger } from '../logger.js';
-import type { LogSummary } from '../log-summary.js';
+import type { Logger, LogSummary } from '../logger.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
-import type { CommandIdentity } from '../contracts/command-identity.js';
+import type { CommandIdentity } from '../contracts/command-contracts.js';
 import type { CommandLocks } from './store/command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';
-import { preferredRequestIdBase } from './machine/command-request-ids.js';
-import { perform, type EffectContext } from './guard-effects.js';
+import { preferredRequestIdBase } from './machine/command-record.js';
+import { perform, type EffectContext, type ThrottleGate } from './guard-effects.js';
 import { decide, initialState, type MachineLimits } from './machine/guard-machine.js';
 import type { ReadBackStrategy } from './read-backs/read-back.js';
-import type { ThrottleGate } from './throttle-gate.js';
 
 export { GuardBusyError, GuardInterruptedError } from './guard-effects.js';
 

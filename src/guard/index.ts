@@ -18,19 +18,25 @@ export type {
   GuardState,
 } from './store/command-repository.js';
 export { APPLIED_STATES, RESETTABLE_STATES, redriveReset } from './machine/guard-machine.js';
-export type { ReadBackStrategy, Snapshot, Verdict } from './read-backs/read-back.js';
-export { VERDICTS } from './read-backs/read-back.js';
-export { keyPinnedReadBack, SNAPSHOT_KEY_FACT } from './read-backs/key-pinned-read-back.js';
+export {
+  createSnapshotPageCache,
+  keyPinnedReadBack,
+  SNAPSHOT_KEY_FACT,
+  VERDICTS,
+  type ReadBackStrategy,
+  type Snapshot,
+  type SnapshotPageCache,
+  type SnapshotPageCacheOptions,
+  type Verdict,
+} from './read-backs/read-back.js';
 export { findNewest } from './read-backs/newest-first.js';
-export { createThrottleGate, type ThrottleGate } from './throttle-gate.js';
+export { createThrottleGate, type ThrottleGate } from './guard-effects.js';
 export {
   writeRequestId,
   readRequestId,
   preferredRequestIdBase,
   plainRequestIdBase,
   hashedRequestIdBase,
-} from './machine/command-request-ids.js';
+} from './machine/command-record.js';
 export type { GuardPartner } from './read-backs/partner-port.js';
-export { createSnapshotPageCache } from './read-backs/snapshot-page-cache.js';
 export { createSnapshotStore, type SnapshotStore } from './read-backs/snapshot-store.js';
-export type { SnapshotPageCache, SnapshotPageCacheOptions } from './read-backs/snapshot-page-cache.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { REQUEST_ID_PATTERN } from '../partner/request-ids.js';
+import { REQUEST_ID_PATTERN } from '../partner/transport.js';
 
 export { REQUEST_ID_PATTERN };
 

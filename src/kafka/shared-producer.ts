@@ -1,20 +1,12 @@
-import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
-import { recordingPartitioner } from './message-positions.js';
-
-/**
- * How rentbridge's producers are made: idempotent with one request in flight (Kafka drops a
- * retried duplicate and keeps order), no topic auto-creation (topics exist only as
- * src/kafka/topics.ts makes them), and the partitioner named rather than defaulted: kafkajs 2's
- * default, murmur2 on the key as the Java client, so one record's messages land on the same
- * partition whichever client wrote them; wrapped to remember each message's partition for the
- * trace (src/kafka/message-positions.ts). Named, kafkajs logs no notice about its change of default.
- */
-export const PRODUCER_CONFIG: Readonly<ProducerConfig> = Object.freeze({
-  idempotent: true,
-  maxInFlightRequests: 1,
-  allowAutoTopicCreation: false,
-  createPartitioner: recordingPartitioner,
-});
+import {
+  type Kafka,
+  type Producer,
+  type ProducerConfig,
+  Partitioners,
+  type ICustomPartitioner,
+  type Message,
+  type RecordMetadata,
+} from 'kafkajs';
 
 /**
  * The one Kafka producer of a process (idempotent, one request in flight: Kafka drops a retried
@@ -63,3 +55,165 @@ export function createSharedProducer(kafka: Kafka): SharedProducer {
     },
   };
 }
+
+/**
+ * Which partition each message went to, recorded as the partitioner picks it, serves twice:
+ *
+ * - where each message of a send landed (topic, partition, offset), so a trace can point at it with a
+ * Kafka tool. kafkajs answers a send with one base offset per partition, not per message; the
+ * partition each message went to is recorded as the partitioner picks it (the default one,
+ * unchanged), and a message's offset is its partition's base offset plus its place among that
+ * partition's messages of the send (one produce request per partition, in order).
+ */
+
+/** The partition a message went to, kept on the message (a WeakMap of every message sent cost the GC). */
+const PARTITION = Symbol('rentbridge.partition');
+type Placed = Message & { [PARTITION]?: number };
+const partitionOf = (message: Message): number | undefined =>
+  message.partition ?? (message as Placed)[PARTITION];
+
+/**
+ * Kafka's murmur2 of a key, as kafkajs's default partitioner and the Java client compute it, in
+ * 32-bit integer arithmetic: kafkajs computes it with 64-bit Long objects and keeps only the low
+ * 32 bits, a few µs per message of the relay's drain.
+ */
+export function murmur2(key: Buffer): number {
+  const m = 0x5bd1e995;
+  const length = key.length;
+  let h = 0x9747b28c ^ length;
+  const whole = length - (length % 4);
+  for (let i = 0; i < whole; i += 4) {
+    let k = key[i]! | (key[i + 1]! << 8) | (key[i + 2]! << 16) | (key[i + 3]! << 24);
+    k = Math.imul(k, m);
+    k ^= k >>> 24;
+    h = Math.imul(h, m) ^ Math.imul(k, m);
+  }
+  const rest = length % 4;
+  if (rest === 3) h ^= key[whole + 2]! << 16;
+  if (rest >= 2) h ^= key[whole + 1]! << 8;
+  if (rest >= 1) h = Math.imul(h ^ key[whole]!, m);
+  h ^= h >>> 13;
+  h = Math.imul(h, m);
+  return h ^ (h >>> 15);
+}
+
+/**
+ * kafkajs 2's default partitioner (murmur2 on the key, as the Java client), remembering its pick;
+ * a keyed message's partition is computed here the same way, faster.
+ */
+export const recordingPartitioner: ICustomPartitioner = () => {
+  const pick = Partitioners.DefaultPartitioner();
+  return (args) => {
+    const { message, partitionMetadata } = args;
+    const partition =
+      message.partition ??
+      (message.key == null
+        ? pick(args)
+        : (murmur2(Buffer.isBuffer(message.key) ? message.key : Buffer.from(String(message.key))) &
+            0x7fffffff) %
+          partitionMetadata.length);
+    (message as Placed)[PARTITION] = partition;
+    return partition;
+  };
+};
+
+export interface MessagePosition {
+  /** Physical topic name (with KAFKA_TOPIC_PREFIX). */
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+/** An offset (int64, as text) plus a small count: in doubles while exact, else in BigInt. */
+function plus(offset: string, n: number): string {
+  const sum = Number(offset) + n;
+  return Number.isSafeInteger(sum) ? String(sum) : (BigInt(offset) + BigInt(n)).toString();
+}
+
+/** The position of every message of `topicMessages` that Kafka acknowledged in `metadata`. */
+export function messagePositions(
+  topicMessages: Array<{ topic: string; messages: Message[] }>,
+  metadata: RecordMetadata[],
+): Map<Message, MessagePosition> {
+  const positions = new Map<Message, MessagePosition>();
+  for (const { topic, messages } of topicMessages) {
+    const base = new Map<number, string>();
+    for (const m of metadata) {
+      if (m.topicName === topic && m.baseOffset !== undefined) base.set(m.partition, m.baseOffset);
+    }
+    const seen = new Map<number, number>();
+    for (const message of messages) {
+      const partition = partitionOf(message);
+      if (partition === undefined) continue;
+      const first = base.get(partition);
+      const index = seen.get(partition) ?? 0;
+      seen.set(partition, index + 1);
+      if (first === undefined) continue;
+      positions.set(message, { topic, partition, offset: plus(first, index) });
+    }
+  }
+  return positions;
+}
+
+/** A batch Kafka answered without writing all of it: retriable, nothing of it may be marked sent. */
+export class IncompleteSendError extends Error {
+  readonly retriable = true;
+  constructor(
+    readonly topic: string,
+    readonly missingPartitions: number[],
+  ) {
+    super(
+      `Kafka acknowledged the batch for ${topic} without partition(s) ${missingPartitions.join(', ')}: it is sent again`,
+    );
+    this.name = 'IncompleteSendError';
+  }
+}
+
+/** The partitions some message was sent to that the answer does not acknowledge (-1: never sent). */
+export function unacknowledgedPartitions(messages: Message[], answer: RecordMetadata[]): number[] {
+  const acknowledged = new Set(answer.filter((r) => r.errorCode === 0).map((r) => r.partition));
+  const missing = new Set<number>();
+  for (const message of messages) {
+    const partition = partitionOf(message);
+    if (partition === undefined) missing.add(-1);
+    else if (!acknowledged.has(partition)) missing.add(partition);
+  }
+  return [...missing].sort((a, b) => a - b);
+}
+
+/**
+ * - a batch checked whole: kafkajs can resolve a `sendBatch` that wrote only part of its messages.
+ *   It keeps the answer of every broker that acknowledged, and when a retry finds a failed broker's
+ *   partitions now led by one that already answered, it never sends them there (kafkajs issue
+ *   #1303; seen on a three-broker cluster with two brokers killed: 68 of 100 rows acknowledged and
+ *   marked published were not on Kafka).
+ *
+ * `sendBatch` (acks=all) of one topic's messages that resolves only when Kafka acknowledged every
+ * partition they went to, with where each landed. The producer must use `recordingPartitioner`.
+ */
+export async function sendWhole(
+  producer: Producer,
+  topic: string,
+  messages: Message[],
+): Promise<Map<Message, MessagePosition>> {
+  const topicMessages = [{ topic, messages }];
+  const answer = await producer.sendBatch({ acks: -1, topicMessages });
+  const missing = unacknowledgedPartitions(messages, answer);
+  if (missing.length > 0) throw new IncompleteSendError(topic, missing);
+  return messagePositions(topicMessages, answer);
+}
+
+/**
+ * How rentbridge's producers are made: idempotent with one request in flight (Kafka drops a
+ * retried duplicate and keeps order), no topic auto-creation (topics exist only as
+ * src/kafka/topics.ts makes them), and the partitioner named rather than defaulted: kafkajs 2's
+ * default, murmur2 on the key as the Java client, so one record's messages land on the same
+ * partition whichever client wrote them; wrapped to remember each message's partition for the
+ * trace (`recordingPartitioner` above). Named, kafkajs logs no notice about its change of default.
+ */
+export const PRODUCER_CONFIG: Readonly<ProducerConfig> = Object.freeze({
+  idempotent: true,
+  maxInFlightRequests: 1,
+  allowAutoTopicCreation: false,
+  createPartitioner: recordingPartitioner,
+});

@@ -1,6 +1,6 @@
 import type { Message } from 'kafkajs';
 import { CLOUDEVENT_CONTENT_TYPE, toCloudEvent } from '../contracts/cloudevent.js';
-import { withTraceExtension } from '../telemetry/telemetry.js';
+import { withTraceExtension } from '../telemetry.js';
 
 /**
  * The Kafka message an outbox row becomes, and its size: the relay sends it, the receiver

@@ -4,7 +4,7 @@
  * - `retryFor` — the client's view: may a GET be repeated automatically, or the token renewed
  *   (src/partner/transport.ts, through retry-policy.ts);
  * - `failureKind` — the guard's view: what a failed write means for the command
- *   (src/guard/machine/classify-failure.ts).
+ *   (src/guard/machine/guard-machine.ts).
  *
  * One table by code (with the statuses the spec answers it with) and one rule by status for the
  * codes the table does not know (spec 7.2: "Unknown codes are handled by HTTP status"). It lives in

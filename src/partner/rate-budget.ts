@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/prisma.js';
-import type { Logger } from '../logger.js';
-import { logSummary } from '../log-summary.js';
+import { type Logger, logSummary } from '../logger.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { LANES, LANE_RANK, type Lane, type RateBudget } from './rate-budget-types.js';
 import { sleep } from './transport.js';

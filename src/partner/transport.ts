@@ -10,12 +10,12 @@ import {
   PartnerTimeoutError,
 } from './errors.js';
 import type { Lane, RateBudget } from './rate-budget-types.js';
-import { outgoingRequestId } from './request-ids.js';
 import { MAX_ATTEMPTS, backoffMs, retryFor } from './retry-policy.js';
 import { errorEnvelopeSchema } from './schemas.js';
 import type { TokenManager } from './token-manager.js';
-import { tracePartnerCall } from '../telemetry/telemetry.js';
+import { tracePartnerCall } from '../telemetry.js';
 import { onThrottled } from './throttle.js';
+import { randomUUID } from 'node:crypto';
 
 /** Options of one call. */
 export interface CallOptions {
@@ -141,6 +141,39 @@ export function toApiError(
   );
 }
 
+/** A call that got no answer: timed out, or the network failed. */
+function noAnswer(
+  thrown: unknown,
+  timedOut: boolean,
+  endpoint: string,
+  requestId: string,
+  timeoutMs: number,
+) {
+  return timedOut
+    ? new PartnerTimeoutError(`Partner API did not answer ${endpoint} within ${timeoutMs} ms`, {
+        requestId,
+        timeoutMs,
+        cause: thrown,
+      })
+    : new PartnerNetworkError(`Partner API unreachable for ${endpoint}: ${(thrown as Error).message}`, {
+        requestId,
+        cause: thrown,
+      });
+}
+
+/** The wait before repeating a call: Retry-After on a 429, else the back-off. */
+function retryDelay(failure: PartnerError, attempt: number, random: () => number): number {
+  const api = failure instanceof PartnerApiError ? failure : null;
+  return backoffMs(
+    attempt,
+    {
+      throttled: api?.status === 429,
+      ...(api?.retryAfterSeconds !== undefined && { retryAfterSeconds: api.retryAfterSeconds }),
+    },
+    random,
+  );
+}
+
 /**
  * One logical call: takes a budget slot per attempt, sends the token, request id and (enhanced
  * security) `X-Access-Token`, measures latency, feeds the budget what the API reports, and retries
@@ -216,16 +249,7 @@ export function createTransport(deps: TransportDeps): Transport {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (thrown instanceof PartnerError) throw thrown;
         metrics.partnerLatency.observe({ endpoint, status: 'none' }, (performance.now() - started) / 1000);
-        failure = timeout.aborted
-          ? new PartnerTimeoutError(`Partner API did not answer ${endpoint} within ${timeoutMs} ms`, {
-              requestId,
-              timeoutMs,
-              cause: thrown,
-            })
-          : new PartnerNetworkError(`Partner API unreachable for ${endpoint}: ${(thrown as Error).message}`, {
-              requestId,
-              cause: thrown,
-            });
+        failure = noAnswer(thrown, timeout.aborted, endpoint, requestId, timeoutMs);
       }
 
       const fields = describe(failure);
@@ -236,16 +260,7 @@ export function createTransport(deps: TransportDeps): Transport {
         );
         throw failure;
       }
-      const throttled = failure instanceof PartnerApiError && failure.status === 429;
-      const delay = backoffMs(
-        attempt,
-        {
-          throttled,
-          ...(failure instanceof PartnerApiError &&
-            failure.retryAfterSeconds !== undefined && { retryAfterSeconds: failure.retryAfterSeconds }),
-        },
-        random,
-      );
+      const delay = retryDelay(failure, attempt, random);
       log.info(
         { ...fields, attempt, delayMs: Math.round(delay), partnerRequestId: failure.requestId },
         'partner call retrying',
@@ -304,4 +319,23 @@ function describe(error: PartnerError): Record<string, unknown> {
   return error instanceof PartnerApiError
     ? { status: error.status, code: error.code, errorKind: error.name }
     : { errorKind: error.name };
+}
+
+/** Spec 7.3: 1 to 128 characters of A-Z a-z 0-9 _ . - are kept; anything else is replaced. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/**
+ * The `X-Request-Id` a call sends (spec 7.3): the caller's own when it follows the rule (1 to 128
+ * characters of A-Z a-z 0-9 _ . -), so ids derived from a command id travel unchanged; otherwise a
+ * new UUID (the API would replace an invalid one anyway, and then the caller's id would be lost
+ * silently).
+ */
+export function outgoingRequestId(requested?: string): string {
+  return requested !== undefined && REQUEST_ID_PATTERN.test(requested) ? requested : randomUUID();
+}
+
+/** Makes a valid request id from any text, e.g. `decision:7f3c…` → `decision_7f3c…`, cut to 128. */
+export function toRequestId(text: string): string {
+  const cleaned = text.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 128);
+  return cleaned.length > 0 ? cleaned : randomUUID();
 }

@@ -3,7 +3,7 @@ import type { Db } from '../db/prisma.js';
 import { recordChanges } from '../changes/record-changes.js';
 import { notifyRelay } from '../outbox/relay-waker.js';
 import type { Resource } from '../partner/resources.js';
-import { activeTraceHeaders } from '../telemetry/telemetry.js';
+import { activeTraceHeaders } from '../telemetry.js';
 import { recordPolledChanges } from './batch-state-changes.js';
 
 /** The poller's reads and writes of PostgreSQL: cursors, changes (through the shared dedupe), removals. */

@@ -1,7 +1,7 @@
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { RESOURCES, type Resource } from '../partner/resources.js';
-import { tracePollPass } from '../telemetry/telemetry.js';
+import { tracePollPass } from '../telemetry.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { intervalSeconds } from './collections.js';
 import { createPassHealth, type PassHealth, type PassOutcome } from './pass-health.js';

@@ -1,6 +1,5 @@
 import type { Db } from '../db/prisma.js';
-import type { Logger } from '../logger.js';
-import { logSummary } from '../log-summary.js';
+import { type Logger, logSummary } from '../logger.js';
 import { metrics } from '../metrics.js';
 import type { Resource } from '../partner/resources.js';
 import { COLLECTION_RULES, utcDate } from './collections.js';

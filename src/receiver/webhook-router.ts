@@ -9,7 +9,7 @@ import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
 import { createVerifier, type Verifier } from './signature.js';
 import { createTypeLabeler, unroutedAnswer } from './unrouted-answer.js';
-import { traceWebhook } from '../telemetry/telemetry.js';
+import { traceWebhook } from '../telemetry.js';
 
 /**
  * `POST /webhooks/partner` and `POST /webhooks/pms/:source` (mounted at /webhooks). Order of
@@ -80,6 +80,32 @@ const WEBHOOK_RESULTS = [
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * A signed body as JSON, decoded only after the signature held over the bytes as sent: JSON text
+ * is UTF-8 (RFC 8259), and text PostgreSQL cannot store is refused while the sender can see why.
+ */
+function parseBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new AppError(400, 'invalid_request_body', 'request body is not valid UTF-8');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
+  }
+  const unstorable = unstorableText(parsed);
+  if (unstorable.length > 0) {
+    throw new AppError(422, 'validation_error', 'the webhook body holds text that cannot be stored', {
+      extra: { errors: unstorable },
+    });
+  }
+  return parsed;
+}
+
 export function createWebhookRouter(deps: WebhookRouterDeps): Router {
   const { config, writer } = deps;
   const logger = deps.logger.child({ component: 'receiver' });
@@ -147,25 +173,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
         throw error;
       }
       webhookId = signed.webhookId;
-      // Decoded only after the signature held over the bytes as sent; JSON text is UTF-8 (RFC 8259).
-      let text: string;
-      try {
-        text = utf8.decode(body);
-      } catch {
-        throw new AppError(400, 'invalid_request_body', 'request body is not valid UTF-8');
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        throw new AppError(400, 'invalid_request_body', 'request body is not valid JSON');
-      }
-      const unstorable = unstorableText(parsed);
-      if (unstorable.length > 0) {
-        throw new AppError(422, 'validation_error', 'the webhook body holds text that cannot be stored', {
-          extra: { errors: unstorable },
-        });
-      }
+      const parsed = parseBody(body);
       const item = route({ source, path, webhookId: signed.webhookId, requestId: req.id, body: parsed });
       // docs/decisions/014: an event Kafka would refuse is refused here, while the sender can see why.
       if (body.length + ENVELOPE_ALLOWANCE > maxEventBytes) {

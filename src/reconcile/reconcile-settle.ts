@@ -3,7 +3,11 @@ import { commandTypeOfKind } from '../command-types/command-types.js';
 import { destinationsOf } from '../command-consumer/outcome-events.js';
 import { createResultPublisher, type ResultPublisher } from '../command-consumer/publish-result.js';
 import type { Db } from '../db/prisma.js';
-import { commandSourceOf, pmsCloudEventSource, type CommandIdentity } from '../contracts/command-identity.js';
+import {
+  commandSourceOf,
+  pmsCloudEventSource,
+  type CommandIdentity,
+} from '../contracts/command-contracts.js';
 import type { CommandKind } from '../contracts/outcomes.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import { redriveDeadLetter } from '../dead-letters/redrive.js';

@@ -1,10 +1,9 @@
 import type { Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import type { SharedProducer } from '../kafka/shared-producer.js';
+import { type SharedProducer, sendWhole, type MessagePosition } from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
 import { withEncodedRecords } from '../kafka/encoded-record.js';
-import { sendWhole, type MessagePosition } from '../kafka/message-positions.js';
-import { telemetryEnabled, tracePublish } from '../telemetry/telemetry.js';
+import { telemetryEnabled, tracePublish } from '../telemetry.js';
 import type { Logger } from '../logger.js';
 import { metrics } from '../metrics.js';
 import { toError } from '../errors.js';

@@ -5,7 +5,7 @@ import { rentalPayments } from '../../src/command-types/rental-payments/rental-p
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
-import { outcomeEventId } from '../../src/contracts/outcome-id.js';
+import { outcomeEventId } from '../../src/contracts/outcomes.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { traceId } from '../../src/event-trace/trace.js';
 import {

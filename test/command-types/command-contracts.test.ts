@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guessCommand } from '../../src/command-consumer/invalid-message.js';
+import { guessCommand } from '../../src/command-consumer/run-command.js';
 import { commandTypeSchemas } from '../../src/contracts/published-schemas.js';
 import { commandTypeByName, commandTypeOfKind } from '../../src/command-types/command-types.js';
 import {

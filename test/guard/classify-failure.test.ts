@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure } from '../../src/guard/machine/classify-failure.js';
+import { classifyFailure } from '../../src/guard/machine/guard-machine.js';
 import { PartnerApiError, PartnerNetworkError, PartnerTimeoutError } from '../../src/partner/index.js';
 
 const api = (status: number, code: string, extra: Record<string, unknown> = {}) =>

@@ -1,8 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { FailureInfo } from '../../src/guard/machine/classify-failure.js';
+import {
+  type FailureInfo,
+  decide,
+  initialState,
+  type MachineLimits,
+} from '../../src/guard/machine/guard-machine.js';
 import type { GuardState } from '../../src/guard/store/command-repository.js';
-import { decide, initialState, type MachineLimits } from '../../src/guard/machine/guard-machine.js';
 import { WALK_LIMITS, failureInfo, ownersInTurn } from './machine-fixtures.js';
 
 /**

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { keyPinnedReadBack, SNAPSHOT_KEY_FACT } from '../../src/guard/read-backs/key-pinned-read-back.js';
-import type { ReadBackStrategy, ReadContext, Snapshot } from '../../src/guard/read-backs/read-back.js';
+import {
+  keyPinnedReadBack,
+  SNAPSHOT_KEY_FACT,
+  type ReadBackStrategy,
+  type ReadContext,
+  type Snapshot,
+} from '../../src/guard/read-backs/read-back.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';
 
 /** Issue 34: a snapshot and its read-back are compared only when one key read both. */

@@ -1,6 +1,5 @@
-import type { FailureInfo, FailureKind } from '../../src/guard/machine/classify-failure.js';
+import type { FailureInfo, FailureKind, MachineLimits } from '../../src/guard/machine/guard-machine.js';
 import type { CommandRecord } from '../../src/guard/machine/command-record.js';
-import type { MachineLimits } from '../../src/guard/machine/guard-machine.js';
 import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
 
 /**

@@ -6,8 +6,8 @@ import {
   preferredRequestIdBase,
   readRequestId,
   writeRequestId,
-} from '../../src/guard/machine/command-request-ids.js';
-import type { CommandIdentity } from '../../src/contracts/command-identity.js';
+} from '../../src/guard/machine/command-record.js';
+import type { CommandIdentity } from '../../src/contracts/command-contracts.js';
 
 const acme = (commandId: string, commandType: CommandIdentity['commandType'] = 'rental_payment') => ({
   source: 'acme',

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisionReadBack } from '../../src/command-types/application-decisions/application-decision-read-back.js';
-import type { ReadContext } from '../../src/guard/read-backs/read-back.js';
+import { type ReadContext, createSnapshotPageCache } from '../../src/guard/read-backs/read-back.js';
 import { rentalPaymentReadBack } from '../../src/command-types/rental-payments/rental-payment-read-back.js';
-import { createSnapshotPageCache } from '../../src/guard/read-backs/snapshot-page-cache.js';
 import { createSnapshotStore, type SnapshotStore } from '../../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../../src/logger.js';
 import type { PartnerClient } from '../../src/partner/index.js';

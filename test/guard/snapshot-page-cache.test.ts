@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSnapshotPageCache } from '../../src/guard/read-backs/snapshot-page-cache.js';
+import { createSnapshotPageCache } from '../../src/guard/read-backs/read-back.js';
 
 const page = (ids: number[]) => ({ items: ids.map((id) => ({ id })), has_more: false });
 

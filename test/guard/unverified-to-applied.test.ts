@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
 import { redriveDeadLetter } from '../../src/dead-letters/redrive.js';
-import { outcomeEventId } from '../../src/contracts/outcome-id.js';
+import { outcomeEventId } from '../../src/contracts/outcomes.js';
 import {
   FAST_GUARD,
   headersOf,

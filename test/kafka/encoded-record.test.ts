@@ -3,8 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { Partitioners, type Message, type PartitionMetadata } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ENCODED_BODY, encodeRecordBody, withEncodedRecords } from '../../src/kafka/encoded-record.js';
-import { murmur2, recordingPartitioner, sendWhole } from '../../src/kafka/message-positions.js';
-import type { SharedProducer } from '../../src/kafka/shared-producer.js';
+import {
+  murmur2,
+  recordingPartitioner,
+  sendWhole,
+  type SharedProducer,
+} from '../../src/kafka/shared-producer.js';
 import { useSharedProducer, type TestKafka } from '../support/kafka.js';
 
 /**

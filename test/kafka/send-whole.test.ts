@@ -4,8 +4,8 @@ import {
   IncompleteSendError,
   sendWhole,
   unacknowledgedPartitions,
-} from '../../src/kafka/message-positions.js';
-import type { SharedProducer } from '../../src/kafka/shared-producer.js';
+  type SharedProducer,
+} from '../../src/kafka/shared-producer.js';
 import { useSharedProducer, type TestKafka } from '../support/kafka.js';
 
 /**

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PartnerApiError } from '../../src/partner/errors.js';
-import { outgoingRequestId, toRequestId } from '../../src/partner/request-ids.js';
-import { parseRetryAfter, toApiError } from '../../src/partner/transport.js';
+import { outgoingRequestId, toRequestId, parseRetryAfter, toApiError } from '../../src/partner/transport.js';
 
 const context = { method: 'GET', endpoint: 'GET /partner/v1/applications', sentRequestId: 'sent-1' };
 

@@ -5,7 +5,7 @@ import {
   PartnerTimeoutError,
   toOutcomeError,
 } from '../../src/partner/errors.js';
-import { classifyFailure } from '../../src/guard/machine/classify-failure.js';
+import { classifyFailure } from '../../src/guard/machine/guard-machine.js';
 import { toApiError } from '../../src/partner/transport.js';
 
 const context = { method: 'POST', endpoint: 'POST /partner/v1/x', sentRequestId: 'cmd-1.a1' };

@@ -8,7 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toOutcome } from '../../src/command-consumer/outcome-events.js';
 import { commandOutcomeSchema } from '../../src/contracts/outcomes.js';
-import type { CommandIdentity } from '../../src/contracts/command-identity.js';
+import type { CommandIdentity } from '../../src/contracts/command-contracts.js';
 import { createCommandRepository } from '../../src/guard/store/command-repository.js';
 import { createHttpApp } from '../../src/http/http-app.js';
 import { createLogger } from '../../src/logger.js';

@@ -3,7 +3,7 @@ import type { DeadLetterDetail } from '../../dead-letters/dead-letter-service.js
 import type { DeadLetter, DeadLetterCounts } from '../../dead-letters/dead-letter-repository.js';
 import type { GuardStateView } from '../../dead-letters/guard-state-repository.js';
 import type { RedriveOutcome } from '../../dead-letters/redrive.js';
-import { escapeId } from '../../contracts/command-identity.js';
+import { escapeId } from '../../contracts/command-contracts.js';
 import { logicalTopic } from '../../kafka/topics.js';
 import type { OutcomeError } from '../../partner/errors.js';
 

@@ -1,16 +1,16 @@
 import type { ApplicationDecisionCommand } from '../../contracts/commands.js';
 import { DATE_FILTERS, DECISION_VISIBLE_ON_APPLICATION } from '../../partner/assumptions.js';
 import type { GuardPartner } from '../../guard/read-backs/partner-port.js';
-import type { SnapshotPageCache } from '../../guard/read-backs/snapshot-page-cache.js';
-import { findSnapshotRecord } from '../../guard/read-backs/snapshot-read.js';
-import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
 import {
+  type SnapshotPageCache,
   baseSnapshot,
   findRecord,
   sameTime,
   utcDay,
   type ReadBackStrategy,
 } from '../../guard/read-backs/read-back.js';
+import { findSnapshotRecord } from '../../guard/read-backs/snapshot-read.js';
+import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
 
 /** The status an application reaches when the decision is applied. */
 export const DECISION_TARGET_STATUS = DECISION_VISIBLE_ON_APPLICATION.targetStatus;

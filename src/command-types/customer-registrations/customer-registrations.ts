@@ -5,7 +5,7 @@ import {
 } from '../../contracts/commands.js';
 import { COMMAND_TYPES, CUSTOMER_REGISTRATION } from '../../contracts/command-contracts.js';
 import { isSuccess, type CommandOutcome } from '../../contracts/outcomes.js';
-import { classifyFailure } from '../../guard/machine/classify-failure.js';
+import { classifyFailure } from '../../guard/machine/guard-machine.js';
 import { findNewest, type CommandRecord } from '../../guard/index.js';
 import { customerRegistrationReadBack, sameEmail } from './customer-registration-read-back.js';
 import { TOPICS } from '../../kafka/topics.js';
@@ -28,7 +28,7 @@ function reasons(details: unknown): Record<string, string> | undefined {
 
 /**
  * Step 1 (optional, `check: true`): `POST /partner/v1/customers/check`, run by the guard before
- * the write (src/guard/machine/guard-opening.ts) unless the row shows it checked already. It has no side
+ * the write (src/guard/machine/guard-machine.ts) unless the row shows it checked already. It has no side
  * effect, so it runs again after a crash until the guard row exists; a refusal ends the
  * registration `rejected`, its `details` kept on the row (and so in every republished outcome).
  * Transient failures (5xx, 429, network) throw: the consumer tries the command again later.

@@ -1,10 +1,13 @@
 import type { EnrollmentCommand } from '../../contracts/commands.js';
 import type { GuardPartner } from '../../guard/read-backs/partner-port.js';
-import type { SnapshotPageCache } from '../../guard/read-backs/snapshot-page-cache.js';
+import {
+  type SnapshotPageCache,
+  baseSnapshot,
+  type ReadBackStrategy,
+} from '../../guard/read-backs/read-back.js';
 import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
 import { newestFirstSnapshotPage, wroteFor } from '../../guard/read-backs/snapshot-first-page.js';
 import { byId, createdSince, type Marker } from '../../guard/read-backs/newest-first.js';
-import { baseSnapshot, type ReadBackStrategy } from '../../guard/read-backs/read-back.js';
 
 type PartnerRecord = Record<string, unknown>;
 

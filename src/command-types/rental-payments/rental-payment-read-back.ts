@@ -2,16 +2,16 @@ import type { RentalPaymentCommand } from '../../contracts/commands.js';
 import { PAYMENT_VISIBLE_ON_ENROLLMENT, REPORT_MOVES_UPDATED_AT } from '../../partner/assumptions.js';
 import type { GuardPartner } from '../../guard/read-backs/partner-port.js';
 import type { PaymentLedger } from './payment-ledger.js';
-import type { SnapshotPageCache } from '../../guard/read-backs/snapshot-page-cache.js';
-import { findSnapshotRecord } from '../../guard/read-backs/snapshot-read.js';
-import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
 import {
+  type SnapshotPageCache,
   baseSnapshot,
   findRecord,
   sameTime,
   type ReadBackStrategy,
   type ReadContext,
 } from '../../guard/read-backs/read-back.js';
+import { findSnapshotRecord } from '../../guard/read-backs/snapshot-read.js';
+import type { SnapshotStore } from '../../guard/read-backs/snapshot-store.js';
 
 // The names the payment read-back reads, from the assumptions it rests on (the probe checks them).
 const ENROLLMENTS = PAYMENT_VISIBLE_ON_ENROLLMENT.collection;

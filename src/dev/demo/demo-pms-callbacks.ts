@@ -1,8 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import type { Logger } from '../../logger.js';
-import { logSummary } from '../../log-summary.js';
+import { type Logger, logSummary } from '../../logger.js';
 
 /**
  * The demo PMS's callback endpoint (`rentbridge start` without PARTNER_API_URL): it receives the

@@ -1,5 +1,4 @@
 import type { GuardPartner, ListEnvelope, PartnerResult } from './partner-port.js';
-import type { SnapshotPageCache } from './snapshot-page-cache.js';
 
 /**
  * Read-back: the spec has no single-record GET and accepts no idempotency key, so the guard
@@ -115,5 +114,96 @@ export function baseSnapshot(record: PartnerRecord | null): Snapshot {
     status: str(record?.status),
     updated_at: str(record?.updated_at),
     taken_at: new Date().toISOString(),
+  };
+}
+
+/** The snapshot's fact naming the Partner API key that read it (never the key itself). */
+export const SNAPSHOT_KEY_FACT = 'partner_key';
+
+/**
+ * A read-back strategy whose snapshots say which Partner API key read them (issue 34). A scoped key
+ * sees another list than the deployment key (spec 5.9), so a read-back compares like with like
+ * only when it reads with the key the snapshot was read with. Within one process a command always
+ * acts with one key; the key can differ only when PMS_PARTNER_KEYS changed while the command was
+ * in flight (a restart between its snapshot and its read-back). Then the snapshot is no evidence:
+ * the verdict is `unknown`, saying why, and never a guess from two different views. A snapshot
+ * stored before snapshots named their key is read as before.
+ */
+export function keyPinnedReadBack<C>(strategy: ReadBackStrategy<C>, keyId: string): ReadBackStrategy<C> {
+  return {
+    async snapshot(command, ctx) {
+      return { ...(await strategy.snapshot(command, ctx)), [SNAPSHOT_KEY_FACT]: keyId };
+    },
+    verdict(command, snapshot, ctx) {
+      const readWith = snapshot[SNAPSHOT_KEY_FACT];
+      if (typeof readWith === 'string' && readWith !== keyId) {
+        ctx.missing?.(
+          `the snapshot was read with another Partner API key (${readWith}) than the read-back (${keyId}): ` +
+            'PMS_PARTNER_KEYS changed while the command was in flight, and two keys may see different lists',
+        );
+        return Promise.resolve('unknown');
+      }
+      return strategy.verdict(command, snapshot, ctx);
+    },
+    write: (command, requestId) => strategy.write(command, requestId),
+  };
+}
+
+/**
+ * List pages read for snapshots, shared for a moment by every snapshot that needs them. The spec
+ * has no single-record GET, so each snapshot costs a page of up to 1,000 records; consumers
+ * writing to many records of the same page would spend most of the rate budget re-reading it.
+ *
+ * Why a shared page is still a sound snapshot: the snapshot only has to be read BEFORE the write.
+ * The read-back says `not_applied` only if the record is unchanged since the snapshot, and any
+ * change between an older snapshot and the write makes the verdict `unknown` (parked), never a
+ * wrong `not_applied`. So a page is used only while young (`ttlMs`), and never for a record this
+ * process has written to since the page was asked for; read-backs never use the cache.
+ */
+export interface SnapshotPageCache {
+  /** The page under `key`, read now or shared with a read started less than `ttlMs` ago. */
+  page(key: string, read: () => Promise<ListEnvelope>): Promise<{ envelope: ListEnvelope; askedAt: number }>;
+  /** A write to the record just ended (answered or not): older pages no longer show it. */
+  wrote(resource: string, id: string): void;
+  /** Whether a page asked for at `askedAt` may serve as the snapshot of the record. */
+  usable(resource: string, id: string, askedAt: number): boolean;
+}
+
+export interface SnapshotPageCacheOptions {
+  /** How long a page is shared. Default 1000 ms. */
+  ttlMs?: number;
+  /** Pages kept at most. Default 100. */
+  maxPages?: number;
+}
+
+export function createSnapshotPageCache(options: SnapshotPageCacheOptions = {}): SnapshotPageCache {
+  const ttlMs = options.ttlMs ?? 1000;
+  const maxPages = options.maxPages ?? 100;
+  const pages = new Map<string, { askedAt: number; result: Promise<ListEnvelope> }>();
+  const lastWrite = new Map<string, number>();
+  return {
+    page(key, read) {
+      const now = Date.now();
+      const hit = pages.get(key);
+      if (hit && now - hit.askedAt < ttlMs)
+        return hit.result.then((envelope) => ({ envelope, askedAt: hit.askedAt }));
+      const result = read();
+      pages.set(key, { askedAt: now, result });
+      // A failed read is not shared.
+      result.catch(() => pages.get(key)?.result === result && pages.delete(key));
+      if (pages.size > maxPages) pages.delete(pages.keys().next().value!);
+      return result.then((envelope) => ({ envelope, askedAt: now }));
+    },
+    wrote(resource, id) {
+      const key = `${resource}/${id}`;
+      lastWrite.delete(key); // re-insert: the map stays in write order for trimming
+      lastWrite.set(key, Date.now());
+      if (lastWrite.size > 10_000) lastWrite.delete(lastWrite.keys().next().value!);
+    },
+    usable(resource, id, askedAt) {
+      const written = lastWrite.get(`${resource}/${id}`);
+      // Strictly after: a page asked for in the same millisecond as the write may predate it.
+      return written === undefined || askedAt > written;
+    },
   };
 }

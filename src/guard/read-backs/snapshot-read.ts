@@ -1,6 +1,5 @@
 import type { GuardPartner, ListEnvelope } from './partner-port.js';
-import type { ReadContext } from './read-back.js';
-import type { SnapshotPageCache } from './snapshot-page-cache.js';
+import type { ReadContext, SnapshotPageCache } from './read-back.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
 type PartnerRecord = Record<string, unknown>;

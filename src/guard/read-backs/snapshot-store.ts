@@ -3,7 +3,7 @@ import type { Db } from '../../db/prisma.js';
 /**
  * The latest list read of each record, shared by every process through PostgreSQL (issue 43,
  * docs/decisions/043-snapshot-from-the-latest-read.md). A snapshot only has to be read before the
- * write (see snapshot-page-cache.ts): a read the poller or another consumer made a minute ago is
+ * write (see read-back.ts): a read the poller or another consumer made a minute ago is
  * as sound a baseline as a read made now, as long as
  *
  * - it is younger than `maxAgeMs` (SNAPSHOT_MAX_AGE_MS): an older baseline is refused and the

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../../db/database-url.js';
-import type { CommandIdentity } from '../../contracts/command-identity.js';
+import type { CommandIdentity } from '../../contracts/command-contracts.js';
 import type { Logger } from '../../logger.js';
 
 /**

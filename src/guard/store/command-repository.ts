@@ -1,6 +1,6 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../../db/prisma.js';
-import type { CommandIdentity } from '../../contracts/command-identity.js';
+import type { CommandIdentity } from '../../contracts/command-contracts.js';
 import type { CommandOutcome } from '../../contracts/outcomes.js';
 import {
   fromRaw,
@@ -10,9 +10,10 @@ import {
   type FinalState,
   type RawRow,
   type StepInput,
+  hashedRequestIdBase,
+  preferredRequestIdBase,
 } from '../machine/command-record.js';
 import { createInFlight, ensureWith, type NewCommand } from './command-row-inserts.js';
-import { hashedRequestIdBase, preferredRequestIdBase } from '../machine/command-request-ids.js';
 import { redriveReset } from '../machine/guard-machine.js';
 import type { Snapshot } from '../read-backs/read-back.js';
 
@@ -20,7 +21,7 @@ export * from '../machine/command-record.js';
 
 /**
  * The one writer of the guard's rows (tables `commands` and `command_attempts`), one per command
- * identity: source + command type + command id (src/contracts/command-identity.ts). Every change it
+ * identity: source + command type + command id (src/contracts/command-contracts.ts). Every change it
  * makes is an action of the guard's state machine (guard-machine.ts), the redrive's reset
  * included. Callers get plain objects (command-record.ts); rows are read back through one
  * mapping (`fromRaw`).
@@ -74,7 +75,7 @@ export function createCommandRepository(db: Db) {
     /**
      * The command's row, created as `pending` when this is the first time it is seen. One round
      * trip in the common case: this is on every command's path. Its request-id base is the
-     * command id when that fits and is free, else the encoded one (command-request-ids.ts).
+     * command id when that fits and is free, else the encoded one (command-record.ts).
      */
     async ensure(input: NewCommand): Promise<CommandRecord> {
       const row =

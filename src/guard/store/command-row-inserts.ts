@@ -1,8 +1,13 @@
 import type { Prisma } from '@prisma/client';
 import type { Db } from '../../db/prisma.js';
-import { UNKNOWN_SOURCE, type CommandIdentity } from '../../contracts/command-identity.js';
-import { fromRaw, type CommandRecord, type RawRow, type StepInput } from '../machine/command-record.js';
-import { writeRequestId } from '../machine/command-request-ids.js';
+import { UNKNOWN_SOURCE, type CommandIdentity } from '../../contracts/command-contracts.js';
+import {
+  fromRaw,
+  type CommandRecord,
+  type RawRow,
+  type StepInput,
+  writeRequestId,
+} from '../machine/command-record.js';
 import type { Snapshot } from '../read-backs/read-back.js';
 
 /**

@@ -12,7 +12,7 @@ import {
 /**
  * OpenTelemetry hooks for the flow: a few lines in the receiver, the relay, the command consumer
  * and the Partner API transport call these. Off unless `startTelemetry` ran (it does when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set, `src/telemetry/sdk.ts`): then every hook is a plain call of
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set, `src/telemetry-sdk.ts`): then every hook is a plain call of
  * the wrapped function, with no span and no header, after one boolean test.
  *
  * The trace context travels with the event as W3C `traceparent`: in the outbox row's headers (so a
