@@ -1,0 +1,53 @@
+/**
+ * When the poller's work on a resource is stalled: one rule for the overview (from poller_cursors,
+ * src/ops/overview/stage-rules.ts), the poller's /readyz (its own passes, pass-health.ts) and, in
+ * PromQL, the `RentbridgePollerStale` alert (the last success, unless the pass under way showed
+ * progress: `rentbridge_poller_pass_progress_timestamp_seconds`).
+ *
+ * - A pass under way (started after its resource's last success and last failure) is judged by its
+ *   own progress: `moving` while its latest page (or its start, before the first page) is at most
+ *   POLLER_STALE_SECONDS old, `stalled` once its pages stop arriving for longer. A first pass of
+ *   hundreds of pages is moving for as long as it reads them, however long ago the last success was.
+ * - Otherwise by the last pass that ended: `stalled` when it failed, or when the last success is
+ *   older than POLLER_STALE_SECONDS; `idle` before any pass.
+ */
+
+/** Three passes of the default POLL_INTERVAL_SECONDS (300). */
+export const POLLER_STALE_SECONDS = 900;
+
+export interface PassTimes {
+  lastStartedAt: Date | null;
+  lastSucceededAt: Date | null;
+  lastFailedAt: Date | null;
+  /** The latest page of the pass under way (a page of an earlier pass counts for nothing). */
+  lastPageAt: Date | null;
+}
+
+export type PassStatus = 'moving' | 'idle' | 'stalled';
+
+const ms = (at: Date | null): number => at?.getTime() ?? 0;
+
+/** A pass has started and has neither succeeded nor failed since. */
+export function passUnderWay(t: PassTimes): boolean {
+  return t.lastStartedAt != null && ms(t.lastStartedAt) > Math.max(ms(t.lastSucceededAt), ms(t.lastFailedAt));
+}
+
+/** The last sign of life of the pass under way: its latest page, or its start before any. */
+export function lastProgressAt(t: PassTimes): Date | null {
+  if (!passUnderWay(t)) return null;
+  return ms(t.lastPageAt) > ms(t.lastStartedAt) ? t.lastPageAt : t.lastStartedAt;
+}
+
+export function passStatus(t: PassTimes, now: number): PassStatus {
+  const limit = POLLER_STALE_SECONDS * 1000;
+  const progress = lastProgressAt(t);
+  if (progress) return now - progress.getTime() > limit ? 'stalled' : 'moving';
+  if (t.lastFailedAt && ms(t.lastFailedAt) > ms(t.lastSucceededAt)) return 'stalled';
+  if (!t.lastSucceededAt) return 'idle';
+  return now - ms(t.lastSucceededAt) > limit ? 'stalled' : 'moving';
+}
+
+/** "page 12 of 240" (or "page 12" while the total is unknown), as the overview shows a pass under way. */
+export function pageProgress(pages: number, pageCount: number | null): string {
+  return `page ${pages}${pageCount ? ` of ${pageCount}` : ''}`;
+}
