@@ -69,10 +69,10 @@ export function createPassHealth(): PassHealth {
   const tried = (t: Tracked) =>
     t.times.lastStartedAt != null &&
     (t.state.last !== 'skipped' || t.state.failuresInARow > 0 || passUnderWay(t.times));
-  const why = (t: Tracked, now: number): string => {
+  const why = (resource: Resource, t: Tracked, now: number): string => {
     const progress = lastProgressAt(t.times);
     if (progress)
-      return `pass under way at ${pageProgress(t.pages, t.pageCount)}, no page for ${Math.round((now - progress.getTime()) / 1000)} s`;
+      return `pass under way at ${pageProgress(resource, t.pages, t.pageCount)}, no page for ${Math.round((now - progress.getTime()) / 1000)} s`;
     if (t.state.failuresInARow) return t.state.error ?? 'failed';
     return `last success over ${POLLER_STALE_SECONDS} s ago`;
   };
@@ -113,7 +113,7 @@ export function createPassHealth(): PassHealth {
       const stalled = judged.filter(([, t]) => passStatus(t.times, now) === 'stalled');
       if (stalled.length < judged.length) return true;
       const [resource, t] = stalled[0]!;
-      return `no poller pass succeeds or moves: every resource it polls is stalled (${resource}: ${why(t, now)})`;
+      return `no poller pass succeeds or moves: every resource it polls is stalled (${resource}: ${why(resource, t, now)})`;
     },
     details() {
       const out: Partial<Record<Resource, ResourcePassState>> = {};
@@ -123,7 +123,7 @@ export function createPassHealth(): PassHealth {
           ? {
               ...t.state,
               underWay: {
-                progress: pageProgress(t.pages, t.pageCount),
+                progress: pageProgress(resource, t.pages, t.pageCount),
                 lastProgressAt: progress.toISOString(),
               },
             }

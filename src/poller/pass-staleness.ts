@@ -47,7 +47,11 @@ export function passStatus(t: PassTimes, now: number): PassStatus {
   return now - ms(t.lastSucceededAt) > limit ? 'stalled' : 'moving';
 }
 
-/** "page 12 of 240" (or "page 12" while the total is unknown), as the overview shows a pass under way. */
-export function pageProgress(pages: number, pageCount: number | null): string {
-  return `page ${pages}${pageCount ? ` of ${pageCount}` : ''}`;
+/**
+ * "page 12 of 240" (or "page 12" while the total is unknown), as the overview shows a pass under
+ * way; "customer 12 of 807" for customer issues, read with a request per known customer.
+ */
+export function pageProgress(resource: string, pages: number, pageCount: number | null): string {
+  const unit = resource === 'customer_issues' ? 'customer' : 'page';
+  return `${unit} ${pages}${pageCount ? ` of ${pageCount}` : ''}`;
 }

@@ -107,7 +107,7 @@ function pollerFigure(c: StageContext['rows']['pollers'][number], status: StageS
   const mark = status === 'stalled' ? '⚠ ' : '';
   const progress = lastProgressAt(c);
   if (progress)
-    return `${mark}pass under way: ${pageProgress(c.passPages ?? 0, c.passPageCount)}, last page ${fmtAge(
+    return `${mark}pass under way: ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}, last page ${fmtAge(
       ageSeconds(progress, now),
     )} ago · last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago`;
   const failed = c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt);
@@ -134,7 +134,7 @@ export function pollerStage({ rows, minutes, now }: StageContext, passes: Poller
         ? `stale or failing: ${stale.join(', ')}`
         : underWay.length
           ? `pass under way: ${underWay
-              .map((c) => `${c.resource} ${pageProgress(c.passPages ?? 0, c.passPageCount)}`)
+              .map((c) => `${c.resource} ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}`)
               .join(', ')}`
           : cursors.length
             ? `${cursors.length} resources polled`
