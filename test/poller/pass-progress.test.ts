@@ -1,12 +1,8 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metrics } from '../../src/metrics.js';
-import { createInsightRouter } from '../../src/ops/insight-router.js';
-import type { Overview, Stage } from '../../src/ops/overview/overview.js';
+import type { Stage } from '../../src/ops/overview/overview.js';
 import type { PollerHooks } from '../../src/poller/resource-pass.js';
+import { serveOverview, type OverviewServer } from '../support/overview-server.js';
 import { createPollerHarness, type PollerHarness } from './poller-harness.js';
 
 /**
@@ -17,19 +13,13 @@ import { createPollerHarness, type PollerHarness } from './poller-harness.js';
  */
 describe('the poller stage while a pass is under way', () => {
   let h: PollerHarness;
-  let server: Server;
-  let base: string;
+  let served: OverviewServer;
   const MIN = 60_000;
   const perPage = 2;
 
   beforeAll(async () => {
     h = await createPollerHarness();
-    const app = express();
-    app.use(createInsightRouter({ db: h.database.db, topicPrefix: '', registry: new Registry() }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveOverview(h.database.db);
     // Five records: three pages of two.
     await h.control.addRecords(
       'applications',
@@ -38,15 +28,11 @@ describe('the poller stage while a pass is under way', () => {
   });
 
   afterAll(async () => {
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await served?.close();
     await h?.close();
   });
 
-  async function pollerStage(): Promise<Stage> {
-    const res = await fetch(`${base}/overview`);
-    expect(res.status).toBe(200);
-    return ((await res.json()) as Overview).stages.find((s) => s.id === 'poller')!;
-  }
+  const pollerStage = () => served.stage('poller');
 
   const progressGauge = async () =>
     (await metrics.pollerPassProgress.get()).values.find((v) => v.labels.resource === 'applications')?.value;
