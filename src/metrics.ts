@@ -95,7 +95,7 @@ export const metrics = {
   }),
   pollerPassProgress: new Gauge({
     name: 'rentbridge_poller_pass_progress_timestamp_seconds',
-    help: 'When the pass under way of a resource last showed progress (its start, then each page); 0 when no pass is under way',
+    help: 'When the pass under way of a resource last read a page; 0 when no pass is under way or it has read none yet',
     labelNames: ['resource'] as const,
     registers: r,
   }),

@@ -1,6 +1,7 @@
 import type { Resource } from '../partner/resources.js';
 import {
   lastProgressAt,
+  noFirstPage,
   pageProgress,
   passStatus,
   passUnderWay,
@@ -73,6 +74,8 @@ export function createPassHealth(): PassHealth {
     const progress = lastProgressAt(t.times);
     if (progress)
       return `pass under way at ${pageProgress(resource, t.pages, t.pageCount)}, no page for ${Math.round((now - progress.getTime()) / 1000)} s`;
+    if (noFirstPage(t.times, now))
+      return `pass under way, no page since it started over ${POLLER_STALE_SECONDS} s ago`;
     if (t.state.failuresInARow) return t.state.error ?? 'failed';
     return `last success over ${POLLER_STALE_SECONDS} s ago`;
   };

@@ -4,10 +4,12 @@
  * PromQL, the `RentbridgePollerStale` alert (the last success, unless the pass under way showed
  * progress: `rentbridge_poller_pass_progress_timestamp_seconds`).
  *
- * - A pass under way (started after its resource's last success and last failure) is judged by its
- *   own progress: `moving` while its latest page (or its start, before the first page) is at most
+ * - A pass under way (started after its resource's last success and last failure) that has read a
+ *   page is judged by its own progress: `moving` while its latest page is at most
  *   POLLER_STALE_SECONDS old, `stalled` once its pages stop arriving for longer. A first pass of
  *   hundreds of pages is moving for as long as it reads them, however long ago the last success was.
+ * - Before its first page a pass has shown nothing yet (a retry of a failing pass has only begun):
+ *   `stalled` once it has gone POLLER_STALE_SECONDS without one, else judged as if not under way.
  * - Otherwise by the last pass that ended: `stalled` when it failed, or when the last success is
  *   older than POLLER_STALE_SECONDS; `idle` before any pass.
  */
@@ -32,16 +34,21 @@ export function passUnderWay(t: PassTimes): boolean {
   return t.lastStartedAt != null && ms(t.lastStartedAt) > Math.max(ms(t.lastSucceededAt), ms(t.lastFailedAt));
 }
 
-/** The last sign of life of the pass under way: its latest page, or its start before any. */
+/** The latest page of the pass under way; null when none is under way or it has read no page yet. */
 export function lastProgressAt(t: PassTimes): Date | null {
-  if (!passUnderWay(t)) return null;
-  return ms(t.lastPageAt) > ms(t.lastStartedAt) ? t.lastPageAt : t.lastStartedAt;
+  return passUnderWay(t) && ms(t.lastPageAt) > ms(t.lastStartedAt) ? t.lastPageAt : null;
+}
+
+/** A pass under way that has gone POLLER_STALE_SECONDS since its start without a page. */
+export function noFirstPage(t: PassTimes, now: number): boolean {
+  return passUnderWay(t) && !lastProgressAt(t) && now - ms(t.lastStartedAt) > POLLER_STALE_SECONDS * 1000;
 }
 
 export function passStatus(t: PassTimes, now: number): PassStatus {
   const limit = POLLER_STALE_SECONDS * 1000;
   const progress = lastProgressAt(t);
   if (progress) return now - progress.getTime() > limit ? 'stalled' : 'moving';
+  if (noFirstPage(t, now)) return 'stalled';
   if (t.lastFailedAt && ms(t.lastFailedAt) > ms(t.lastSucceededAt)) return 'stalled';
   if (!t.lastSucceededAt) return 'idle';
   return now - ms(t.lastSucceededAt) > limit ? 'stalled' : 'moving';

@@ -170,7 +170,6 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
   };
 
   await markStarted(db, resource, startedAt);
-  metrics.pollerPassProgress.set({ resource }, Date.now() / 1000);
   ctx.onProgress?.({ resource, pages: 0, pageCount: 0, at: startedAt });
   // Removal detection compares with known_records.seen_at, which the database's clock writes.
   const removalCutoff = await databaseNow(db);

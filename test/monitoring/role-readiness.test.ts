@@ -81,6 +81,8 @@ describe("the poller's readiness", () => {
       health.record({ resource: 'customers', outcome: 'failed', error: 'Partner API 503' });
       expect(health.check()).toMatch(/no poller pass succeeds or moves/);
       health.progress({ resource: 'customers', pages: 0, pageCount: 0 });
+      // A retry that has read nothing yet shows nothing: still failing.
+      expect(health.check()).toMatch(/no poller pass succeeds or moves/);
       // A long pass: a page every minute for 40 minutes, never a success.
       for (let page = 1; page <= 40; page++) {
         vi.advanceTimersByTime(60_000);

@@ -58,20 +58,18 @@ describe('the poller stage while a pass is under way', () => {
   });
 
   it('says stalled when the pass under way has had no page for longer than the limit', async () => {
-    // The pass's start and pages are recorded 20 minutes ago: its pages stopped arriving then.
-    const twentyMinutesAgo = new Date(Date.now() - 20 * MIN);
+    // The pass's start and pages are recorded 20 minutes ago, a second apart: its pages stopped then.
+    let at = Date.now() - 20 * MIN;
     let seen: Stage | undefined;
     await passWith(
-      () => twentyMinutesAgo,
+      () => new Date((at += 1000)),
       async () => {
         seen = await pollerStage();
       },
     );
     expect(seen?.status).toBe('stalled');
     expect(seen?.note).toBe('stale or failing: applications');
-    expect(seen?.figures[0]?.value).toBe(
-      '⚠ pass under way: page 2 of 3, last page 20 min ago · last success 2 h ago',
-    );
+    expect(seen?.figures[0]?.value).toBe('⚠ pass under way: page 2 of 3, 20 min ago');
   });
 
   it('says moving, with the pass’s progress, while its pages arrive, though the last success is old', async () => {
@@ -88,9 +86,7 @@ describe('the poller stage while a pass is under way', () => {
     // The last success (the pass before) is 20 minutes old: over the limit, but this pass moves.
     expect(seen?.status).toBe('moving');
     expect(seen?.note).toBe('pass under way: applications page 2 of 3');
-    expect(seen?.figures[0]?.value).toMatch(
-      /^pass under way: page 2 of 3, last page \d+ s ago · last success 20 min ago$/,
-    );
+    expect(seen?.figures[0]?.value).toMatch(/^pass under way: page 2 of 3, \d+ s ago$/);
     // The alert's input: the pass under way showed progress now; 0 once it has ended.
     expect(gauge).toBeGreaterThanOrEqual(before);
     expect(await progressGauge()).toBe(0);

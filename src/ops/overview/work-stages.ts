@@ -102,14 +102,17 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
   };
 }
 
-/** A resource's figure: its pass under way (progress, last page), else its last success (and failure). */
+/**
+ * A resource's figure: its pass under way (its page, when the latest arrived; the age of its last
+ * success is on the chart), else its last success (and failure).
+ */
 function pollerFigure(c: StageContext['rows']['pollers'][number], status: StageStatus, now: number): string {
   const mark = status === 'stalled' ? '⚠ ' : '';
   const progress = lastProgressAt(c);
   if (progress)
-    return `${mark}pass under way: ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}, last page ${fmtAge(
+    return `${mark}pass under way: ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}, ${fmtAge(
       ageSeconds(progress, now),
-    )} ago · last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago`;
+    )} ago`;
   const failed = c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt);
   return `${mark}last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago${
     failed ? ` · failed: ${c.lastError ?? ''}` : ''
