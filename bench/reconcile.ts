@@ -16,8 +16,7 @@
  * their payload); the platform holds the same records, so every item is `confirmed`.
  */
 import type { SharedProducer } from '../src/kafka/shared-producer.js';
-import { createSourcePartners } from '../src/partner/source-partners.js';
-import { createReconciler } from '../src/reconcile/reconciler.js';
+import { appliedCommand, reconcilerWith } from '../test/support/reconcile-seed.js';
 import { withSandboxBench, type SandboxBench } from './sandbox-bench.js';
 import type { BenchResult } from './types.js';
 
@@ -39,21 +38,9 @@ function paymentOf(n: number) {
   return { amount_cents: 100_000 + n, paid_on: `2026-${month}-01`, period: `2026-${month}` };
 }
 
-/** A guard row as the guard leaves an applied command. */
-function applied(commandType: string, commandId: string, targetId: string, payload: Row) {
-  return {
-    source: 'bench',
-    commandId,
-    commandType,
-    targetId,
-    state: 'applied',
-    payload,
-    attempts: 1,
-    requestIdBase: commandId,
-    requestIds: [`${commandId}.a1`],
-    finishedAt: new Date(),
-  };
-}
+/** A guard row as the guard leaves an applied command, of source `bench`. */
+const applied = (commandType: string, commandId: string, targetId: string, payload: Row) =>
+  appliedCommand('bench', commandType, commandId, targetId, payload);
 
 async function addInChunks(bench: SandboxBench, resource: 'customers' | 'enrollments', records: Row[]) {
   const stored: Row[] = [];
@@ -112,15 +99,12 @@ async function seedOnboarding(bench: SandboxBench, registrations: number, older:
 }
 
 async function pass(bench: SandboxBench) {
-  const partner = bench.partner();
-  const reconciler = createReconciler({
+  const reconciler = reconcilerWith({
     db: bench.db,
+    partner: bench.partner(),
     producer: NO_KAFKA,
-    sources: createSourcePartners({ deployment: () => partner, keys: {}, build: () => partner }),
     logger: bench.logger,
     topicPrefix: 'bench.',
-    maxProcessingMs: 30_000,
-    redriveAbsent: false,
   });
   const started = Date.now();
   const now = Date.now();

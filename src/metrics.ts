@@ -93,6 +93,12 @@ export const metrics = {
     labelNames: ['resource'] as const,
     registers: r,
   }),
+  pollerPassProgress: new Gauge({
+    name: 'rentbridge_poller_pass_progress_timestamp_seconds',
+    help: 'When the pass under way of a resource last read a page; 0 when no pass is under way or it has read none yet',
+    labelNames: ['resource'] as const,
+    registers: r,
+  }),
   pollerRequests: new Counter({
     name: 'rentbridge_poller_requests_total',
     help: 'Partner API requests made by the poller, by resource',
@@ -207,7 +213,12 @@ export const METRIC_GROUPS = {
     metrics.relayPublished,
     metrics.relayParked,
   ],
-  poller: [metrics.pollerLastSuccess, metrics.pollerRequests, metrics.pollerChanges],
+  poller: [
+    metrics.pollerLastSuccess,
+    metrics.pollerPassProgress,
+    metrics.pollerRequests,
+    metrics.pollerChanges,
+  ],
   /** Every process that calls the Partner API through the shared budget. */
   partner: [
     metrics.budgetUsed,

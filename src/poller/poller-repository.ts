@@ -36,10 +36,22 @@ export async function databaseNow(db: Db): Promise<Date> {
 }
 
 export async function markStarted(db: Db, resource: Resource, at: Date): Promise<void> {
-  await db.pollerCursor.upsert({
+  const data = { lastStartedAt: at, passPages: 0, passPageCount: null, lastPageAt: null };
+  await db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
+}
+
+/**
+ * The progress of the pass under way, after each page (a request per customer for issues): what
+ * tells a long pass whose pages keep arriving from a stalled one (src/poller/pass-staleness.ts).
+ */
+export async function markPage(
+  db: Db,
+  resource: Resource,
+  page: { pages: number; pageCount: number; at: Date },
+): Promise<void> {
+  await db.pollerCursor.update({
     where: { resource },
-    create: { resource, lastStartedAt: at },
-    update: { lastStartedAt: at },
+    data: { passPages: page.pages, passPageCount: page.pageCount || null, lastPageAt: page.at },
   });
 }
 

@@ -103,6 +103,7 @@ export function createPoller(options: PollerOptions): Poller {
     if (lastSuccessSeeded.has(resource)) continue;
     lastSuccessSeeded.add(resource);
     metrics.pollerLastSuccess.set({ resource }, 0);
+    metrics.pollerPassProgress.set({ resource }, 0);
   }
   const lock = options.lock ?? createResourceLock(options.databaseUrl, logger);
   const timers = new Map<Resource, NodeJS.Timeout>();
@@ -145,6 +146,7 @@ export function createPoller(options: PollerOptions): Poller {
           hooks: options.hooks ?? {},
           isStopping: () => stopping,
           signal: abort.signal,
+          onProgress: (progress) => health.progress(progress),
           ...(options.requestCounter && { requestCounter: options.requestCounter }),
           ...(options.snapshots && { snapshots: options.snapshots }),
         }),

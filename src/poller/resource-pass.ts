@@ -9,6 +9,7 @@ import {
   databaseNow,
   knownCustomerIds,
   markFailed,
+  markPage,
   markStarted,
   markSucceeded,
   readFromDate,
@@ -25,6 +26,14 @@ export const PER_PAGE = 1000;
 export interface PollerHooks {
   /** Called after each page's changes are committed, before the next page is asked for (tests). */
   afterPage?(info: { resource: Resource; page: number }): void | Promise<void>;
+}
+
+/** The pass under way: pages read so far (0 at its start) and the pages it will read when known (else 0). */
+export interface PassProgress {
+  resource: Resource;
+  pages: number;
+  pageCount: number;
+  at: Date;
 }
 
 export interface PassContext {
@@ -45,6 +54,8 @@ export interface PassContext {
   isStopping: () => boolean;
   /** Aborted when the poller stops: the request in flight (or waiting for its budget slot) ends now. */
   signal?: AbortSignal;
+  /** At the pass's start and after each page, once the page's progress is in poller_cursors (/readyz). */
+  onProgress?: (progress: PassProgress) => void;
   /**
    * Where the pages of the collections the guard snapshots go, for its next snapshots (issue 43,
    * src/guard/read-backs/snapshot-store.ts): `askedAt` is no later than the page was asked for.
@@ -75,6 +86,13 @@ const STOPPED = 'poller stopping: pass left unfinished';
 const pollCall = (ctx: PassContext) => ({ lane: 'poll' as const, ...(ctx.signal && { signal: ctx.signal }) });
 
 type Versioned = PartnerRecord & { id: string; updated_at: string };
+
+/** What a pass does after each request, each batch of records and each page. */
+interface PassSteps {
+  requestMade: () => void;
+  write: (records: Versioned[]) => Promise<void>;
+  pageDone: () => Promise<void>;
+}
 
 /**
  * One pass over one collection by its rule (spec 4.7). Each page is written in its own
@@ -119,6 +137,13 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     stats.elapsedMs = Date.now() - clock;
     logger.info({ resource, ...stats }, message);
   };
+  // The pass under way moves: poller_cursors (the overview), the gauge (the alert), /readyz.
+  const pageDone = async () => {
+    const at = ctx.now();
+    await markPage(db, resource, { pages: stats.pages, pageCount: stats.pageCount, at });
+    metrics.pollerPassProgress.set({ resource }, Date.now() / 1000);
+    ctx.onProgress?.({ resource, pages: stats.pages, pageCount: stats.pageCount, at });
+  };
   const readPages = async (query: Record<string, string | number>, seen?: Set<string>) => {
     // The client's walk is drift-safe: a delete while paging makes it re-read the boundary (a
     // re-read that finds something new is yielded as a page), and repeats are left out.
@@ -134,6 +159,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       const records = page.data.items.map((item) => withVersion(item, resource));
       for (const r of records) seen?.add(r.id);
       await write(records);
+      await pageDone();
       // A request per customer: progress every ten times as many requests as for list pages.
       if (stats.pages % (ctx.progressEveryPages * 10) === 0) progress('poller pass progress');
       await ctx.hooks.afterPage?.({ resource, page: stats.pages });
@@ -143,6 +169,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
   };
 
   await markStarted(db, resource, startedAt);
+  ctx.onProgress?.({ resource, pages: 0, pageCount: 0, at: startedAt });
   // Removal detection compares with known_records.seen_at, which the database's clock writes.
   const removalCutoff = await databaseNow(db);
   try {
@@ -161,6 +188,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       stats.records = response.data.length;
       const records = response.data.map((item) => withVersion(item, resource));
       await write(records);
+      await pageDone();
       stats.removed = await writeRemovals(
         db,
         resource,
@@ -169,12 +197,13 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
         source,
       );
     } else {
-      await pollCustomerIssues(ctx, stats, requestMade, write, removalCutoff, source);
+      await pollCustomerIssues(ctx, stats, { requestMade, write, pageDone }, removalCutoff, source);
     }
     syncRequests();
     stats.elapsedMs = Date.now() - clock;
     await markSucceeded(db, resource, { fromDate: utcDate(startedAt), at: ctx.now(), stats });
     metrics.pollerLastSuccess.set({ resource }, Date.now() / 1000);
+    metrics.pollerPassProgress.set({ resource }, 0);
     // Each pass at debug; the passes that found something, counted in one info line a minute
     // (issue 41: one line a pass scrolled npm start's banner away under the demo's traffic).
     logger.debug({ resource, ...stats }, 'poller pass completed');
@@ -194,6 +223,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
     await markFailed(db, resource, { at: ctx.now(), error: message, stats }).catch((e: unknown) =>
       logger.error({ resource, err: e }, 'could not record the failed pass'),
     );
+    metrics.pollerPassProgress.set({ resource }, 0);
     throw error;
   }
 }
@@ -206,8 +236,7 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
 async function pollCustomerIssues(
   ctx: PassContext,
   stats: PassStats,
-  requestMade: () => void,
-  write: (records: Versioned[]) => Promise<void>,
+  { requestMade, write, pageDone }: PassSteps,
   removalCutoff: Date,
   source: string,
 ): Promise<void> {
@@ -229,6 +258,7 @@ async function pollCustomerIssues(
       await write(batch);
       batch = [];
     }
+    await pageDone();
     // A request per customer: progress every ten times as many requests as for list pages.
     if (stats.pages % (ctx.progressEveryPages * 10) === 0)
       ctx.logger.info({ resource: ctx.resource, ...stats }, 'poller pass progress');

@@ -159,4 +159,27 @@ describe.skipIf(skipWithoutChromium)('ops console in a real browser', () => {
       await page.screenshot({ path: 'test-artifacts/ops-console-audit.png', fullPage: true });
     });
   });
+
+  describe('when its tables are shown', () => {
+    it('heads each with its columns, once', async () => {
+      const heads: Record<string, string[][]> = {};
+      for (const id of await page.locator('main table[id]').evaluateAll((ts) => ts.map((t) => t.id))) {
+        const rows = page.locator(`#${id} thead tr`);
+        heads[id] = [];
+        for (let i = 0; i < (await rows.count()); i++)
+          heads[id].push(await rows.nth(i).locator('th').allTextContents());
+      }
+      expect(heads).toEqual({
+        'trace-table': [['When (UTC)', 'Stage', 'What', 'Ids and facts']],
+        'letters-table': [
+          ['ID', 'State', 'Reason', 'Code', 'Topic', 'Key', 'Source', 'Command', 'Last failure'],
+        ],
+        'detail-headers': [],
+        'audit-table': [['When', 'Who', 'Action', 'Target', 'Reason', 'Details']],
+        'reconcile-runs': [['Run', 'Started', 'By', 'Window', 'Scope', 'Items', 'Partner requests']],
+        'reconcile-items': [['Verdict', 'Type', 'Source', 'Command (trace)', 'Target', 'Why']],
+        'tokens-table': [['Name', 'Role', 'Created by', 'Created', 'Expires', 'Last used', '']],
+      });
+    });
+  });
 });

@@ -355,6 +355,11 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
          ('applications', now(), now() - interval '40 seconds', NULL, NULL),
          ('enrollments', now(), now() - interval '31 minutes', now() - interval '1 minute', 'Partner API answered 503')`,
     );
+    // A long pass of customers under way: its last success is 40 minutes old, its pages arrive.
+    await h.database.sql.query(
+      `INSERT INTO poller_cursors (resource, last_started_at, last_succeeded_at, pass_pages, pass_page_count, last_page_at)
+       VALUES ('customers', now() - interval '20 minutes', now() - interval '40 minutes', 212, 807, now() - interval '3 seconds')`,
+    );
     // A backlog 25 minutes ago: 40 rows that waited 10 to 13 minutes for the relay.
     await h.database.sql.query(
       `INSERT INTO outbox (event_id, topic, key, type, source, data, created_at, published_at)
@@ -396,7 +401,12 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       expect(await status('consumers')).toBe('moving');
       expect(await status('receiver')).toBe('attention'); // one webhook refused
       expect(await status('poller')).toBe('stalled');
-      expect(await page.textContent('[data-stage="poller"] .stage-note')).toContain('enrollments');
+      expect(await page.textContent('[data-stage="poller"] .stage-note')).toBe(
+        'stale or failing: enrollments',
+      );
+      expect(await page.textContent('[data-stage="poller"] .figures')).toMatch(
+        /pass under way: page 212 of 807, \d+ s ago/,
+      );
       expect(await status('dead-letters')).toBe('attention');
       // Three payments, and the one whose write met a 503 after it was applied.
       expect(await page.textContent('[data-stage="consumers"]')).toMatch(/applied, last hour\s*4/);

@@ -7,11 +7,10 @@ import { createSharedProducer, type SharedProducer } from '../../src/kafka/share
 import { TOPICS } from '../../src/kafka/topics.js';
 import { createLogger } from '../../src/logger.js';
 import { createOpsRouter, type OpsRouter } from '../../src/ops/ops-router.js';
-import { createSourcePartners } from '../../src/partner/source-partners.js';
-import { createReconciler } from '../../src/reconcile/reconciler.js';
 import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { createTestKafka, type TestKafka } from '../support/kafka.js';
+import { appliedCommand, reconcilerWith } from '../support/reconcile-seed.js';
 import { startSandboxPartner } from '../support/sandbox.js';
 import { closeServer, launchChromium, serveApp, skipWithoutChromium } from './browser.js';
 
@@ -38,26 +37,6 @@ describe.skipIf(skipWithoutChromium)('the console reconciliation page in a real 
   let page: Page;
   const runIds: number[] = [];
 
-  /** A guard row as the guard leaves an applied command. */
-  const applied = (
-    source: string,
-    commandType: string,
-    commandId: string,
-    targetId: string,
-    payload: object,
-  ) => ({
-    source,
-    commandId,
-    commandType,
-    targetId,
-    state: 'applied',
-    payload,
-    attempts: 1,
-    requestIdBase: commandId,
-    requestIds: [`${commandId}.a1`],
-    finishedAt: new Date(),
-  });
-
   beforeAll(async () => {
     database = await createTestDatabase();
     kafka = createTestKafka();
@@ -71,17 +50,17 @@ describe.skipIf(skipWithoutChromium)('the console reconciliation page in a real 
     const e = String(enrollment!.id);
     await database.db.command.createMany({
       data: [
-        applied('acme', 'rental_payment', 'pay-acme-1', e, {
+        appliedCommand('acme', 'rental_payment', 'pay-acme-1', e, {
           payment_id: 'pay-acme-1',
           enrollment_id: e,
           ...PAID(1),
         }),
-        applied('acme', 'rental_payment', 'pay-acme-2', e, {
+        appliedCommand('acme', 'rental_payment', 'pay-acme-2', e, {
           payment_id: 'pay-acme-2',
           enrollment_id: e,
           ...PAID(2),
         }),
-        applied('beta', 'customer_registration', 'reg-beta-1', 'gone@example.com', {
+        appliedCommand('beta', 'customer_registration', 'reg-beta-1', 'gone@example.com', {
           registration_id: 'reg-beta-1',
           email: 'gone@example.com',
           first_name: 'Ada',
@@ -90,18 +69,12 @@ describe.skipIf(skipWithoutChromium)('the console reconciliation page in a real 
         }),
       ],
     });
-    const reconciler = createReconciler({
+    const reconciler = reconcilerWith({
       db: database.db,
+      partner: started.partner,
       producer,
-      sources: createSourcePartners({
-        deployment: () => started.partner,
-        keys: {},
-        build: () => started.partner,
-      }),
       logger,
       topicPrefix: kafka.prefix,
-      maxProcessingMs: 30_000,
-      redriveAbsent: false,
     });
     const now = Date.now();
     for (const source of ['acme', undefined]) {

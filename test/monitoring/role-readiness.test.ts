@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPassHealth } from '../../src/poller/pass-health.js';
 import { relayRoleCheck, type RoleCheck } from '../../src/app/readiness.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -61,13 +61,55 @@ describe("the poller's readiness", () => {
     health.record({ resource: 'customers', outcome: 'completed' });
     health.record({ resource: 'customers', outcome: 'failed', error: 'fetch failed' });
     health.record({ resource: 'units', outcome: 'failed', error: 'fetch failed' });
-    expect(health.check()).toMatch(/no poller pass succeeds/);
+    expect(health.check()).toMatch(/no poller pass succeeds or moves.*\(customers: fetch failed\)/);
     expect(health.details().customers).toMatchObject({
       failuresInARow: 1,
       lastSuccessAt: expect.any(String),
     });
     health.record({ resource: 'units', outcome: 'completed' });
     expect(health.check()).toBe(true);
+  });
+
+  describe('by the rule of the overview and the alert (src/poller/pass-staleness.ts)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('is ready while a pass under way reads its pages, though every earlier pass failed', () => {
+      vi.useFakeTimers({ now: new Date('2026-11-27T10:00:00Z') });
+      const health = createPassHealth();
+      health.record({ resource: 'customers', outcome: 'failed', error: 'Partner API 503' });
+      expect(health.check()).toMatch(/no poller pass succeeds or moves/);
+      health.progress({ resource: 'customers', pages: 0, pageCount: 0 });
+      // A retry that has read nothing yet shows nothing: still failing.
+      expect(health.check()).toMatch(/no poller pass succeeds or moves/);
+      // A long pass: a page every minute for 40 minutes, never a success.
+      for (let page = 1; page <= 40; page++) {
+        vi.advanceTimersByTime(60_000);
+        health.progress({ resource: 'customers', pages: page, pageCount: 800 });
+        expect(health.check()).toBe(true);
+      }
+      expect(health.details().customers).toMatchObject({
+        last: 'failed',
+        underWay: { progress: 'page 40 of 800', lastProgressAt: '2026-11-27T10:40:00.000Z' },
+      });
+    });
+
+    it('fails once the pass under way has had no page for POLLER_STALE_SECONDS, saying so', () => {
+      vi.useFakeTimers({ now: new Date('2026-11-27T10:00:00Z') });
+      const health = createPassHealth();
+      health.record({ resource: 'units', outcome: 'completed' });
+      health.progress({ resource: 'units', pages: 0, pageCount: 0 });
+      health.progress({ resource: 'units', pages: 1, pageCount: 300 });
+      vi.advanceTimersByTime(900_000);
+      expect(health.check()).toBe(true);
+      vi.advanceTimersByTime(1_000);
+      expect(health.check()).toBe(
+        'no poller pass succeeds or moves: every resource it polls is stalled (units: pass under way at page 1 of 300, no page for 901 s)',
+      );
+      health.record({ resource: 'units', outcome: 'completed' });
+      expect(health.check()).toBe(true);
+    });
   });
 
   it('does not count passes skipped because another process polls the resource', () => {

@@ -1,10 +1,6 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInsightRouter } from '../../src/ops/insight-router.js';
-import type { Overview, Stage } from '../../src/ops/overview/overview.js';
+import type { Overview } from '../../src/ops/overview/overview.js';
+import { serveOverview, stageOf, type OverviewServer } from '../support/overview-server.js';
 import { createPollerHarness, type PollerHarness } from '../poller/poller-harness.js';
 
 /**
@@ -14,30 +10,20 @@ import { createPollerHarness, type PollerHarness } from '../poller/poller-harnes
  */
 describe('overview history: outbox backlog and poller pass ages over the hour', () => {
   let h: PollerHarness;
-  let server: Server;
-  let base: string;
+  let served: OverviewServer;
   const MIN = 60_000;
 
   beforeAll(async () => {
     h = await createPollerHarness();
-    const app = express();
-    app.use(createInsightRouter({ db: h.database.db, topicPrefix: '', registry: new Registry() }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveOverview(h.database.db);
   });
 
   afterAll(async () => {
-    await new Promise((r) => (server ? server.close(r) : r(undefined)));
+    await served?.close();
     await h?.close();
   });
 
-  async function overview(): Promise<Overview> {
-    const res = await fetch(`${base}/overview`);
-    expect(res.status).toBe(200);
-    return (await res.json()) as Overview;
-  }
+  const overview = () => served.overview();
 
   /** The value of a series at the end of the minute that holds `msAgo` before now. */
   function at(body: Overview, values: Array<number | null>, msAgo: number): number | null {
@@ -47,7 +33,7 @@ describe('overview history: outbox backlog and poller pass ages over the hour', 
     return values[i]!;
   }
 
-  const stage = (body: Overview, id: Stage['id']) => body.stages.find((s) => s.id === id)!;
+  const stage = stageOf;
 
   it('keeps each successful pass of the hour before the latest and the last one before it; prunes the rest', async () => {
     let clock = new Date();

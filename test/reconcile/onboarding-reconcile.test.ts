@@ -1,22 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
-import type { Component } from '../../src/app/lifecycle.js';
-import { loadConfig } from '../../src/config/config.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { enrollmentRequestIdOf } from '../../src/contracts/commands.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
-import { createReconciler } from '../../src/reconcile/reconciler.js';
 import type { ReconcileItem } from '../../src/reconcile/reconcile-types.js';
-import { buildSecret } from '../receiver/webhooks.js';
-import {
-  FAST_GUARD,
-  TEST_MAX_PROCESSING_MS,
-  createHarness,
-  logger,
-  uid,
-  type Harness,
-} from '../consumers/support/harness.js';
+import { useReconcileRoot } from '../support/reconcile-root.js';
+import { FAST_GUARD, TEST_MAX_PROCESSING_MS, uid, type Harness } from '../consumers/support/harness.js';
 
 /**
  * Issue 45, the onboarding commands: registrations and enrollments reconciled against the
@@ -34,51 +23,17 @@ const CREATE_CUSTOMER = '/v1/partners/customers';
 const LAG_MS = TEST_MAX_PROCESSING_MS + 3000;
 
 describe('rentbridge reconcile, customer registrations and enrollments', () => {
-  let h: Harness;
-  let root: CompositionRoot;
-  let roles: Component[] = [];
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.kafka.createTopics([TOPICS.reconciliationReports]);
-    const sources = ['onb-missing', 'onb-ended', 'onb-refused', 'onb-landed', 'onb-absent'];
-    const env = {
-      DATABASE_URL: h.database.url,
-      KAFKA_BROKERS: h.kafka.brokers.join(','),
-      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
-      PARTNER_TIMEOUT_MS: '1500',
-      PARTNER_MAX_PROCESSING_MS: String(TEST_MAX_PROCESSING_MS),
-      PMS_WEBHOOK_SECRETS: JSON.stringify(Object.fromEntries(sources.map((s) => [s, [buildSecret()]]))),
-      LOG_LEVEL: 'silent',
-      HTTP_PORT: '0',
-    };
-    root = createCompositionRoot(loadConfig(env), logger);
-    root.usePartnerUrl(h.sandbox.url);
-    roles = [
+  const fx = useReconcileRoot({
+    sources: ['onb-missing', 'onb-ended', 'onb-refused', 'onb-landed', 'onb-absent'],
+    roles: (root) => [
       root.commandConsumer('customer-registrations', { guard: FAST_GUARD }),
       root.commandConsumer('enrollments', { guard: FAST_GUARD }),
       root.deadLetterIndexer(),
-    ];
-    for (const role of roles) await role.start();
+    ],
   });
-  afterAll(async () => {
-    for (const role of roles.reverse()) await role.stop().catch(() => undefined);
-    await root?.close();
-    await h?.close();
-  });
-
-  async function reconcile(source: string, redriveAbsent = false) {
-    const now = Date.now();
-    return createReconciler({
-      db: h.database.db,
-      producer: root.producer,
-      sources: root.sourcePartners(),
-      logger,
-      topicPrefix: h.kafka.prefix,
-      maxProcessingMs: TEST_MAX_PROCESSING_MS,
-      redriveAbsent,
-    }).run({ since: new Date(now - 600_000), until: new Date(now + 1000), source }, 'cli');
-  }
+  let h: Harness;
+  beforeAll(() => ({ h } = fx));
+  const reconcile = (source: string, redriveAbsent = false) => fx.reconcile(source, redriveAbsent);
 
   /** A registration as the receiver publishes source `source`'s webhook; answers the command. */
   async function register(source: string, fields: Record<string, unknown> = {}) {

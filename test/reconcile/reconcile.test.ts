@@ -1,27 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompositionRoot, type CompositionRoot } from '../../src/app/composition-root.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { HttpRole } from '../../src/app/http-role.js';
-import type { Component } from '../../src/app/lifecycle.js';
-import { loadConfig } from '../../src/config/config.js';
 import { toCloudEvent } from '../../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../../src/contracts/command-contracts.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { ownKeyId } from '../../src/partner/source-partners.js';
-import { createReconciler, type Reconciler } from '../../src/reconcile/reconciler.js';
 import type { ReconcileItem } from '../../src/reconcile/reconcile-types.js';
 import { ajvErrors, cloudEventOf, loadContracts } from '../support/contracts.js';
 import { buildSecret } from '../receiver/webhooks.js';
 import { runCli } from '../support/cli.js';
-import {
-  FAST_GUARD,
-  TEST_MAX_PROCESSING_MS,
-  createHarness,
-  logger,
-  uid,
-  type Harness,
-} from '../consumers/support/harness.js';
+import { useReconcileRoot } from '../support/reconcile-root.js';
+import { FAST_GUARD, TEST_MAX_PROCESSING_MS, uid, type Harness } from '../consumers/support/harness.js';
 
 /**
  * Issue 45: `rentbridge reconcile` against the sandbox. Each case uses a PMS source of its own and
@@ -35,82 +25,46 @@ const OPS_TOKEN = 'ops-token-for-reconcile-tests';
 const SCOPED = { access_key: 'scoped-access-key', secret_key: 'scoped-secret-key', scoped: true };
 
 describe('rentbridge reconcile', () => {
-  let h: Harness;
-  let root: CompositionRoot;
-  let roles: Component[] = [];
+  let callbackServer: Server | undefined;
   let http: HttpRole;
-  let env: Record<string, string>;
-  let callbackServer: Server;
   const callbacks: Array<{ id: string; status: string; commandId: string }> = [];
-
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.kafka.createTopics([TOPICS.reconciliationReports]);
-    await h.control.createKey({ ...SCOPED, owner_ids: ['owner-scoped'] });
-    callbackServer = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        const event = JSON.parse(body) as { id: string; data: { status: string; command_id: string } };
-        callbacks.push({ id: event.id, status: event.data.status, commandId: event.data.command_id });
-        res.writeHead(204).end();
+  const fx = useReconcileRoot({
+    sources: ['missing', 'unexpected', 'twice', 'landed', 'absent', 'scoped'],
+    async prepare(h) {
+      await h.control.createKey({ ...SCOPED, owner_ids: ['owner-scoped'] });
+      const server = createServer((req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          const event = JSON.parse(body) as { id: string; data: { status: string; command_id: string } };
+          callbacks.push({ id: event.id, status: event.data.status, commandId: event.data.command_id });
+          res.writeHead(204).end();
+        });
       });
-    });
-    await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
-    const port = (callbackServer.address() as AddressInfo).port;
-    const sources = ['missing', 'unexpected', 'twice', 'landed', 'absent', 'scoped'];
-    env = {
-      DATABASE_URL: h.database.url,
-      KAFKA_BROKERS: h.kafka.brokers.join(','),
-      KAFKA_TOPIC_PREFIX: h.kafka.prefix,
-      PARTNER_TIMEOUT_MS: '1500',
-      PARTNER_MAX_PROCESSING_MS: String(TEST_MAX_PROCESSING_MS),
-      PMS_WEBHOOK_SECRETS: JSON.stringify(Object.fromEntries(sources.map((s) => [s, [buildSecret()]]))),
-      PMS_PARTNER_KEYS: JSON.stringify({ scoped: SCOPED }),
-      PMS_CALLBACKS: JSON.stringify({
-        landed: { url: `http://127.0.0.1:${port}/outcomes`, secrets: [buildSecret()] },
-      }),
-      LOG_LEVEL: 'silent',
-      HTTP_PORT: '0',
-      OPS_TOKEN,
-    };
-    root = createCompositionRoot(loadConfig(env), logger);
-    root.usePartnerUrl(h.sandbox.url);
-    roles = [
+      callbackServer = server;
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as AddressInfo).port;
+      return {
+        PMS_PARTNER_KEYS: JSON.stringify({ scoped: SCOPED }),
+        PMS_CALLBACKS: JSON.stringify({
+          landed: { url: `http://127.0.0.1:${port}/outcomes`, secrets: [buildSecret()] },
+        }),
+        OPS_TOKEN,
+      };
+    },
+    roles: (root) => [
       root.commandConsumer('rental-payments', { guard: FAST_GUARD }),
       root.deadLetterIndexer(),
       root.callbacks()!,
       (http = root.http()),
-    ];
-    for (const role of roles) await role.start();
+    ],
+    cleanup: () =>
+      new Promise((resolve) => (callbackServer ? callbackServer.close(() => resolve()) : resolve())),
   });
-  afterAll(async () => {
-    for (const role of roles.reverse()) await role.stop().catch(() => undefined);
-    await root?.close();
-    await new Promise((resolve) => callbackServer?.close(resolve));
-    await h?.close();
-  });
-
-  function reconciler(redriveAbsent = false): Reconciler {
-    return createReconciler({
-      db: h.database.db,
-      producer: root.producer,
-      sources: root.sourcePartners(),
-      logger,
-      topicPrefix: h.kafka.prefix,
-      maxProcessingMs: TEST_MAX_PROCESSING_MS,
-      redriveAbsent,
-    });
-  }
-
-  /** One pass over the last ten minutes, for one source. */
-  async function reconcile(source: string, redriveAbsent = false) {
-    const now = Date.now();
-    return reconciler(redriveAbsent).run(
-      { since: new Date(now - 600_000), until: new Date(now + 1000), source },
-      'cli',
-    );
-  }
+  let h: Harness;
+  let env: Record<string, string>;
+  beforeAll(() => ({ h, env } = fx));
+  const reconcile = (source: string, redriveAbsent = false) => fx.reconcile(source, redriveAbsent);
 
   async function newEnrollment(fields: Record<string, unknown> = {}): Promise<number> {
     const [record] = await h.control.addRecords('enrollments', [
@@ -328,7 +282,7 @@ describe('rentbridge reconcile', () => {
         .get(TOPICS.reconciliationReports)
         ?.get('rentbridge.reconciliation.report');
       expect(validate).toBeDefined();
-      const runs = await reconciler().repository.runs(100);
+      const runs = await fx.reconciler().repository.runs(100);
       const messages = await h.kafka.readMessages(TOPICS.reconciliationReports, runs.length, 100_000);
       const reports = messages.map((m) => {
         const event = cloudEventOf(m);

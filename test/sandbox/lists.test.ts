@@ -262,6 +262,32 @@ describe('sandbox lists', () => {
       expect(response.status).toBe(400);
     });
 
+    it('4.5/4.7: filters before paging: full pages of matching records, totals of the filtered set', async () => {
+      // 700 leads over 7 days, 100 a day, interleaved by id: the filter keeps one in seven.
+      await h.control.addRecords(
+        'leads',
+        build(700, (i) => day(String(10 + (i % 7)), '12:00:00.000')),
+      );
+      const query = 'updated_at_from_date=2026-03-13&updated_at_to_date=2026-03-13&per_page=30';
+      const seen: number[] = [];
+      for (let page = 1; page <= 4; page++) {
+        const { body } = await h.api('GET', `/partner/v1/leads?${query}&page=${page}`);
+        expect(body).toMatchObject({
+          current_page: page,
+          page_count: 4,
+          total_count: 100,
+          has_more: page < 4,
+        });
+        expect(body.items).toHaveLength(page < 4 ? 30 : 10);
+        for (const item of body.items) expect(item.updated_at).toBe('2026-03-13T12:00:00.000Z');
+        seen.push(...ids(body.items));
+      }
+      expect(new Set(seen).size).toBe(100);
+      // The unfiltered list still counts every lead.
+      const all = await h.api('GET', '/partner/v1/leads?per_page=1000');
+      expect(all.body).toMatchObject({ total_count: 700, page_count: 1 });
+    });
+
     it('4.7.3: a record changed today is found again from today', async () => {
       const [application] = await h.control.addRecords('applications', [
         { status: 'submitted', updated_at: '2020-01-01T00:00:00.000Z' },

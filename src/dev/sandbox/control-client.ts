@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { FaultInput, Fault } from './faults.js';
 import type { SandboxRecord } from './record-store.js';
 import type { SandboxConfig } from './sandbox-config.js';
@@ -33,17 +35,45 @@ export interface SandboxControl {
   webhooks(): Promise<WebhookDelivery[]>;
 }
 
+/**
+ * One control request on a connection of its own (`agent: false`: `Connection: close`), never on a
+ * pooled keep-alive socket. `fetch` shares one pool per origin with every other client of the
+ * sandbox in the process (the Partner API client's calls, other control clients) and reuses an idle
+ * socket it believes open: when the sandbox closes that socket first (its keep-alive timeout, 5 s,
+ * against the pool's of 5 s less a second or two, checked by a coarse timer; or a sandbox closed
+ * and started again on the port) the request is written to a closed socket and fails with
+ * ECONNRESET / "other side closed". Retrying would send a POST (records, faults) twice whenever
+ * the first did arrive; a fresh connection leaves nothing to race. On localhost it costs well
+ * under a millisecond a call.
+ */
+function send(url: URL, method: string, body: string | undefined): Promise<{ status: number; text: string }> {
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const headers: Record<string, string | number> =
+    body === undefined
+      ? {}
+      : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, agent: false, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+      );
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 export function createSandboxControl(baseUrl: string): SandboxControl {
   const base = baseUrl.replace(/\/+$/, '');
 
   async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${base}/__sandbox${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`sandbox control ${method} ${path} failed: ${response.status} ${text}`);
+    const url = new URL(`${base}/__sandbox${path}`);
+    const { status, text } = await send(url, method, body === undefined ? undefined : JSON.stringify(body));
+    if (status < 200 || status > 299)
+      throw new Error(`sandbox control ${method} ${path} failed: ${status} ${text}`);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 

@@ -2,7 +2,7 @@
 // Outcome callbacks on the overview: each PMS source's endpoint (closed, probing, paused,
 // disabled by a 410) and queue, and the dead deliveries with their redelivery, one or all
 // (GET /ops/api/callbacks, POST /ops/api/callbacks/redeliver). Refreshed with the overview.
-import { $, el } from './dom.js';
+import { $, el, table } from './dom.js';
 import { api, isRefused, signOut } from './session.js';
 
 const CALLBACK_REFRESH_MS = 10000;
@@ -37,13 +37,6 @@ async function redeliver(body) {
 }
 
 function sourcesTable(sources) {
-  const head = el(
-    'tr',
-    {},
-    ...['source', 'endpoint', 'pending', 'oldest pending', 'dead', 'delivered (24 h)', ''].map((h) =>
-      el('th', {}, h),
-    ),
-  );
   const rows = sources.map((s) =>
     el(
       'tr',
@@ -71,7 +64,8 @@ function sourcesTable(sources) {
       ),
     ),
   );
-  return el('table', { class: 'kv' }, el('thead', {}, head), el('tbody', {}, ...rows));
+  const columns = ['source', 'endpoint', 'pending', 'oldest pending', 'dead', 'delivered (24 h)', ''];
+  return table({ class: 'kv' }, columns, rows);
 }
 
 function deadTable(dead) {
@@ -97,7 +91,7 @@ function deadTable(dead) {
       ),
     ),
   );
-  return el('table', {}, el('tbody', {}, ...rows));
+  return table({}, null, rows);
 }
 
 async function loadCallbacks() {

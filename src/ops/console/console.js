@@ -3,7 +3,7 @@
 // (bearer OPS_TOKEN kept in sessionStorage). This module signs in and out and routes between the
 // views; each view is a module of its own and no state is shared through globals.
 import { loadAudit } from './audit.js';
-import { $ } from './dom.js';
+import { $, tableHeads } from './dom.js';
 import { wireLetterActions } from './letter-actions.js';
 import { loadLetters, wireFilters } from './letters.js';
 import { loadReconciliation } from './reconciliation.js';
@@ -85,6 +85,7 @@ function wire() {
 }
 
 // A module runs once the document is parsed (modules are deferred): the elements are there.
+tableHeads();
 wire();
 // Single sign-on offered when configured; a session cookie or a stored token signs in at once.
 void fetch('auth/methods')

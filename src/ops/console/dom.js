@@ -18,6 +18,25 @@ export function el(tag, attrs, ...children) {
   return node;
 }
 
+/** A header row: a `th` a column (an empty name: an empty cell). */
+export function headRow(columns) {
+  return el('tr', {}, ...columns.map((column) => el('th', {}, column || null)));
+}
+
+/** A table of `rows` (`tr`s) under a header row of `columns`; without `columns`, no header. */
+export function table(attrs, columns, rows) {
+  return el('table', attrs, columns ? el('thead', {}, headRow(columns)) : null, el('tbody', {}, ...rows));
+}
+
+/**
+ * The page's own tables (index.html) name their columns once, `data-columns="When|Who|…"`: each
+ * gets its header row here, before any view fills its tbody.
+ */
+export function tableHeads(root = document) {
+  for (const t of root.querySelectorAll('table[data-columns]'))
+    t.prepend(el('thead', {}, headRow(t.dataset.columns.split('|'))));
+}
+
 export function fmtTime(iso) {
   if (!iso) return '–';
   return iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');

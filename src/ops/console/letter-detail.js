@@ -1,5 +1,5 @@
 // One dead letter in the side panel: summary, Partner error, guard state, value, headers, history.
-import { $, el, fmtTime, pretty, showText } from './dom.js';
+import { $, el, fmtTime, pretty, showText, table } from './dom.js';
 import { renderPartnerError } from './partner-error.js';
 import { api } from './session.js';
 import { traceLink } from './trace.js';
@@ -26,16 +26,7 @@ function attemptsTable(history) {
     ),
   );
   if (!rows.length) return el('p', { class: 'muted' }, 'No attempts recorded.');
-  return el(
-    'table',
-    { class: 'kv' },
-    el(
-      'thead',
-      {},
-      el('tr', {}, ...['#', 'kind', 'started', 'result', 'request id'].map((h) => el('th', {}, h))),
-    ),
-    el('tbody', {}, ...rows),
-  );
+  return table({ class: 'kv' }, ['#', 'kind', 'started', 'result', 'request id'], rows);
 }
 
 function renderGuard(guard) {

@@ -158,7 +158,7 @@ async function loadOverview() {
     $('overview-meta').textContent =
       `refreshed ${data.generatedAt.slice(11, 19)} UTC · every ${REFRESH_MS / 1000} s · ${data.cost.queries} queries, ${data.cost.ms} ms`;
     $('overview-rules').textContent =
-      `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's last success is over ${data.rules.pollerStaleSeconds / 60} min old or its last pass failed. Not running: no process running the role has reported for ${data.rules.roleGoneSeconds} s. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
+      `Not moving: relay when the oldest unpublished outbox row waits over ${data.rules.relayStallSeconds} s; consumers when a command sits pending or in flight over ${data.rules.commandStuckSeconds / 60} min; poller when a resource's pass under way has had no page for ${data.rules.pollerStaleSeconds / 60} min, or, with none under way, its last pass failed or its last success is over ${data.rules.pollerStaleSeconds / 60} min old. Not running: no process running the role has reported for ${data.rules.roleGoneSeconds} s. Figures marked "this process" come from this receiver's /metrics; the rest from PostgreSQL, for every process.`;
     $('overview-error').textContent = '';
   } catch (error) {
     if (isRefused(error)) return signOut();

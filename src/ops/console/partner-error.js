@@ -1,6 +1,6 @@
 // The Partner API's whole error for a dead letter, shown field by field. The API reads it (the
 // letter's `dlq-error` header, else the guard row's last error) and sends it as `partnerError`.
-import { $, el } from './dom.js';
+import { $, el, table } from './dom.js';
 
 const ERROR_FIELDS = [
   ['code', 'Code'],
@@ -25,19 +25,15 @@ function summaryNode(error) {
 }
 
 function detailsNode(details) {
-  return el(
-    'table',
+  return table(
     { class: 'kv', 'data-field': 'details' },
-    el(
-      'tbody',
-      {},
-      ...Object.entries(details).map(([k, v]) =>
-        el(
-          'tr',
-          {},
-          el('td', {}, k),
-          el('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v)),
-        ),
+    null,
+    Object.entries(details).map(([k, v]) =>
+      el(
+        'tr',
+        {},
+        el('td', {}, k),
+        el('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v)),
       ),
     ),
   );

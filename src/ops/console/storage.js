@@ -2,7 +2,7 @@
 // "Data and retention" on the overview: each table's size (rows as PostgreSQL estimates them,
 // table and index bytes), its retention and when the pruner last deleted from it
 // (GET /ops/api/storage; docs/retention.md). Refreshed every minute: sizes move slowly.
-import { $, el } from './dom.js';
+import { $, el, table } from './dom.js';
 import { api, isRefused, signOut } from './session.js';
 
 const STORAGE_REFRESH_MS = 60000;
@@ -48,13 +48,7 @@ async function loadStorage() {
   const card = storageCard();
   try {
     const { tables, totalBytes } = await api('storage');
-    const head = el(
-      'tr',
-      {},
-      ...['table', 'retention', 'rows (est.)', 'table', 'indexes', 'last pruned', ''].map((h) =>
-        el('th', {}, h),
-      ),
-    );
+    const columns = ['table', 'retention', 'rows (est.)', 'table', 'indexes', 'last pruned', ''];
     card.replaceChildren(
       el('h2', {}, 'Data and retention'),
       el(
@@ -62,7 +56,7 @@ async function loadStorage() {
         { class: 'muted small' },
         `${bytes(totalBytes)} in all. What each table keeps: docs/retention.md.`,
       ),
-      el('table', { class: 'kv' }, el('thead', {}, head), el('tbody', {}, ...tables.map(tableRow))),
+      table({ class: 'kv' }, columns, tables.map(tableRow)),
     );
   } catch (error) {
     if (isRefused(error)) return signOut();

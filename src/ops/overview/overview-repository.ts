@@ -37,6 +37,10 @@ export interface OverviewRows {
     lastSucceededAt: Date | null;
     lastFailedAt: Date | null;
     lastError: string | null;
+    /** The pass under way's progress (src/poller/pass-staleness.ts). */
+    passPages: number | null;
+    passPageCount: number | null;
+    lastPageAt: Date | null;
   }>;
   budget: Array<{ budget: string; lane: string; n: number }>;
   budgetPausedUntil: Date | null;
@@ -101,8 +105,12 @@ export async function readOverviewRows(
         last_succeeded_at: Date | null;
         last_failed_at: Date | null;
         last_error: string | null;
+        pass_pages: number | null;
+        pass_page_count: number | null;
+        last_page_at: Date | null;
       }[]
-    >`SELECT resource, last_started_at, last_succeeded_at, last_failed_at, last_error
+    >`SELECT resource, last_started_at, last_succeeded_at, last_failed_at, last_error,
+             pass_pages, pass_page_count, last_page_at
         FROM poller_cursors ORDER BY resource`,
     db.$queryRaw<{ budget: string; lane: string; n: bigint }[]>`
       SELECT budget, lane, count(*) AS n FROM rate_budget_slots
@@ -143,6 +151,9 @@ export async function readOverviewRows(
       lastSucceededAt: r.last_succeeded_at,
       lastFailedAt: r.last_failed_at,
       lastError: r.last_error,
+      passPages: r.pass_pages,
+      passPageCount: r.pass_page_count,
+      lastPageAt: r.last_page_at,
     })),
     budget: budget.map((r) => ({ budget: r.budget, lane: r.lane, n: num(r.n) })),
     budgetPausedUntil: paused[0]?.paused_until ?? null,

@@ -6,19 +6,22 @@
  *   wait: Kafka unreachable or no relay running). The bound is the configured one, passed in: the
  *   same rule as the relay's /readyz and `rentbridge_relay_stalled`, which the alert reads.
  * - consumers `stalled`: a command has sat `pending`/`in_flight` unchanged for COMMAND_STUCK_SECONDS.
- * - poller `stalled`: a resource's last successful pass is older than POLLER_STALE_SECONDS, or its
- *   last pass failed.
+ * - poller `stalled`: by the poller's own rule (src/poller/pass-staleness.ts, also its /readyz and
+ *   `RentbridgePollerStale`): a pass under way whose pages stopped arriving for POLLER_STALE_SECONDS;
+ *   with none under way, a last pass that failed or a last success older than that. A pass under
+ *   way whose pages arrive is `moving`, with its progress ("page N of M").
  * - partner API `attention`: 429s received, or the budget paused by a Retry-After.
  * - dead letters `attention`: open letters wait for an operator.
  * - relay, consumers, poller, dead letters `stopped` ("not running"): no process running the role
  *   has reported for ROLE_GONE_SECONDS (src/ops/role-heartbeat.ts); consumers `attention` when
  *   some of the four command consumers run and others do not.
  */
+import { passStatus, type PassTimes } from '../../poller/pass-staleness.js';
+
 /** RELAY_STALL_SECONDS's default (src/config/config.ts), for callers given no configuration. */
 export const DEFAULT_RELAY_STALL_SECONDS = 120;
 export const COMMAND_STUCK_SECONDS = 300;
-/** Three passes of the default POLL_INTERVAL_SECONDS (300). */
-export const POLLER_STALE_SECONDS = 900;
+export { POLLER_STALE_SECONDS } from '../../poller/pass-staleness.js';
 
 /** `stopped`: no process running the stage's role has reported for ROLE_GONE_SECONDS ("not running"). */
 export type StageStatus = 'moving' | 'idle' | 'attention' | 'stalled' | 'stopped';
@@ -37,12 +40,6 @@ export function relayStatus(
   return backlog > 0 || publishedLastHour > 0 ? 'moving' : 'idle';
 }
 
-export function pollerStatus(
-  cursor: { lastSucceededAt: Date | null; lastFailedAt: Date | null },
-  now: number,
-): StageStatus {
-  const success = cursor.lastSucceededAt?.getTime() ?? 0;
-  if (cursor.lastFailedAt && cursor.lastFailedAt.getTime() > success) return 'stalled';
-  if (!cursor.lastSucceededAt) return 'idle';
-  return now - success > POLLER_STALE_SECONDS * 1000 ? 'stalled' : 'moving';
+export function pollerStatus(cursor: PassTimes, now: number): StageStatus {
+  return passStatus(cursor, now);
 }

@@ -6,6 +6,7 @@ import type { StageContext } from './flow-stages.js';
 import { passAgePerMinute, type PollerPassRow } from './history-repository.js';
 import { budgetGauges, sourceKeyGauges } from './metric-samples.js';
 import { fmtAge, seriesBy, sum, type Stage } from './overview-model.js';
+import { lastProgressAt, pageProgress, passUnderWay } from '../../poller/pass-staleness.js';
 import { COMMAND_STUCK_SECONDS, ageSeconds, pollerStatus, type StageStatus } from './stage-rules.js';
 
 /** The overview's later stages: consumers, Partner API, poller, dead letters (overview.ts). */
@@ -101,8 +102,26 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
   };
 }
 
+/**
+ * A resource's figure: its pass under way (its page, when the latest arrived; the age of its last
+ * success is on the chart), else its last success (and failure).
+ */
+function pollerFigure(c: StageContext['rows']['pollers'][number], status: StageStatus, now: number): string {
+  const mark = status === 'stalled' ? '⚠ ' : '';
+  const progress = lastProgressAt(c);
+  if (progress)
+    return `${mark}pass under way: ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}, ${fmtAge(
+      ageSeconds(progress, now),
+    )} ago`;
+  const failed = c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt);
+  return `${mark}last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago${
+    failed ? ` · failed: ${c.lastError ?? ''}` : ''
+  }`;
+}
+
 export function pollerStage({ rows, minutes, now }: StageContext, passes: PollerPassRow[]): Stage {
   const cursors = rows.pollers.map((c) => ({ ...c, status: pollerStatus(c, now) }));
+  const underWay = cursors.filter((c) => c.status === 'moving' && passUnderWay(c));
   const state: StageStatus = cursors.some((c) => c.status === 'stalled')
     ? 'stalled'
     : cursors.some((c) => c.status === 'moving')
@@ -116,17 +135,14 @@ export function pollerStage({ rows, minutes, now }: StageContext, passes: Poller
     note:
       state === 'stalled'
         ? `stale or failing: ${stale.join(', ')}`
-        : cursors.length
-          ? `${cursors.length} resources polled`
-          : 'no pass yet',
-    figures: cursors.map((c) => ({
-      label: c.resource,
-      value: `${c.status === 'stalled' ? '⚠ ' : ''}last success ${fmtAge(ageSeconds(c.lastSucceededAt, now))} ago${
-        c.lastFailedAt && (!c.lastSucceededAt || c.lastFailedAt > c.lastSucceededAt)
-          ? ` · failed: ${c.lastError ?? ''}`
-          : ''
-      }`,
-    })),
+        : underWay.length
+          ? `pass under way: ${underWay
+              .map((c) => `${c.resource} ${pageProgress(c.resource, c.passPages ?? 0, c.passPageCount)}`)
+              .join(', ')}`
+          : cursors.length
+            ? `${cursors.length} resources polled`
+            : 'no pass yet',
+    figures: cursors.map((c) => ({ label: c.resource, value: pollerFigure(c, c.status, now) })),
     charts: [
       {
         title: 'age of the last successful pass (s, end of each minute), by resource',
