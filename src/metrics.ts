@@ -93,6 +93,12 @@ export const metrics = {
     labelNames: ['resource'] as const,
     registers: r,
   }),
+  pollerStaleAfter: new Gauge({
+    name: 'rentbridge_poller_stale_after_seconds',
+    help: 'How old the last successful pass of a resource may be before it is stale: three of its poll intervals, at least 900 s',
+    labelNames: ['resource'] as const,
+    registers: r,
+  }),
   pollerPassProgress: new Gauge({
     name: 'rentbridge_poller_pass_progress_timestamp_seconds',
     help: 'When the pass under way of a resource last read a page; 0 when no pass is under way or it has read none yet',
@@ -216,6 +222,7 @@ export const METRIC_GROUPS = {
   poller: [
     metrics.pollerLastSuccess,
     metrics.pollerPassProgress,
+    metrics.pollerStaleAfter,
     metrics.pollerRequests,
     metrics.pollerChanges,
   ],

@@ -47,7 +47,10 @@ interface Tracked {
   pageCount: number;
 }
 
-export function createPassHealth(): PassHealth {
+/** `staleAfter`: each resource's stale limit in seconds (default POLLER_STALE_SECONDS). */
+export function createPassHealth(
+  staleAfter: (resource: Resource) => number = () => POLLER_STALE_SECONDS,
+): PassHealth {
   const tracked = new Map<Resource, Tracked>();
   // Each event strictly after the one before: a pass that starts in the millisecond its
   // predecessor failed is still under way, and a failure recorded right after a success is later.
@@ -58,7 +61,13 @@ export function createPassHealth(): PassHealth {
     if (!t) {
       t = {
         state: { last: null, at: new Date().toISOString(), failuresInARow: 0, lastSuccessAt: null },
-        times: { lastStartedAt: null, lastSucceededAt: null, lastFailedAt: null, lastPageAt: null },
+        times: {
+          lastStartedAt: null,
+          lastSucceededAt: null,
+          lastFailedAt: null,
+          lastPageAt: null,
+          staleAfterSeconds: staleAfter(resource),
+        },
         pages: 0,
         pageCount: 0,
       };
@@ -77,7 +86,7 @@ export function createPassHealth(): PassHealth {
     if (noFirstPage(t.times, now))
       return `pass under way, no page since it started over ${POLLER_STALE_SECONDS} s ago`;
     if (t.state.failuresInARow) return t.state.error ?? 'failed';
-    return `last success over ${POLLER_STALE_SECONDS} s ago`;
+    return `last success over ${t.times.staleAfterSeconds ?? POLLER_STALE_SECONDS} s ago`;
   };
   return {
     record({ resource, outcome, error }) {

@@ -11,11 +11,23 @@
  * - Before its first page a pass has shown nothing yet (a retry of a failing pass has only begun):
  *   `stalled` once it has gone POLLER_STALE_SECONDS without one, else judged as if not under way.
  * - Otherwise by the last pass that ended: `stalled` when it failed, or when the last success is
- *   older than POLLER_STALE_SECONDS; `idle` before any pass.
+ *   older than the resource's stale limit (`staleAfterSeconds`: three of its intervals, at least
+ *   POLLER_STALE_SECONDS; customer issues, polled every 30 min, are not late after 15); `idle`
+ *   before any pass.
  */
 
-/** Three passes of the default POLL_INTERVAL_SECONDS (300). */
+/** Three passes of the default POLL_INTERVAL_SECONDS (300); the least a resource's stale limit is. */
 export const POLLER_STALE_SECONDS = 900;
+
+/**
+ * When a resource's last success is too old: three of its poll intervals missed, and never less
+ * than POLLER_STALE_SECONDS. The poller records it with each pass (poller_cursors.stale_after_seconds,
+ * `rentbridge_poller_stale_after_seconds`), so the overview and the alert judge by the poller's own
+ * intervals, whatever the configuration of the process that reads them.
+ */
+export function staleAfterSeconds(intervalSeconds: number): number {
+  return Math.max(POLLER_STALE_SECONDS, 3 * intervalSeconds);
+}
 
 export interface PassTimes {
   lastStartedAt: Date | null;
@@ -23,6 +35,8 @@ export interface PassTimes {
   lastFailedAt: Date | null;
   /** The latest page of the pass under way (a page of an earlier pass counts for nothing). */
   lastPageAt: Date | null;
+  /** The resource's stale limit (`staleAfterSeconds`); POLLER_STALE_SECONDS when not known. */
+  staleAfterSeconds?: number | null;
 }
 
 export type PassStatus = 'moving' | 'idle' | 'stalled';
@@ -51,7 +65,8 @@ export function passStatus(t: PassTimes, now: number): PassStatus {
   if (noFirstPage(t, now)) return 'stalled';
   if (t.lastFailedAt && ms(t.lastFailedAt) > ms(t.lastSucceededAt)) return 'stalled';
   if (!t.lastSucceededAt) return 'idle';
-  return now - ms(t.lastSucceededAt) > limit ? 'stalled' : 'moving';
+  const staleAfter = (t.staleAfterSeconds ?? POLLER_STALE_SECONDS) * 1000;
+  return now - ms(t.lastSucceededAt) > staleAfter ? 'stalled' : 'moving';
 }
 
 /**

@@ -35,8 +35,13 @@ export async function databaseNow(db: Db): Promise<Date> {
   return row?.now ?? new Date();
 }
 
-export async function markStarted(db: Db, resource: Resource, at: Date): Promise<void> {
-  const data = { lastStartedAt: at, passPages: 0, passPageCount: null, lastPageAt: null };
+export async function markStarted(
+  db: Db,
+  resource: Resource,
+  at: Date,
+  staleAfterSeconds: number,
+): Promise<void> {
+  const data = { lastStartedAt: at, passPages: 0, passPageCount: null, lastPageAt: null, staleAfterSeconds };
   await db.pollerCursor.upsert({ where: { resource }, create: { resource, ...data }, update: data });
 }
 

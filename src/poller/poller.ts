@@ -5,6 +5,7 @@ import { tracePollPass } from '../telemetry.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { intervalSeconds } from './collections.js';
 import { createPassHealth, type PassHealth, type PassOutcome } from './pass-health.js';
+import { staleAfterSeconds } from './pass-staleness.js';
 import type { PollerPartner } from './partner-port.js';
 import type { PassStats } from './poller-repository.js';
 import {
@@ -92,7 +93,7 @@ export function createPoller(options: PollerOptions): Poller {
   const logger = options.logger.child({ component: 'poller' });
   const resources = options.resources ?? RESOURCES;
   const ownLock = options.lock === undefined;
-  const health = createPassHealth();
+  const health = createPassHealth((r) => staleAfterSeconds(intervalOf(r)));
   exposeMetrics('poller');
   startAtZero(metrics.pollerRequests, { resource: resources });
   startAtZero(metrics.pollerChanges, { resource: resources });
@@ -113,6 +114,9 @@ export function createPoller(options: PollerOptions): Poller {
   const intervalOf = (r: Resource) =>
     options.intervals?.[r] ??
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
+  // The alert's limit per resource (RentbridgePollerStale): three of its intervals, at least 15 min.
+  for (const resource of resources)
+    metrics.pollerStaleAfter.set({ resource }, staleAfterSeconds(intervalOf(resource)));
 
   async function pass(resource: Resource): Promise<PassSummary> {
     const summary = await attempt(resource);
@@ -141,6 +145,7 @@ export function createPoller(options: PollerOptions): Poller {
           resource,
           backfillFrom: options.backfillFrom ?? null,
           progressEveryPages: options.progressEveryPages ?? 10,
+          staleAfterSeconds: staleAfterSeconds(intervalOf(resource)),
           perPage: options.perPage ?? PER_PAGE,
           now: options.now ?? (() => new Date()),
           hooks: options.hooks ?? {},

@@ -1,3 +1,4 @@
+import { POLLER_STALE_SECONDS } from './pass-staleness.js';
 import type { Db } from '../db/prisma.js';
 import { type Logger, logSummary } from '../logger.js';
 import { metrics } from '../metrics.js';
@@ -44,6 +45,8 @@ export interface PassContext {
   /** First pass of a date-filtered collection: read from this date, or everything when null. */
   backfillFrom: string | null;
   progressEveryPages: number;
+  /** When the resource's last success is too old (src/poller/pass-staleness.ts; default 900 s), kept with the pass. */
+  staleAfterSeconds?: number;
   /** Records per page asked for; 1000 (the maximum) unless a test wants short pages. */
   perPage: number;
   now: () => Date;
@@ -160,15 +163,14 @@ export async function runResourcePass(ctx: PassContext): Promise<PassStats> {
       for (const r of records) seen?.add(r.id);
       await write(records);
       await pageDone();
-      // A request per customer: progress every ten times as many requests as for list pages.
-      if (stats.pages % (ctx.progressEveryPages * 10) === 0) progress('poller pass progress');
+      if (stats.pages % ctx.progressEveryPages === 0) progress('poller pass progress');
       await ctx.hooks.afterPage?.({ resource, page: stats.pages });
       if (ctx.isStopping()) throw new PassStoppedError(STOPPED);
       askedAt = Date.now();
     }
   };
 
-  await markStarted(db, resource, startedAt);
+  await markStarted(db, resource, startedAt, ctx.staleAfterSeconds ?? POLLER_STALE_SECONDS);
   ctx.onProgress?.({ resource, pages: 0, pageCount: 0, at: startedAt });
   // Removal detection compares with known_records.seen_at, which the database's clock writes.
   const removalCutoff = await databaseNow(db);

@@ -57,6 +57,27 @@ describe('the poller stage while a pass is under way', () => {
     expect(stage.figures).toEqual([{ label: 'applications', value: '⚠ last success 2 h ago' }]);
   });
 
+  it('judges a resource by its own interval: polled every 30 minutes, it is late after three of them', async () => {
+    const staleAfter = async () =>
+      (await metrics.pollerStaleAfter.get()).values.find((v) => v.labels.resource === 'applications')?.value;
+    const passAt = async (minutesAgo: number) => {
+      const at = new Date(Date.now() - minutesAgo * MIN);
+      const poller = h.poller({ perPage, now: () => at, intervals: { applications: 1800 } });
+      expect((await poller.runOnce('applications'))[0]?.outcome).toBe('completed');
+    };
+    // 40 minutes after its last success: past the 15 minutes of a 5-minute resource, not late here.
+    await passAt(40);
+    expect(await staleAfter()).toBe(5400);
+    let stage = await pollerStage();
+    expect(stage.status).toBe('moving');
+    expect(stage.figures).toEqual([{ label: 'applications', value: 'last success 40 min ago' }]);
+    // Past three intervals (90 minutes): stalled.
+    await passAt(95);
+    stage = await pollerStage();
+    expect(stage.status).toBe('stalled');
+    expect(stage.figures).toEqual([{ label: 'applications', value: '⚠ last success 95 min ago' }]);
+  });
+
   it('says stalled when the pass under way has had no page for longer than the limit', async () => {
     // The pass's start and pages are recorded 20 minutes ago, a second apart: its pages stopped then.
     let at = Date.now() - 20 * MIN;

@@ -41,6 +41,7 @@ export interface OverviewRows {
     passPages: number | null;
     passPageCount: number | null;
     lastPageAt: Date | null;
+    staleAfterSeconds: number | null;
   }>;
   budget: Array<{ budget: string; lane: string; n: number }>;
   budgetPausedUntil: Date | null;
@@ -108,9 +109,10 @@ export async function readOverviewRows(
         pass_pages: number | null;
         pass_page_count: number | null;
         last_page_at: Date | null;
+        stale_after_seconds: number | null;
       }[]
     >`SELECT resource, last_started_at, last_succeeded_at, last_failed_at, last_error,
-             pass_pages, pass_page_count, last_page_at
+             pass_pages, pass_page_count, last_page_at, stale_after_seconds
         FROM poller_cursors ORDER BY resource`,
     db.$queryRaw<{ budget: string; lane: string; n: bigint }[]>`
       SELECT budget, lane, count(*) AS n FROM rate_budget_slots
@@ -154,6 +156,7 @@ export async function readOverviewRows(
       passPages: r.pass_pages,
       passPageCount: r.pass_page_count,
       lastPageAt: r.last_page_at,
+      staleAfterSeconds: r.stale_after_seconds,
     })),
     budget: budget.map((r) => ({ budget: r.budget, lane: r.lane, n: num(r.n) })),
     budgetPausedUntil: paused[0]?.paused_until ?? null,
