@@ -61,7 +61,10 @@ export function pageCounter(url: string, sql: pg.Pool) {
           c.params,
         );
         const plan = rows[0]!['QUERY PLAN'][0]!.Plan;
-        pages += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+        const own = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+        pages += own;
+        if (process.env.BENCH_HISTORY_STATEMENTS)
+          console.log(`    ${own} pages: ${c.query.replace(/\s+/g, ' ').slice(0, 140)}`);
       }
       return pages;
     },

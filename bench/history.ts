@@ -29,6 +29,7 @@
  * was before (only the rows looked up: no traffic in its last hour, a page of `samples / 10` open
  * letters), for comparing with earlier runs.
  *
+ * BENCH_HISTORY_STATEMENTS=1 prints the pages of each statement behind the pages-per-call figures.
  * BENCH_HISTORY_BEFORE=1 drops the indexes of migration 20261127100000 first: the figures before it.
  * BENCH_HISTORY_E2E=0 skips the end-to-end path (no Kafka); BENCH_HISTORY_PORT (44010) is the
  * receiver's port.
