@@ -2,17 +2,14 @@
  * The history bench's figures that need no second schema (bench/history.ts): percentiles, the rows
  * read by sequential scan, storage per month, and the command path while a backlog is pruned.
  */
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from '@prisma/client';
 import type pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
-import { parseDatabaseUrl } from '../src/db/database-url.js';
 import type { Db } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import { createRetentionPruner } from '../src/retention/retention-pruner.js';
 import { retentionRules } from '../src/retention/retention-rules.js';
 import { tableStorage } from '../src/retention/retention-repository.js';
-import { GROWING_TABLES } from '../test/support/history-fill.js';
+import { capturingDb, GROWING_TABLES } from '../test/support/history-fill.js';
 import type { BenchResult } from './types.js';
 
 export function percentile(values: number[], p: number): number {
@@ -42,13 +39,7 @@ export async function measure(
  * captured.
  */
 export function pageCounter(url: string, sql: pg.Pool) {
-  const { connectionString, schema } = parseDatabaseUrl(url);
-  const captured: Array<{ query: string; params: unknown[] }> = [];
-  const db = new PrismaClient({
-    adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
-    log: [{ emit: 'event', level: 'query' }],
-  });
-  db.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
+  const { db, statements: captured } = capturingDb(url);
   return {
     async pages(run: (db: Db, i: number) => Promise<unknown>): Promise<number> {
       await run(db, 0);

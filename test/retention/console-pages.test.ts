@@ -1,16 +1,13 @@
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from '@prisma/client';
 import type pg from 'pg';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import type { Db } from '../../src/db/prisma.js';
 import { listDeliveries, queueBySource } from '../../src/callbacks/callback-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
 import { SnapshotRing } from '../../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../../src/ops/overview/overview.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { fillHistory } from '../support/history-fill.js';
+import { fillHistory, capturingDb, type Statement } from '../support/history-fill.js';
 
 /**
  * What the console asks for on each refresh, the overview, the open dead letters' list and counts
@@ -25,15 +22,10 @@ import { fillHistory } from '../support/history-fill.js';
  */
 const PAGE_BUDGET = 150;
 
-interface Captured {
-  query: string;
-  params: unknown[];
-}
-
 describe('what the console reads on each refresh', () => {
   let database: TestDatabase;
   let db: Db;
-  let captured: Captured[] = [];
+  let captured: Statement[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -53,13 +45,7 @@ describe('what the console reads on each refresh', () => {
     // What autovacuum does after a bulk insert: statistics, and the visibility map that lets an
     // index answer without the table.
     await database.sql.query('VACUUM ANALYZE');
-    const { connectionString, schema } = parseDatabaseUrl(database.url);
-    const client = new PrismaClient({
-      adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
-      log: [{ emit: 'event', level: 'query' }],
-    });
-    client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
-    db = client;
+    ({ db, statements: captured } = capturingDb(database.url));
   }, 180_000);
   afterAll(async () => {
     await db.$disconnect();
@@ -67,8 +53,8 @@ describe('what the console reads on each refresh', () => {
   });
 
   /** The statements `run` sends that read dead_letters or callback_deliveries. */
-  async function statementsOf(run: (db: Db) => Promise<unknown>): Promise<Captured[]> {
-    captured = [];
+  async function statementsOf(run: (db: Db) => Promise<unknown>): Promise<Statement[]> {
+    captured.length = 0;
     await run(db);
     const reads = captured.filter(
       (c) => /^\s*(SELECT|WITH)\b/i.test(c.query) && /dead_letters|callback_deliveries/.test(c.query),
@@ -78,7 +64,7 @@ describe('what the console reads on each refresh', () => {
   }
 
   /** Each statement with the pages it touches, as `<pages> pages: <statement>`. */
-  async function pagesOf(reads: Captured[], sql: pg.Pool | pg.PoolClient): Promise<string[]> {
+  async function pagesOf(reads: Statement[], sql: pg.Pool | pg.PoolClient): Promise<string[]> {
     const out: string[] = [];
     for (const c of reads) {
       const { rows } = await sql.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
@@ -125,7 +111,7 @@ describe('what the console reads on each refresh', () => {
   });
 
   it('finds the reads that grew with the year without the indexes (the check can fail)', async () => {
-    const statements: Captured[] = [];
+    const statements: Statement[] = [];
     for (const run of [overview, openLetters, callbacks]) statements.push(...(await statementsOf(run)));
     const client = await database.sql.connect();
     try {

@@ -1,8 +1,5 @@
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from '@prisma/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptsOf, listDeliveries, queueBySource } from '../../src/callbacks/callback-repository.js';
-import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import type { Db } from '../../src/db/prisma.js';
 import { listAudit } from '../../src/dead-letters/audit-repository.js';
 import { countDeadLetters, searchDeadLetters } from '../../src/dead-letters/dead-letter-repository.js';
@@ -13,7 +10,13 @@ import { readOverviewRows } from '../../src/ops/overview/overview-repository.js'
 import { createCommandStatusRepository } from '../../src/pms/command-status-repository.js';
 import { traceId } from '../../src/event-trace/trace.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { fillHistory, firstValue, GROWING_TABLES } from '../support/history-fill.js';
+import {
+  fillHistory,
+  firstValue,
+  GROWING_TABLES,
+  capturingDb,
+  type Statement,
+} from '../support/history-fill.js';
 
 /**
  * Every lookup the trace, the PMS status API, the console and ops API, the CLI, the callbacks and
@@ -24,15 +27,10 @@ import { fillHistory, firstValue, GROWING_TABLES } from '../support/history-fill
  */
 const GROWING = new Set(GROWING_TABLES);
 
-interface Captured {
-  query: string;
-  params: unknown[];
-}
-
 describe('the lookups on growing tables', () => {
   let database: TestDatabase;
   let db: Db;
-  let captured: Captured[] = [];
+  let captured: Statement[] = [];
   const ids = { eventId: '', deadLetterId: '', deliveryId: '' };
 
   beforeAll(async () => {
@@ -46,13 +44,7 @@ describe('the lookups on growing tables', () => {
       outbox: 4000,
     });
     await database.sql.query('ANALYZE');
-    const { connectionString, schema } = parseDatabaseUrl(database.url);
-    const client = new PrismaClient({
-      adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
-      log: [{ emit: 'event', level: 'query' }],
-    });
-    client.$on('query', (e) => captured.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
-    db = client;
+    ({ db, statements: captured } = capturingDb(database.url));
     const one = (text: string) => firstValue(database.sql, text);
     ids.eventId = await one(`SELECT event_id FROM outbox WHERE key = 'h_rec_100'`);
     ids.deadLetterId = await one(`SELECT id FROM dead_letters WHERE "offset" = 'h100'`);
@@ -65,7 +57,7 @@ describe('the lookups on growing tables', () => {
 
   /** The growing tables each statement `run` sends reads by sequential scan, with the statement. */
   async function seqScans(run: (db: Db) => Promise<unknown>): Promise<string[]> {
-    captured = [];
+    captured.length = 0;
     await run(db);
     const reads = captured.filter((c) => /^\s*(SELECT|WITH)\b/i.test(c.query));
     expect(reads.length).toBeGreaterThan(0);

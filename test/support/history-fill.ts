@@ -1,4 +1,7 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
 import type pg from 'pg';
+import { parseDatabaseUrl } from '../../src/db/database-url.js';
 import { RETAINED_TABLES } from '../../src/retention/retention-rules.js';
 
 /**
@@ -217,4 +220,25 @@ export async function fillHistory(
     if (replica) await client.query(`RESET session_replication_role`);
     if (client !== sql) client.release();
   }
+}
+
+/** A statement a client sent, as it sent it. */
+export interface Statement {
+  query: string;
+  params: unknown[];
+}
+
+/**
+ * A Prisma client on `url`'s schema that keeps every statement it sends in `statements`, for
+ * EXPLAIN: what the lookups test, the console-pages test and the history bench read.
+ */
+export function capturingDb(url: string) {
+  const { connectionString, schema } = parseDatabaseUrl(url);
+  const statements: Statement[] = [];
+  const db = new PrismaClient({
+    adapter: new PrismaPg({ connectionString, max: 2, options: `-c search_path=${schema}` }, { schema }),
+    log: [{ emit: 'event', level: 'query' }],
+  });
+  db.$on('query', (e) => statements.push({ query: e.query, params: JSON.parse(e.params) as unknown[] }));
+  return { db, statements };
 }
