@@ -76,7 +76,7 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
     const slog = log.child({ source, endpoint: new URL(endpoint.url).origin });
     const inFlight = new Set<Promise<void>>();
     let disabled = false;
-    /** When this process last met a 410 (a read of PostgreSQL begun before it is stale). */
+    /** When this process last saved a 410's disable (a read of PostgreSQL begun before it is stale). */
     let goneAt = 0;
     let running = false;
     let again = false;
@@ -139,10 +139,15 @@ export function createCallbackDeliverer(options: CallbackDelivererOptions): Call
       // and let a 410 endpoint get one more attempt.
       if (outcome.result === 'gone') {
         disabled = true;
-        goneAt = Date.now();
+        // Until the disable is committed, a read of PostgreSQL (even one begun after the 410)
+        // still sees the endpoint enabled: every read that ends before the save is stale, and so
+        // is every read begun before it ended. (Under load, a poll read between the 410 and the
+        // commit cleared `disabled` and sent the 410 endpoint another attempt.)
+        goneAt = Number.POSITIVE_INFINITY;
         await disableEndpoint(options.db, source, endpoint.url).catch((err: unknown) =>
           slog.error({ err }, 'endpoint disabled here but not saved'),
         );
+        goneAt = Date.now();
       }
       await recorder.record({
         deliveryId: delivery.id,

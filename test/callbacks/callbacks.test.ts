@@ -232,8 +232,17 @@ describe('outcome callbacks', () => {
 
   describe('when the endpoint answers 410 Gone', () => {
     it('disables the endpoint: nothing more is sent until it is enabled again', async () => {
+      // The disable is slow to commit (a loaded database: the endpoint's row is held), while the
+      // deliverer reads the endpoints every 100 ms and sees it still enabled: those reads must not
+      // undo the 410 and send the gone endpoint the delivery again once it is recorded.
+      const held = await database.sql.connect();
+      await held.query('BEGIN');
+      await held.query(`SELECT 1 FROM callback_endpoints WHERE source = 'gone' FOR UPDATE`);
       const first = await publish(buildOutcome({ command_source: 'gone' }));
       await until('the 410', () => receivedFor('gone', `${first.id}.applied`).length > 0);
+      await new Promise((r) => setTimeout(r, 500));
+      await held.query('COMMIT');
+      held.release();
       await until(
         'disabled',
         async () =>
