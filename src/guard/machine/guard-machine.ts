@@ -815,25 +815,24 @@ function afterFailure(
       // A refusal after a write in doubt is evidence too: the first write may have landed and
       // be what the platform now refuses a second of (issue 30). Read back before concluding.
       if (!s.doubted) return finish(s, 'rejected', f);
-      return readBack(
-        { ...s, checking: 'refused', failure: f, reads: 0 },
-        limits,
-        event.at,
-        event.at,
-        'early',
-      );
+      return checkEarly(s, 'refused', f, limits, event.at);
     case 'invalid_state':
       // The write was refused; is the record already where the command wanted it?
-      return readBack(
-        { ...s, checking: 'invalid_state', failure: f, reads: 0 },
-        limits,
-        event.at,
-        event.at,
-        'early',
-      );
+      return checkEarly(s, 'invalid_state', f, limits, event.at);
     case 'uncertain':
       return nextRead({ ...s, checking: 'uncertain', doubted: true, failure: f, reads: 0 }, limits, event.at);
   }
+}
+
+/** A refused write read back at once (an early read-back): `verdict` decides by `checking`. */
+function checkEarly(
+  s: MachineState,
+  checking: 'refused' | 'invalid_state',
+  f: FailureInfo,
+  limits: MachineLimits,
+  at: number,
+): Decision {
+  return readBack({ ...s, checking, failure: f, reads: 0 }, limits, at, at, 'early');
 }
 
 export function read(state: MachineState, event: Of<'read'>, limits: MachineLimits): Decision {
