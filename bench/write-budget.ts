@@ -21,7 +21,7 @@ import { createLogger } from '../src/logger.js';
 import { createPartnerClient } from '../src/partner/index.js';
 import { runResourcePass } from '../src/poller/resource-pass.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
-import type { SandboxControl } from '../src/dev/sandbox/control-client.js';
+import { addEnrollments } from '../test/support/enrollments.js';
 import type { BenchResult } from './types.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -115,19 +115,6 @@ export async function run(): Promise<BenchResult> {
       'The sandbox rate limit is raised: the figures count requests, not time at 650/min.',
     ],
   };
-}
-
-/** `n` active enrollments without payments on the sandbox, 1,000 per request; their ids. */
-export async function addEnrollments(control: SandboxControl, n: number): Promise<number[]> {
-  const ids: number[] = [];
-  for (let i = 0; i < n; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, n - i) }, () => ({
-      status: 'active',
-      rental_payments: [],
-    }));
-    ids.push(...(await control.addRecords('enrollments', batch)).map((r) => Number(r.id)));
-  }
-  return ids;
 }
 
 /** One poller pass over the enrollments, its reads stored as snapshots in `store`. */

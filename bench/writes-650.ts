@@ -26,8 +26,9 @@ import { createSnapshotStore } from '../src/guard/read-backs/snapshot-store.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
+import { addEnrollments } from '../test/support/enrollments.js';
 import type { BenchResult } from './types.js';
-import { addEnrollments, pollerPass } from './write-budget.js';
+import { pollerPass } from './write-budget.js';
 
 const logger = createLogger({ level: 'silent' });
 const ctx = { nextReadId: () => `rb-${randomBytes(6).toString('hex')}` };

@@ -9,6 +9,7 @@ import { runResourcePass } from '../../src/poller/resource-pass.js';
 import type { SandboxControl } from '../../src/dev/sandbox/control-client.js';
 import type { Sandbox } from '../../src/dev/sandbox/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { addEnrollments } from '../support/enrollments.js';
 import { startSandboxPartner } from '../support/sandbox.js';
 
 // Issue 43 item 1: Partner requests per payment, counted at the client's fetch, on the sandbox.
@@ -44,18 +45,6 @@ afterAll(async () => {
   await sandbox?.close();
   await database?.drop();
 });
-
-async function enrollments(n: number): Promise<number[]> {
-  const ids: number[] = [];
-  for (let i = 0; i < n; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, n - i) }, () => ({
-      status: 'active',
-      rental_payments: [],
-    }));
-    ids.push(...(await control.addRecords('enrollments', batch)).map((r) => Number(r.id)));
-  }
-  return ids;
-}
 
 const command = (enrollment: number, i: number) => ({
   payment_id: `pay-${enrollment}-${i}`,
@@ -123,7 +112,7 @@ describe('Partner requests per payment', () => {
   describe('in a month-end burst (300 payments, 20 at a time, 3,000 enrollments over 3 pages)', () => {
     it('costs at most 1.05 requests per payment, each payment applied once', async () => {
       await freshSandbox();
-      const ids = await enrollments(3000);
+      const ids = await addEnrollments(control, 3000);
       const strategy = rentalPaymentReadBack(partner, {
         snapshotCache: createSnapshotPageCache({ ttlMs: 1000 }),
         snapshotStore: store(600_000),
@@ -143,7 +132,7 @@ describe('Partner requests per payment', () => {
   describe('at a trickle (one payment after another, 5,000 enrollments) after a poller pass', () => {
     it('costs at most 1.1 requests per payment', async () => {
       await freshSandbox();
-      const ids = await enrollments(5000);
+      const ids = await addEnrollments(control, 5000);
       const keyId = 'deployment-trickle';
       await pollerPass('enrollments', keyId);
       // No page shared in the process: at one payment a second, a 1 s page would not serve the next.
@@ -158,7 +147,7 @@ describe('Partner requests per payment', () => {
   describe('when the stored read of a record is older than SNAPSHOT_MAX_AGE_MS', () => {
     it('is refused, and the snapshot re-reads the page that held the record (not page 1)', async () => {
       await freshSandbox();
-      const ids = await enrollments(3000);
+      const ids = await addEnrollments(control, 3000);
       const keyId = 'old-reads';
       // Page 3 of 3 (ids descend): the oldest enrollments; read once, then let it age past 300 ms.
       const target = ids[5]!;
@@ -182,7 +171,7 @@ describe('Partner requests per payment', () => {
   describe('when another system writes to the record between a stored snapshot and an ambiguous write', () => {
     it('ends unknown, never not_applied', async () => {
       await freshSandbox();
-      const [target] = await enrollments(1);
+      const [target] = await addEnrollments(control, 1);
       const keyId = 'another-writer';
       const strategy = rentalPaymentReadBack(partner, { snapshotStore: store(600_000, keyId) });
       // Someone's read, stored: the next snapshot rests on it without a request.
