@@ -29,6 +29,7 @@ import { migrate } from '../src/db/migrate.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import type { SandboxControl } from '../src/dev/sandbox/control-client.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
+import { databaseBase, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 import { freePort } from '../test/support/free-port.js';
 
@@ -201,7 +202,7 @@ function laneFigures(
   return figures;
 }
 
-async function lanes(base: string, brokers: string): Promise<Phase[]> {
+async function lanes(base: string, brokers: string[]): Promise<Phase[]> {
   const seconds = Number(process.env.BENCH_BUDGET_SECONDS ?? 120);
   const limit = Number(process.env.BENCH_BUDGET_LIMIT ?? 650);
   const perMinute = Number(process.env.BENCH_BUDGET_COMMANDS_PER_MINUTE ?? 60);
@@ -213,7 +214,7 @@ async function lanes(base: string, brokers: string): Promise<Phase[]> {
   await migrate(url);
   const kafka = new Kafka({
     clientId: 'bench-lanes',
-    brokers: brokers.split(','),
+    brokers,
     logLevel: logLevel.NOTHING,
   });
   const admin = kafka.admin();
@@ -245,7 +246,7 @@ async function lanes(base: string, brokers: string): Promise<Phase[]> {
     env: {
       ...process.env,
       DATABASE_URL: url,
-      KAFKA_BROKERS: brokers,
+      KAFKA_BROKERS: brokers.join(','),
       KAFKA_TOPIC_PREFIX: prefix,
       PARTNER_API_URL: sandbox.url,
       PARTNER_RATE_LIMIT_PER_MINUTE: String(limit),
@@ -394,8 +395,8 @@ async function shared(base: string): Promise<Record<string, number>> {
 }
 
 export async function run(): Promise<BenchResult> {
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+  const base = databaseBase();
+  const brokers = kafkaBrokers();
   const figures: Record<string, number | string> = {};
   for (const phase of await lanes(base, brokers)) Object.assign(figures, phase.figures);
   if (Number(process.env.BENCH_BUDGET_SHARED_SECONDS ?? 60) > 0) Object.assign(figures, await shared(base));

@@ -26,6 +26,7 @@ import { cloudEventHeaders, toCloudEvent } from '../src/contracts/cloudevent.js'
 import { OUTCOME_TYPES } from '../src/contracts/outcomes.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
+import { databaseBase, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const secret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -66,8 +67,8 @@ function outcome(source: string) {
 
 export async function run(): Promise<BenchResult> {
   const n = Number(process.env.BENCH_CALLBACK_OUTCOMES ?? 2000);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const base = databaseBase();
+  const brokers = kafkaBrokers();
   const schema = `bench_cb_${randomBytes(4).toString('hex')}`;
   const prefix = `bcb${randomBytes(3).toString('hex')}.`;
   const url = withSchema(base, schema);

@@ -20,6 +20,7 @@ import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createRelay } from '../src/relay/relay.js';
 import { readWholeTopic } from '../test/changelog/read-topic.js';
+import { databaseBase, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const RESOURCE = 'applications' as const;
@@ -27,8 +28,8 @@ const RESOURCE = 'applications' as const;
 export async function run(): Promise<BenchResult> {
   const records = Number(process.env.BENCH_CHANGELOG_RECORDS ?? 2000);
   const versions = Number(process.env.BENCH_CHANGELOG_VERSIONS ?? 10);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const base = databaseBase();
+  const brokers = kafkaBrokers();
   const schema = `bench_changelog_${randomBytes(4).toString('hex')}`;
   const url = withSchema(base, schema);
   await migrate(url);

@@ -14,11 +14,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import pg from 'pg';
 import { applicationDecisions } from '../src/command-types/application-decisions/application-decisions.js';
 import { createCommandConsumer } from '../src/command-consumer/command-consumer.js';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { applicationDecisionCommandSchema } from '../src/contracts/commands.js';
 import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
@@ -28,6 +25,7 @@ import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
 import { createSandboxControl } from '../src/dev/sandbox/index.js';
+import { benchSchema, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const TOPIC_SET = [
@@ -274,15 +272,12 @@ export async function run(): Promise<BenchResult> {
   const n = Number(process.env.BENCH_COMMANDS ?? 1000);
   const limit = Number(process.env.BENCH_COMMANDS_LIMIT ?? 650);
   const seconds = Number(process.env.BENCH_COMMANDS_LIMIT_SECONDS ?? 122);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const schema = `bench_cmd_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
+  const { url, drop } = await benchSchema('bench_cmd');
   const db = createDb(url, { max: 10 });
   const sandbox = await sandboxProcess();
   const kafka = new Kafka({
     clientId: 'bench-commands',
-    brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+    brokers: kafkaBrokers(),
     logLevel: logLevel.NOTHING,
   });
   const producer = kafka.producer();
@@ -329,10 +324,7 @@ export async function run(): Promise<BenchResult> {
     await producer.disconnect();
     sandbox.child.kill('SIGTERM');
     await db.$disconnect();
-    const admin = new pg.Client({ connectionString: parseDatabaseUrl(base).connectionString });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await admin.end();
+    await drop();
   }
 }
 

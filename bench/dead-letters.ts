@@ -25,6 +25,7 @@ import { toCloudEvent } from '../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
+import { databaseBase, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const CODES = ['api_error', 'lock_failed', 'invalid_state_transition', 'validation_error', 'timeout'];
@@ -37,8 +38,8 @@ function median(values: number[]): number {
 export async function run(): Promise<BenchResult> {
   const letters = Number(process.env.BENCH_DLQ_LETTERS ?? 5000);
   const redrives = Number(process.env.BENCH_DLQ_REDRIVES ?? 200);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const base = databaseBase();
+  const brokers = kafkaBrokers();
   const schema = `bench_dlq_${randomBytes(4).toString('hex')}`;
   const prefix = `bdlq${randomBytes(3).toString('hex')}.`;
   const url = withSchema(base, schema);

@@ -14,6 +14,7 @@ import { createDb } from '../src/db/prisma.js';
 import { ensureTopics, topicName, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createIngestWriter } from '../src/receiver/ingest-writer.js';
+import { databaseBase, kafkaBrokers } from './env.js';
 import { receiverApp } from './receiver-app.js';
 import type { BenchResult } from './types.js';
 
@@ -76,8 +77,8 @@ export async function run(): Promise<BenchResult> {
     { level: process.env.LOG_LEVEL ?? 'info' },
     pino.destination({ dest: '/dev/null', sync: true }),
   );
-  const baseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+  const baseUrl = databaseBase();
+  const brokers = kafkaBrokers();
   const schema = `bench_${randomBytes(4).toString('hex')}`;
   const databaseUrl = withSchema(baseUrl, schema);
   const prefix = `bench${randomBytes(3).toString('hex')}.`;

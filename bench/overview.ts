@@ -15,6 +15,7 @@ import { createDb } from '../src/db/prisma.js';
 import { SnapshotRing } from '../src/ops/overview/metric-samples.js';
 import { buildOverview } from '../src/ops/overview/overview.js';
 import { traceId } from '../src/event-trace/trace.js';
+import { databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 
 function percentile(values: number[], p: number): number {
@@ -25,7 +26,7 @@ function percentile(values: number[], p: number): number {
 export async function run(): Promise<BenchResult> {
   const outboxRows = Number(process.env.BENCH_OVERVIEW_OUTBOX ?? 100_000);
   const letters = Number(process.env.BENCH_OVERVIEW_LETTERS ?? 10_000);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const base = databaseBase();
   const schema = `bench_overview_${randomBytes(4).toString('hex')}`;
   const url = withSchema(base, schema);
   await migrate(url);

@@ -11,19 +11,17 @@ import { randomBytes } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
-import pg from 'pg';
 import { createCommandConsumer } from '../src/command-consumer/command-consumer.js';
 import { rentalPayments } from '../src/command-types/rental-payments/rental-payments.js';
 import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
 import { toCloudEvent } from '../src/contracts/cloudevent.js';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
 import { createSandboxControl } from '../src/dev/sandbox/index.js';
 import { createPartnerClient } from '../src/partner/index.js';
 import { sandboxProcess } from './commands.js';
+import { benchSchema, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
@@ -35,16 +33,13 @@ export function folderOf(file: string): string | null {
 }
 
 export async function run(): Promise<BenchResult> {
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const schema = `bench_path_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
+  const { url, drop } = await benchSchema('bench_path');
   const db = createDb(url, { max: 4 });
   const sandbox = await sandboxProcess();
   const control = createSandboxControl(sandbox.url);
   const kafka = new Kafka({
     clientId: 'bench-path',
-    brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+    brokers: kafkaBrokers(),
     logLevel: logLevel.NOTHING,
   });
   const prefix = `benchpath${randomBytes(3).toString('hex')}.`;
@@ -140,10 +135,7 @@ export async function run(): Promise<BenchResult> {
     await producer.disconnect();
     sandbox.child.kill('SIGTERM');
     await db.$disconnect();
-    const client = new pg.Client({ connectionString: parseDatabaseUrl(base).connectionString });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await client.end();
+    await drop();
   }
 }
 

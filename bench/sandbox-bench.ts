@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type PartnerClient } from '../src/partner/index.js';
 import { startSandbox } from '../src/dev/sandbox/index.js';
 import { createSandboxControl, type SandboxControl } from '../src/dev/sandbox/control-client.js';
+import { databaseBase } from './env.js';
 
 export interface SandboxBench {
   db: Db;
@@ -23,10 +24,6 @@ export interface SandboxBench {
   requests(): number;
   /** A client on the shared budget at 650/min; `wrap` sees its counting fetch (a per-resource counter). */
   partner(wrap?: (fetch: typeof globalThis.fetch) => typeof globalThis.fetch): PartnerClient;
-}
-
-export function databaseBase(): string {
-  return process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 }
 
 export async function withSandboxBench<T>(

@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
 import { migrate } from '../src/db/migrate.js';
+import { databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 
 const run$ = promisify(execFile);
@@ -112,7 +113,7 @@ async function measure(base: string, module: string, slots: number, rounds: numb
 }
 
 export async function run(): Promise<BenchResult> {
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const base = databaseBase();
   const slots = Number(process.env.BENCH_SLOTS_PER_PASS ?? 20);
   const rounds = Number(process.env.BENCH_SLOTS_ROUNDS ?? 3);
   const figures: Record<string, number | string> = {};

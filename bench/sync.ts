@@ -19,6 +19,7 @@ import type { Resource } from '../src/partner/resources.js';
 import { COLLECTION_RULES, createPoller, createRequestCounter } from '../src/poller/index.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import pg from 'pg';
+import { databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 
 const PAGED: Resource[] = (Object.keys(COLLECTION_RULES) as Resource[]).filter((r) => {
@@ -31,7 +32,7 @@ const CHUNK = 1000;
 
 export async function run(): Promise<BenchResult> {
   const total = Number(process.env.BENCH_SYNC_RECORDS ?? 100_000);
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const base = databaseBase();
   const schema = `bench_sync_${randomBytes(4).toString('hex')}`;
   const url = withSchema(base, schema);
   await migrate(url);

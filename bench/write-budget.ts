@@ -22,13 +22,14 @@ import { createPartnerClient } from '../src/partner/index.js';
 import { runResourcePass } from '../src/poller/resource-pass.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import { addEnrollments } from '../test/support/enrollments.js';
+import { databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 
 const logger = createLogger({ level: 'silent' });
 const ctx = { nextReadId: () => `rb-${randomBytes(6).toString('hex')}` };
 
 export async function run(): Promise<BenchResult> {
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const base = databaseBase();
   const sizes = (process.env.BENCH_WRITES_ENROLLMENTS ?? '3000,20000').split(',').map(Number);
   const burstSize = Number(process.env.BENCH_WRITES_BURST ?? 300);
   const trickleSize = Number(process.env.BENCH_WRITES_TRICKLE ?? 60);

@@ -27,6 +27,7 @@ import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import { addEnrollments } from '../test/support/enrollments.js';
+import { databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 import { pollerPass } from './write-budget.js';
 
@@ -36,7 +37,7 @@ const LIMIT = 650;
 const FAULTS = ['apply_then_error', 'error', 'apply_then_timeout'] as const;
 
 export async function run(): Promise<BenchResult> {
-  const base = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const base = databaseBase();
   const enrollments = Number(process.env.BENCH_650_ENROLLMENTS ?? 3000);
   const burstSize = Number(process.env.BENCH_650_BURST ?? 325);
   const faultCount = Number(process.env.BENCH_650_FAULTS ?? 120);
