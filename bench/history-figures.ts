@@ -1,6 +1,7 @@
 /**
- * The history bench's figures that need no second schema (bench/history.ts): percentiles, the rows
- * read by sequential scan, storage per month, and the command path while a backlog is pruned.
+ * The history bench's figures (bench/history.ts): percentiles and the p99 verdict with its
+ * interval, pages per call, the rows read by sequential scan, storage per month, and the command
+ * path while a backlog is pruned.
  */
 import type pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
@@ -15,6 +16,55 @@ import type { BenchResult } from './types.js';
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/** A generator of uniform numbers in [0, 1), seeded: the same samples give the same interval. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * p99 filled / p99 empty, and the 90% interval of that ratio from 1,000 bootstrap resamples of both
+ * sides: how far the figure itself may move from run to run at this many samples. A p99 rests on
+ * its few slowest calls, so the interval is wide at 200 samples and narrows with more.
+ */
+export function p99Ratio(empty: number[], filled: number[]): { ratio: number; low: number; high: number } {
+  const random = seeded(42);
+  const resample = (t: number[]) => Array.from(t, () => t[Math.floor(random() * t.length)]!);
+  const ratios: number[] = [];
+  for (let i = 0; i < 1000; i++)
+    ratios.push(percentile(resample(filled), 99) / Math.max(percentile(resample(empty), 99), 0.001));
+  return {
+    ratio: percentile(filled, 99) / Math.max(percentile(empty, 99), 0.001),
+    low: percentile(ratios, 5),
+    high: percentile(ratios, 95),
+  };
+}
+
+/**
+ * p50 / p99 of each side, their p99 ratio with its 90% interval, and the verdict: a path whose
+ * ratio is over 1.2 is named in `over`, whatever its interval.
+ */
+export function report(
+  figures: BenchResult['figures'],
+  name: string,
+  empty: number[],
+  filled: number[],
+  over: string[],
+): void {
+  const r = p99Ratio(empty, filled);
+  const ms = (t: number[]) => `${percentile(t, 50).toFixed(1)} / ${percentile(t, 99).toFixed(1)}`;
+  figures[`${name}: p50 / p99 ms, empty`] = ms(empty);
+  figures[`${name}: p50 / p99 ms, filled`] = ms(filled);
+  figures[`${name}: p99 filled / empty (90% interval)`] =
+    `${r.ratio.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)})`;
+  if (r.ratio > 1.2) over.push(name);
 }
 
 export async function measure(

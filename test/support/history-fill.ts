@@ -104,11 +104,12 @@ export async function fillHistory(
       'callback_deliveries',
       `INSERT INTO callback_deliveries (source, webhook_id, event_id, event_type, command_type, command_id,
                                         outcome_status, payload, state, attempts, created_at, delivered_at,
-                                        next_attempt_at, retry_from)
+                                        dead_at, next_attempt_at, retry_from)
        SELECT c.source, 'msg_' || c.command_id, gen_random_uuid()::text, 'rentbridge.outcome.' || c.command_type,
               c.command_type, c.command_id, c.state, '{"specversion":"1.0"}',
-              CASE WHEN c.state = 'unverified' THEN 'pending' ELSE 'delivered' END, 1,
+              CASE WHEN c.state = 'unverified' THEN 'dead' ELSE 'delivered' END, 1,
               c.finished_at, CASE WHEN c.state = 'unverified' THEN NULL ELSE c.finished_at + interval '1 second' END,
+              CASE WHEN c.state = 'unverified' THEN least(now(), c.finished_at + interval '1 day') END,
               c.finished_at, c.finished_at
          FROM commands c WHERE c.command_id LIKE $1 || '-pay-%'`,
       [tag],
