@@ -5,11 +5,11 @@
  * letters, 40,000 audit entries, spread over 365 days (test/support/history-fill.ts).
  * BENCH_HISTORY_SCALE (default 1) scales every volume: 0.1 is a tenth.
  *
- * Figures, p50 / p99 of BENCH_HISTORY_SAMPLES (default 1,000) calls each, a read path for at least
- * BENCH_HISTORY_SECONDS (default 20) in all, on two schemas, a call
- * to each in turn so the machine's load weighs on both alike: "empty" is a first day (below), the
- * other the year. "Within 1.2×" compares their p99s; each ratio comes with its 90% interval from
- * resampling (bench/history-figures.ts, p99Ratio), since a p99 rests on its few slowest calls:
+ * Figures, p50 / p99 of BENCH_HISTORY_SAMPLES (default 1,000) calls each (a read path for at least
+ * BENCH_HISTORY_SECONDS in all, default 20), on two schemas, a call to each in turn so the
+ * machine's load weighs on both alike: "empty" is a first day (below), the other the year. "Within
+ * 1.2×" compares their p99s; each ratio comes with its 90% interval from resampling
+ * (bench/history-figures.ts, p99Ratio), since a p99 rests on its few slowest calls:
  * - the command path end to end (bench/history-e2e.ts): a signed PMS webhook → receiver → relay →
  *   Kafka → consumer → sandbox → outcome on Kafka, the roles as their own processes, one deployment
  *   on each schema (so both also hold the same last hour of traffic);
@@ -28,9 +28,9 @@
  * same traffic as the year's; the same outbox (kept 72 h: as full on day 3 as on day 365); and
  * as many open dead letters as the year's (2,000 at scale 1: letters ops have not resolved are the
  * same work on any day), among at least 1,000. Only the history behind them differs: the year's
- * resolved letters, finished commands, delivered callbacks and superseded versions. BENCH_HISTORY_EMPTY=rows is the first day as it
- * was before (only the rows looked up: no traffic in its last hour, a page of `samples / 10` open
- * letters), for comparing with earlier runs.
+ * resolved letters, finished commands, delivered callbacks and superseded versions.
+ * BENCH_HISTORY_EMPTY=rows is the first day as it was before (only the rows looked up: no traffic in
+ * its last hour, a page of `samples / 10` open letters), for comparing with earlier runs.
  *
  * BENCH_HISTORY_STATEMENTS=1 prints the pages of each statement behind the pages-per-call figures.
  * BENCH_HISTORY_BEFORE=1 drops the indexes of migration 20261127100000 first: the figures before it.
@@ -274,7 +274,7 @@ export async function run(): Promise<BenchResult> {
       `volumes at scale ${scale}: ${JSON.stringify(volumes)} (a large PMS's year at scale 1), spread over 365 days`,
       process.env.BENCH_HISTORY_EMPTY === 'rows'
         ? 'a schema holding only the rows looked up ("empty") and the filled one, sampled in turn (same load), the end-to-end path on a deployment of each'
-        : 'a first day at the year\'s rate ("empty": the same last hour of traffic, the same 72 h outbox, a full page of open letters) and the filled year, sampled in turn (same load), the end-to-end path on a deployment of each; BENCH_HISTORY_EMPTY=rows holds only the rows looked up, as before',
+        : 'a first day at the year\'s rate ("empty": the same last hour of traffic, the same 72 h outbox, the same open letters) and the filled year, sampled in turn (same load), the end-to-end path on a deployment of each; BENCH_HISTORY_EMPTY=rows holds only the rows looked up, as before',
       'p99 filled / empty: the ratio of the two p99s, with the 90% interval of 1,000 bootstrap resamples of both sides; "within 1.2×" judges the ratio itself',
     ],
   };
