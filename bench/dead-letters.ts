@@ -9,9 +9,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import pg from 'pg';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
 import { createDeadLetterIndexer } from '../src/dead-letters/dead-letter-indexer.js';
 import {
@@ -25,7 +22,7 @@ import { toCloudEvent } from '../src/contracts/cloudevent.js';
 import { COMMAND_TYPES } from '../src/contracts/command-contracts.js';
 import { ensureTopics, TOPICS } from '../src/kafka/topics.js';
 import { createLogger } from '../src/logger.js';
-import { databaseBase, kafkaBrokers } from './env.js';
+import { benchSchema, kafkaBrokers } from './env.js';
 import type { BenchResult } from './types.js';
 
 const CODES = ['api_error', 'lock_failed', 'invalid_state_transition', 'validation_error', 'timeout'];
@@ -38,12 +35,9 @@ function median(values: number[]): number {
 export async function run(): Promise<BenchResult> {
   const letters = Number(process.env.BENCH_DLQ_LETTERS ?? 5000);
   const redrives = Number(process.env.BENCH_DLQ_REDRIVES ?? 200);
-  const base = databaseBase();
   const brokers = kafkaBrokers();
-  const schema = `bench_dlq_${randomBytes(4).toString('hex')}`;
+  const { url, drop } = await benchSchema('bench_dlq');
   const prefix = `bdlq${randomBytes(3).toString('hex')}.`;
-  const url = withSchema(base, schema);
-  await migrate(url);
   const db = createDb(url, { max: 5 });
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
   const kafka = new Kafka({ clientId: 'bench-dlq', brokers, logLevel: logLevel.NOTHING });
@@ -154,11 +148,7 @@ export async function run(): Promise<BenchResult> {
     await admin.deleteTopics({ topics: [commandTopic, dlqTopic] }).catch(() => undefined);
     await admin.disconnect();
     await db.$disconnect();
-    const { connectionString } = parseDatabaseUrl(base);
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await client.end();
+    await drop();
   }
 }
 

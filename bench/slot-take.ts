@@ -11,13 +11,11 @@
  * DATABASE_URL.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
-import { databaseBase } from './env.js';
+import { parseDatabaseUrl } from '../src/db/database-url.js';
+import { benchSchema, databaseBase } from './env.js';
 import type { BenchResult } from './types.js';
 
 const run$ = promisify(execFile);
@@ -92,9 +90,7 @@ let lock: { p50: number; p99: number } | undefined;
 async function measure(base: string, module: string, slots: number, rounds: number) {
   const all: WorkerLine = { waits: [], failures: 0, errors: [] };
   for (let i = 0; i < rounds; i++) {
-    const schema = `bench_slots_${randomBytes(4).toString('hex')}`;
-    const url = withSchema(base, schema);
-    await migrate(url);
+    const { url, drop } = await benchSchema('bench_slots', base);
     try {
       const r = await round(url, module, slots);
       if (module === CURRENT && i === 0) lock = await lockTime(url);
@@ -102,11 +98,7 @@ async function measure(base: string, module: string, slots: number, rounds: numb
       all.failures += r.failures;
       all.errors.push(...r.errors);
     } finally {
-      const { connectionString } = parseDatabaseUrl(base);
-      const admin = new pg.Client({ connectionString });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-      await admin.end();
+      await drop();
     }
   }
   return all;

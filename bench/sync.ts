@@ -9,17 +9,13 @@
  * one per collection (the issue's definition); customer issues cost one request per customer by
  * the API's shape (no list of all issues), so they are counted apart.
  */
-import { randomBytes } from 'node:crypto';
-import { withSchema, quoteIdent, parseDatabaseUrl } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb } from '../src/db/prisma.js';
 import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget } from '../src/partner/index.js';
 import type { Resource } from '../src/partner/resources.js';
 import { COLLECTION_RULES, createPoller, createRequestCounter } from '../src/poller/index.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
-import pg from 'pg';
-import { databaseBase } from './env.js';
+import { benchSchema } from './env.js';
 import type { BenchResult } from './types.js';
 
 const PAGED: Resource[] = (Object.keys(COLLECTION_RULES) as Resource[]).filter((r) => {
@@ -32,10 +28,7 @@ const CHUNK = 1000;
 
 export async function run(): Promise<BenchResult> {
   const total = Number(process.env.BENCH_SYNC_RECORDS ?? 100_000);
-  const base = databaseBase();
-  const schema = `bench_sync_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
+  const { url, drop } = await benchSchema('bench_sync');
   const db = createDb(url, { max: 5 });
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
   const sandbox = await startSandbox({ port: 0 });
@@ -208,11 +201,7 @@ export async function run(): Promise<BenchResult> {
     await budget.close?.();
     await sandbox.close();
     await db.$disconnect();
-    const { connectionString } = parseDatabaseUrl(base);
-    const admin = new pg.Client({ connectionString });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await admin.end();
+    await drop();
   }
 }
 

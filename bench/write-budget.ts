@@ -10,9 +10,6 @@
  * DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { rentalPaymentReadBack } from '../src/command-types/rental-payments/rental-payment-read-back.js';
 import { createSnapshotPageCache } from '../src/guard/read-backs/read-back.js';
@@ -22,21 +19,18 @@ import { createPartnerClient } from '../src/partner/index.js';
 import { runResourcePass } from '../src/poller/resource-pass.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import { addEnrollments } from '../test/support/enrollments.js';
-import { databaseBase } from './env.js';
+import { benchSchema } from './env.js';
 import type { BenchResult } from './types.js';
 
 const logger = createLogger({ level: 'silent' });
 const ctx = { nextReadId: () => `rb-${randomBytes(6).toString('hex')}` };
 
 export async function run(): Promise<BenchResult> {
-  const base = databaseBase();
   const sizes = (process.env.BENCH_WRITES_ENROLLMENTS ?? '3000,20000').split(',').map(Number);
   const burstSize = Number(process.env.BENCH_WRITES_BURST ?? 300);
   const trickleSize = Number(process.env.BENCH_WRITES_TRICKLE ?? 60);
   const gapMs = Number(process.env.BENCH_WRITES_TRICKLE_GAP_MS ?? 1000);
-  const schema = `bench_writes_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
+  const { url, drop } = await benchSchema('bench_writes');
   const db = createDb(url);
   const sandbox = await startSandbox({ port: 0 });
   const control = createSandboxControl(sandbox.url);
@@ -103,10 +97,7 @@ export async function run(): Promise<BenchResult> {
   } finally {
     await sandbox.close();
     await db.$disconnect();
-    const admin = new pg.Client({ connectionString: parseDatabaseUrl(base).connectionString });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await admin.end();
+    await drop();
   }
   return {
     name: 'writes',

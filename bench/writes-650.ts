@@ -16,9 +16,6 @@
  *    (snapshot, write, verdict) → the share that ends `unknown`, and any wrong verdict.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { parseDatabaseUrl, quoteIdent, withSchema } from '../src/db/database-url.js';
-import { migrate } from '../src/db/migrate.js';
 import { createDb, type Db } from '../src/db/prisma.js';
 import { rentalPaymentReadBack } from '../src/command-types/rental-payments/rental-payment-read-back.js';
 import { createSnapshotPageCache } from '../src/guard/read-backs/read-back.js';
@@ -27,7 +24,7 @@ import { createLogger } from '../src/logger.js';
 import { createPartnerClient, createRateBudget, type RateBudget } from '../src/partner/index.js';
 import { createSandboxControl, startSandbox } from '../src/dev/sandbox/index.js';
 import { addEnrollments } from '../test/support/enrollments.js';
-import { databaseBase } from './env.js';
+import { benchSchema } from './env.js';
 import type { BenchResult } from './types.js';
 import { pollerPass } from './write-budget.js';
 
@@ -37,13 +34,10 @@ const LIMIT = 650;
 const FAULTS = ['apply_then_error', 'error', 'apply_then_timeout'] as const;
 
 export async function run(): Promise<BenchResult> {
-  const base = databaseBase();
   const enrollments = Number(process.env.BENCH_650_ENROLLMENTS ?? 3000);
   const burstSize = Number(process.env.BENCH_650_BURST ?? 325);
   const faultCount = Number(process.env.BENCH_650_FAULTS ?? 120);
-  const schema = `bench_w650_${randomBytes(4).toString('hex')}`;
-  const url = withSchema(base, schema);
-  await migrate(url);
+  const { url, drop } = await benchSchema('bench_w650');
   const db = createDb(url);
   const sandbox = await startSandbox({ port: 0 });
   const control = createSandboxControl(sandbox.url);
@@ -152,10 +146,7 @@ export async function run(): Promise<BenchResult> {
   } finally {
     await sandbox.close();
     await db.$disconnect();
-    const admin = new pg.Client({ connectionString: parseDatabaseUrl(base).connectionString });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-    await admin.end();
+    await drop();
   }
   return {
     name: 'writes650',
