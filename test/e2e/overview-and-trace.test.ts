@@ -482,6 +482,36 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
         );
         expect(labels.length).toBeGreaterThan(0);
         for (const label of labels) expect(label.lines, label.text).toBeLessThanOrEqual(label.words);
+        await page.screenshot({ path: `test-artifacts/ops-overview-${width}.png`, fullPage: true });
+        // A count keeps its digits on one line inside its card ("3793" was "379 / 3" beside a long
+        // topic name at 1400 px): every count set to eight digits, the most a card shows in a year.
+        const counts = await page.locator('.stage .figures dd.count').evaluateAll((nodes) =>
+          nodes.map((n) => {
+            n.textContent = '12345678';
+            // The lines of the text itself (a grid cell is as tall as its row's label).
+            const range = (
+              globalThis as unknown as {
+                document: {
+                  createRange(): { selectNodeContents(n: unknown): void; getClientRects(): unknown[] };
+                };
+              }
+            ).document.createRange();
+            range.selectNodeContents(n);
+            return {
+              label: n.previousElementSibling?.textContent ?? '',
+              lines: range.getClientRects().length,
+              inside:
+                n.getBoundingClientRect().right <= n.closest('.stage')!.getBoundingClientRect().right + 1,
+            };
+          }),
+        );
+        expect(counts.length).toBeGreaterThan(10);
+        for (const c of counts)
+          expect({ label: c.label, lines: c.lines, inside: c.inside }).toEqual({
+            ...c,
+            lines: 1,
+            inside: true,
+          });
         for (const stage of layout.stages) {
           expect(stage.left, stage.id).toBeGreaterThanOrEqual(0);
           expect(stage.right, stage.id).toBeLessThanOrEqual(layout.window);
@@ -494,7 +524,6 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
         // From 1280 px the six stages of the flow stand in one row; narrow, one under the other.
         if (width >= 1280) expect(new Set(pipelineTops).size).toBe(1);
         else expect(new Set(pipelineTops).size).toBe(6);
-        await page.screenshot({ path: `test-artifacts/ops-overview-${width}.png`, fullPage: true });
       });
     }
     it('goes back to the default width', async () => {

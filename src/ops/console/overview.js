@@ -111,9 +111,21 @@ function chartNode(chart, minutes) {
   return box;
 }
 
+/** A label that may also wrap after a dot (`commands.rental-payments`), as at spaces and hyphens. */
+function labelNode(label) {
+  const parts = String(label).split(/(?<=\.)/);
+  return el('dt', {}, ...parts.flatMap((part, i) => (i > 0 ? [el('wbr', {}), part] : [part])));
+}
+
+/** A figure's value; a count is never broken inside its digits (`379` / `3`). */
+function valueNode(value) {
+  const count = /^-?[\d.,]+$/.test(String(value));
+  return el('dd', { class: count ? 'mono count' : 'mono' }, value);
+}
+
 function stageNode(stage, minutes) {
   const figures = el('dl', { class: 'figures' });
-  for (const f of stage.figures) figures.append(el('dt', {}, f.label), el('dd', { class: 'mono' }, f.value));
+  for (const f of stage.figures) figures.append(labelNode(f.label), valueNode(f.value));
   return el(
     'div',
     { class: `card stage ${stage.status}`, 'data-stage': stage.id, 'data-status': stage.status },
