@@ -63,7 +63,8 @@ function chartNode(chart, minutes) {
         'span',
         { class: 'legend-item' },
         el('i', { class: `swatch c${i % COLORS.length}` }),
-        `${s.name} `,
+        ...breakable(s.name, '._/'),
+        ' ',
         el('b', {}, legendValue(chart, s.values)),
       ),
     );
@@ -111,10 +112,15 @@ function chartNode(chart, minutes) {
   return box;
 }
 
+/** `text` as parts a line may also break between, after each of `after` (a topic's or a path's name). */
+function breakable(text, after) {
+  const parts = String(text).split(new RegExp(`(?<=[${after}])`));
+  return parts.flatMap((part, i) => (i > 0 ? [el('wbr', {}), part] : [part]));
+}
+
 /** A label that may also wrap after a dot (`commands.rental-payments`), as at spaces and hyphens. */
 function labelNode(label) {
-  const parts = String(label).split(/(?<=\.)/);
-  return el('dt', {}, ...parts.flatMap((part, i) => (i > 0 ? [el('wbr', {}), part] : [part])));
+  return el('dt', {}, ...breakable(label, '.'));
 }
 
 /** A figure's value; a count is never broken inside its digits (`379` / `3`). */
