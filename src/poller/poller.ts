@@ -93,7 +93,7 @@ export function createPoller(options: PollerOptions): Poller {
   const logger = options.logger.child({ component: 'poller' });
   const resources = options.resources ?? RESOURCES;
   const ownLock = options.lock === undefined;
-  const health = createPassHealth((r) => staleAfterSeconds(intervalOf(r)));
+  const health = createPassHealth((r) => staleAfterOf(r));
   exposeMetrics('poller');
   startAtZero(metrics.pollerRequests, { resource: resources });
   startAtZero(metrics.pollerChanges, { resource: resources });
@@ -114,9 +114,10 @@ export function createPoller(options: PollerOptions): Poller {
   const intervalOf = (r: Resource) =>
     options.intervals?.[r] ??
     intervalSeconds(r, { POLL_INTERVAL_SECONDS: options.defaultIntervalSeconds ?? 300, POLL_INTERVALS: {} });
-  // The alert's limit per resource (RentbridgePollerStale): three of its intervals, at least 15 min.
-  for (const resource of resources)
-    metrics.pollerStaleAfter.set({ resource }, staleAfterSeconds(intervalOf(resource)));
+  // Each resource's stale limit (/readyz, the overview, RentbridgePollerStale): three of its
+  // intervals, at least 15 min.
+  const staleAfterOf = (r: Resource) => staleAfterSeconds(intervalOf(r));
+  for (const resource of resources) metrics.pollerStaleAfter.set({ resource }, staleAfterOf(resource));
 
   async function pass(resource: Resource): Promise<PassSummary> {
     const summary = await attempt(resource);
@@ -145,7 +146,7 @@ export function createPoller(options: PollerOptions): Poller {
           resource,
           backfillFrom: options.backfillFrom ?? null,
           progressEveryPages: options.progressEveryPages ?? 10,
-          staleAfterSeconds: staleAfterSeconds(intervalOf(resource)),
+          staleAfterSeconds: staleAfterOf(resource),
           perPage: options.perPage ?? PER_PAGE,
           now: options.now ?? (() => new Date()),
           hooks: options.hooks ?? {},

@@ -13,7 +13,8 @@ import {
   partnerStage,
   pollerStage,
 } from './work-stages.js';
-import { COMMAND_STUCK_SECONDS, POLLER_STALE_SECONDS, DEFAULT_RELAY_STALL_SECONDS } from './stage-rules.js';
+import { POLLER_STALE_SECONDS } from '../../poller/pass-staleness.js';
+import { COMMAND_STUCK_SECONDS, DEFAULT_RELAY_STALL_SECONDS } from './stage-rules.js';
 
 export type { Chart, Series, Stage } from './overview-model.js';
 

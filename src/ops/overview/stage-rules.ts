@@ -6,7 +6,7 @@
  *   wait: Kafka unreachable or no relay running). The bound is the configured one, passed in: the
  *   same rule as the relay's /readyz and `rentbridge_relay_stalled`, which the alert reads.
  * - consumers `stalled`: a command has sat `pending`/`in_flight` unchanged for COMMAND_STUCK_SECONDS.
- * - poller `stalled`: by the poller's own rule (src/poller/pass-staleness.ts, also its /readyz and
+ * - poller `stalled`: by the poller's own rule (passStatus in src/poller/pass-staleness.ts, also its /readyz and
  *   `RentbridgePollerStale`): a pass under way whose pages stopped arriving for POLLER_STALE_SECONDS;
  *   with none under way, a last pass that failed or a last success older than that. A pass under
  *   way whose pages arrive is `moving`, with its progress ("page N of M").
@@ -16,12 +16,9 @@
  *   has reported for ROLE_GONE_SECONDS (src/ops/role-heartbeat.ts); consumers `attention` when
  *   some of the four command consumers run and others do not.
  */
-import { passStatus, type PassTimes } from '../../poller/pass-staleness.js';
-
 /** RELAY_STALL_SECONDS's default (src/config/config.ts), for callers given no configuration. */
 export const DEFAULT_RELAY_STALL_SECONDS = 120;
 export const COMMAND_STUCK_SECONDS = 300;
-export { POLLER_STALE_SECONDS } from '../../poller/pass-staleness.js';
 
 /** `stopped`: no process running the stage's role has reported for ROLE_GONE_SECONDS ("not running"). */
 export type StageStatus = 'moving' | 'idle' | 'attention' | 'stalled' | 'stopped';
@@ -38,8 +35,4 @@ export function relayStatus(
 ): StageStatus {
   if (backlog > 0 && (oldestAgeSeconds ?? 0) > stallSeconds) return 'stalled';
   return backlog > 0 || publishedLastHour > 0 ? 'moving' : 'idle';
-}
-
-export function pollerStatus(cursor: PassTimes, now: number): StageStatus {
-  return passStatus(cursor, now);
 }

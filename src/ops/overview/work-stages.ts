@@ -6,8 +6,8 @@ import type { StageContext } from './flow-stages.js';
 import { passAgePerMinute, type PollerPassRow } from './history-repository.js';
 import { budgetGauges, sourceKeyGauges } from './metric-samples.js';
 import { fmtAge, seriesBy, sum, type Stage } from './overview-model.js';
-import { lastProgressAt, pageProgress, passUnderWay } from '../../poller/pass-staleness.js';
-import { COMMAND_STUCK_SECONDS, ageSeconds, pollerStatus, type StageStatus } from './stage-rules.js';
+import { lastProgressAt, pageProgress, passStatus, passUnderWay } from '../../poller/pass-staleness.js';
+import { COMMAND_STUCK_SECONDS, ageSeconds, type StageStatus } from './stage-rules.js';
 
 /** The overview's later stages: consumers, Partner API, poller, dead letters (overview.ts). */
 
@@ -120,7 +120,7 @@ function pollerFigure(c: StageContext['rows']['pollers'][number], status: StageS
 }
 
 export function pollerStage({ rows, minutes, now }: StageContext, passes: PollerPassRow[]): Stage {
-  const cursors = rows.pollers.map((c) => ({ ...c, status: pollerStatus(c, now) }));
+  const cursors = rows.pollers.map((c) => ({ ...c, status: passStatus(c, now) }));
   const underWay = cursors.filter((c) => c.status === 'moving' && passUnderWay(c));
   const state: StageStatus = cursors.some((c) => c.status === 'stalled')
     ? 'stalled'
