@@ -38,6 +38,26 @@ function expectAppliedTrail(stages: Array<string | null>): void {
   expect(stages).toContain('published');
 }
 
+/**
+ * Waits for the two notes written just after a command's messages are sent, and so possibly after
+ * a reader has its outcome: the relay's mark on the command's outbox row, and where the outcome
+ * landed on Kafka. A trace read before them would lack its `published` step or the outcome's place.
+ */
+async function settled(h: Harness, commandId: string): Promise<void> {
+  // vi.waitFor, not expect.poll: it is called from beforeAll hooks too.
+  await vi.waitFor(
+    async () => {
+      const { rows } = await h.database.sql.query<{ outbox: boolean; outcome: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM outbox WHERE subject = $1 AND published_at IS NOT NULL) AS outbox,
+                EXISTS (SELECT 1 FROM command_attempts WHERE command_id = $1 AND kind = 'outcome') AS outcome`,
+        [commandId],
+      );
+      expect(rows[0]).toEqual({ outbox: true, outcome: true });
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
 /** A payment to a new enrollment whose report the Partner API applies but answers with a 503. */
 async function paymentAppliedThen503(h: Harness) {
   const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
@@ -90,6 +110,7 @@ describe('ops overview and trace', () => {
     const res = await send(receiver.url, '/webhooks/pms/acme', body, { secret });
     expect(res.status).toBe(202);
     const [outcome] = await h.outcomesOf(body.data.payment_id as string);
+    await settled(h, body.data.payment_id as string);
     return {
       paymentId: body.data.payment_id as string,
       webhookId: res.webhookId,
@@ -160,12 +181,8 @@ describe('ops overview and trace', () => {
       const [outcome] = await h.outcomesOf(paymentId);
       expect(outcome).toMatchObject({ status: 'applied' });
 
-      const trace = await vi.waitFor(async () => {
-        const { body: t } = await get<Trace>(`/trace/${encodeURIComponent(paymentId)}`);
-        // The outcome's position is noted just after it is sent.
-        expect(t.steps.find((x) => x.stage === 'outcome')?.details.kafka).toBeTruthy();
-        return t;
-      });
+      await settled(h, paymentId);
+      const { body: trace } = await get<Trace>(`/trace/${encodeURIComponent(paymentId)}`);
       const guard = trace.steps.filter((x) =>
         ['snapshot', 'attempt', 'wait', 'read-back', 'outcome'].includes(x.stage),
       );
@@ -337,11 +354,15 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
       expect(res.status).toBe(202);
       flows.push({ paymentId: body.data.payment_id as string, webhookId: res.webhookId });
     }
-    for (const f of flows) await h.outcomesOf(f.paymentId);
+    for (const f of flows) {
+      await h.outcomesOf(f.paymentId);
+      await settled(h, f.paymentId);
+    }
     const late = await paymentAppliedThen503(h);
     expect((await send(receiver.url, '/webhooks/pms/acme', late, { secret })).status).toBe(202);
     lateAnswer = late.data.payment_id as string;
     await h.outcomesOf(lateAnswer);
+    await settled(h, lateAnswer);
     expect(
       (await send(receiver.url, '/webhooks/pms/acme', buildRentPayment(), { secret: buildSecret() })).status,
     ).toBe(401);
