@@ -181,8 +181,9 @@ describe('outcome callbacks', () => {
       const outcome = buildOutcome({ command_source: 'ok' });
       const first = await publish(outcome);
       await publish(outcome, first.id);
-      // A later outcome of the same source: once it is delivered, the republished one had its chance.
-      const later = await publish(buildOutcome({ command_source: 'ok' }));
+      // A later outcome of the same source and target, so on the same partition behind the
+      // republished one: once it is delivered, the republished one had its chance.
+      const later = await publish(buildOutcome({ command_source: 'ok', target_id: outcome.target_id }));
       await until('the later callback', () => receivedFor('ok', `${later.id}.applied`).length > 0);
       await until(
         'the first delivered',
@@ -193,8 +194,10 @@ describe('outcome callbacks', () => {
     });
 
     it('keeps no delivery for a source without PMS_CALLBACKS', async () => {
-      const other = await publish(buildOutcome({ command_source: 'no-callbacks' }));
-      const later = await publish(buildOutcome({ command_source: 'ok' }));
+      const outcome = buildOutcome({ command_source: 'no-callbacks' });
+      const other = await publish(outcome);
+      // Behind it on its partition (the same key): once this one is delivered, the other was read.
+      const later = await publish(buildOutcome({ command_source: 'ok', target_id: outcome.target_id }));
       await until('a later callback', () => receivedFor('ok', `${later.id}.applied`).length > 0);
       expect(await sql('SELECT 1 FROM callback_deliveries WHERE event_id = $1', [other.id])).toHaveLength(0);
     });

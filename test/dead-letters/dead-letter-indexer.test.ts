@@ -104,6 +104,12 @@ describe('dead-letter indexer', () => {
       await produceDeadLetter(kafka.kafka, `${kafka.prefix}${TOPICS.dlq(TOPICS.rentalPayments)}`, second);
       await indexer.start();
       await waitFor(() => database.db.deadLetter.findFirst({ where: { commandId: second.decisionId } }));
+      // The second letter is on another topic: wait until the new group has read the first again too.
+      await kafka.committedPast(`${kafka.prefix}reread`, {
+        topic: TOPICS.dlq(TOPICS.applicationDecisions),
+        partition: row.partition,
+        offset: String(row.offset),
+      });
       expect(await database.db.deadLetter.count()).toBe(2);
     });
   });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject, vi } from 'vitest';
 import { createSharedProducer, type SharedProducer } from '../../src/kafka/shared-producer.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 
@@ -19,6 +19,11 @@ export interface TestKafka {
    * each message says its partition.
    */
   readMessages(topic: string, count: number, timeoutMs?: number): Promise<ReadMessage[]>;
+  /**
+   * Waits until consumer group `groupId` has committed past `offset` on `partition` of `topic`
+   * (logical name): it has read that message and everything before it there.
+   */
+  committedPast(groupId: string, at: { topic: string; partition: number; offset: string }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,6 +65,22 @@ export function createTestKafka(): TestKafka {
       });
       await consumer.disconnect();
       return messages;
+    },
+    async committedPast(groupId, at) {
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        await vi.waitFor(
+          async () => {
+            const [offsets] = await admin.fetchOffsets({ groupId, topics: [`${prefix}${at.topic}`] });
+            const committed = offsets?.partitions.find((p) => p.partition === at.partition)?.offset ?? '-1';
+            expect(BigInt(committed)).toBeGreaterThan(BigInt(at.offset));
+          },
+          { timeout: 20_000, interval: 100 },
+        );
+      } finally {
+        await admin.disconnect();
+      }
     },
     async close() {
       await Promise.all(consumers.map((c) => c.disconnect().catch(() => undefined)));

@@ -138,33 +138,47 @@ describe('OpenTelemetry across processes', () => {
       const res = await send(`http://127.0.0.1:${httpPort}`, '/webhooks/pms/acme', body, { secret });
       expect(res.status).toBe(202);
 
-      // Wait for the outcome's span: the last hop.
-      const findOutcome = () =>
-        collector.spans.find(
+      // Each process exports its spans on its own schedule (a batch every 500 ms), so the
+      // consumer's may arrive before the receiver's or the relay's: wait until every hop is in.
+      const hops = () => {
+        const outcome = collector.spans.find(
           (s) => s.name === 'outcome publish' && attr(s, 'rentbridge.command.id') === paymentId,
         );
-      await expect.poll(findOutcome, { timeout: 90_000, interval: 500 }).toBeDefined();
-      const outcome: OtlpSpan | undefined = findOutcome();
+        const webhook = collector.spans.find(
+          (s) => s.name === 'webhook receive' && attr(s, 'rentbridge.webhook.id') === res.webhookId,
+        );
+        const trace = webhook ? collector.spans.filter((s) => s.traceId === webhook.traceId) : [];
+        return {
+          trace,
+          outcome,
+          webhook,
+          publish: trace.find((s) => s.name === 'outbox publish'),
+          command: trace.find((s) => s.name === 'command rental-payments'),
+          write: trace.find((s) => attr(s, 'http.request.header.x-request-id') === `${paymentId}.a1`),
+        };
+      };
+      await expect
+        .poll(
+          () =>
+            Object.entries(hops())
+              .filter(([, span]) => !span)
+              .map(([hop]) => hop),
+          { timeout: 90_000, interval: 500 },
+        )
+        .toEqual([]);
       if (process.env.TEST_SHOW_SPANS)
         console.log(
           collector.spans.map(
             (x) => `${x.role} ${x.name} ${x.traceId} ${x.spanId} <- ${x.parentSpanId ?? ''}`,
           ),
         );
-      expect(outcome, 'no outcome span reached the collector').toBeDefined();
-
-      const webhook = collector.spans.find(
-        (s) => s.name === 'webhook receive' && attr(s, 'rentbridge.webhook.id') === res.webhookId,
-      )!;
-      expect(webhook).toBeDefined();
-      const trace = collector.spans.filter((s) => s.traceId === webhook.traceId);
+      const { trace, outcome, webhook, publish, command, write } = hops() as {
+        [K in keyof ReturnType<typeof hops>]-?: NonNullable<ReturnType<typeof hops>[K]>;
+      };
       const byId = new Map(trace.map((s) => [s.spanId, s]));
-      const publish = trace.find((s) => s.name === 'outbox publish')!;
-      const command = trace.find((s) => s.name === 'command rental-payments')!;
-      const write = trace.find((s) => attr(s, 'http.request.header.x-request-id') === `${paymentId}.a1`)!;
 
       // One trace, every hop, each the child of the one before, across three processes.
-      expect(outcome!.traceId).toBe(webhook.traceId);
+      expect(outcome.traceId).toBe(webhook.traceId);
       // The outcome's span names its command by identity (issue 35: two commands may share an id).
       expect([
         attr(outcome!, 'rentbridge.command.source'),
@@ -179,7 +193,7 @@ describe('OpenTelemetry across processes', () => {
       };
       expect(ancestors(write)).toContain('command rental-payments');
       expect(ancestors(write).at(-1)).toBe('webhook receive');
-      expect(outcome!.parentSpanId).toBe(command.spanId);
+      expect(outcome.parentSpanId).toBe(command.spanId);
       // Every span of the trace: what a tracing back-end shows.
       expect(trace.map((s) => `${s.role}: ${s.name}`).sort()).toEqual(
         expect.arrayContaining([
@@ -199,7 +213,7 @@ describe('OpenTelemetry across processes', () => {
       const message = outcomes.find((m) => m.headers?.['command-id']?.toString() === paymentId);
       expect(message, 'the outcome message').toBeDefined();
       const traceparent = message!.headers?.traceparent?.toString();
-      expect(traceparent).toBe(`00-${webhook.traceId}-${outcome!.spanId}-01`);
+      expect(traceparent).toBe(`00-${webhook.traceId}-${outcome.spanId}-01`);
       expect(JSON.parse(message!.value!.toString())).toMatchObject({ traceparent });
     });
   });
