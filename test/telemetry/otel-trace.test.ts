@@ -181,8 +181,8 @@ describe('OpenTelemetry across processes', () => {
       expect(outcome.traceId).toBe(webhook.traceId);
       // The outcome's span names its command by identity (issue 35: two commands may share an id).
       expect([
-        attr(outcome!, 'rentbridge.command.source'),
-        attr(outcome!, 'rentbridge.command.type'),
+        attr(outcome, 'rentbridge.command.source'),
+        attr(outcome, 'rentbridge.command.type'),
       ]).toEqual(['acme', 'rental_payment']);
       expect(publish.parentSpanId).toBe(webhook.spanId);
       expect(command.parentSpanId).toBe(publish.spanId);
