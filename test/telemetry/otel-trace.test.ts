@@ -180,10 +180,10 @@ describe('OpenTelemetry across processes', () => {
       // One trace, every hop, each the child of the one before, across three processes.
       expect(outcome.traceId).toBe(webhook.traceId);
       // The outcome's span names its command by identity (issue 35: two commands may share an id).
-      expect([
-        attr(outcome, 'rentbridge.command.source'),
-        attr(outcome, 'rentbridge.command.type'),
-      ]).toEqual(['acme', 'rental_payment']);
+      expect([attr(outcome, 'rentbridge.command.source'), attr(outcome, 'rentbridge.command.type')]).toEqual([
+        'acme',
+        'rental_payment',
+      ]);
       expect(publish.parentSpanId).toBe(webhook.spanId);
       expect(command.parentSpanId).toBe(publish.spanId);
       expect(write.name).toMatch(/^partner POST .*report_rental_payments/);
