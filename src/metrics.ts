@@ -184,6 +184,11 @@ export const metrics = {
     labelNames: ['source', 'key'] as const,
     registers: r,
   }),
+  sharedKeyTrusted: new Gauge({
+    name: 'rentbridge_sources_shared_key_trusted',
+    help: 'PMS_SHARED_PARTNER_KEY=trusted lets two or more PMS sources act with a shared Partner API key, so each could reach the others\' tenants: 1 when it does, else 0',
+    registers: r,
+  }),
   customerTokens: new Counter({
     name: 'rentbridge_customer_tokens_total',
     help: 'Customer access-token requests of PMS sources, by source and result',
@@ -210,7 +215,7 @@ export const METRIC_GROUPS = {
   roles: [metrics.roleLastSeen],
   customerTokens: [metrics.customerTokens],
   /** Which key acts for each PMS source: every process that acts for sources (src/partner/source-partners.ts). */
-  sourceKeys: [metrics.sourcePartnerKey],
+  sourceKeys: [metrics.sourcePartnerKey, metrics.sharedKeyTrusted],
   relay: [
     metrics.outboxBacklog,
     metrics.outboxParked,

@@ -1,4 +1,6 @@
 import { createRoleHeartbeat } from '../ops/role-heartbeat.js';
+import type { Config } from '../config/config.js';
+import { sourcesTrustEachOther, sourcesWithoutOwnKey } from '../config/source-isolation.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
@@ -7,6 +9,7 @@ import { runUntilSignal, startInOrder, type Component } from './lifecycle.js';
 export interface RolesRoot {
   readonly logger: Logger;
   readonly db: Db;
+  readonly config: Config;
   markStarted(): void;
   close(): Promise<void>;
 }
@@ -20,6 +23,7 @@ export async function runRoles(
   roles: () => Iterable<Component | (() => Promise<Component | null> | Component | null)>,
   options: { before?: () => Promise<void>; graceMs?: number } = {},
 ): Promise<void> {
+  announceSharedKey(root);
   await runUntilSignal(
     root.logger,
     async () => {
@@ -46,5 +50,21 @@ export async function runRoles(
       return service;
     },
     options.graceMs === undefined ? {} : { graceMs: options.graceMs },
+  );
+}
+
+/**
+ * PMS sources that share a Partner API key by the operator's word (PMS_SHARED_PARTNER_KEY=trusted)
+ * are not held apart: said at every role's start, as a warning, naming them (never a key).
+ */
+function announceSharedKey(root: RolesRoot): void {
+  if (!sourcesTrustEachOther(root.config)) return;
+  root.logger.warn(
+    {
+      component: 'sources',
+      sources: Object.keys(root.config.PMS_WEBHOOK_SECRETS).sort(),
+      sharedBy: sourcesWithoutOwnKey(root.config),
+    },
+    "PMS_SHARED_PARTNER_KEY=trusted: PMS sources share a Partner API key, so each can reach the others' tenants",
   );
 }

@@ -4,6 +4,7 @@ import { callbackSettings } from './callback-config.js';
 import { opsAuthProblems, opsAuthSettings } from './ops-auth-config.js';
 import { retentionSettings } from './retention-config.js';
 import { reconcileSettings } from './reconcile-config.js';
+import { sharedPartnerKeySetting, sourceIsolationProblem } from './source-isolation.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
@@ -173,9 +174,12 @@ export const configSchema = z
     /**
      * Per PMS source, its own Partner API key pair, JSON:
      * {"acme":{"access_key":"...","secret_key":"...","read_only":false,"scoped":true}}. A source
-     * without one uses PARTNER_ACCESS_KEY. Default {}.
+     * without one uses PARTNER_ACCESS_KEY. Default {}. With two or more sources, each needs one
+     * (src/config/source-isolation.ts).
      */
     PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
+    /** `trusted`: two or more PMS sources may share a Partner API key (they trust each other). Unset: refused. */
+    PMS_SHARED_PARTNER_KEY: sharedPartnerKeySetting,
     /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
     ...retentionSettings,
@@ -272,6 +276,9 @@ export const configSchema = z
         });
       }
     }
+    // Fail closed: two sources on one key could reach each other's tenants (issue 51).
+    const isolation = sourceIsolationProblem(c);
+    if (isolation) ctx.addIssue({ code: 'custom', path: ['PMS_PARTNER_KEYS'], message: isolation });
   });
 
 function isLocal(url: string): boolean {

@@ -45,6 +45,13 @@ export function errorCodeLabel(code: string | null | undefined): string {
 }
 
 /**
+ * A registration refused because another customer holds its e-mail (DESIGN.md, "Sources share one
+ * bridge"): one code whatever the platform's wording; `existing_customer_id` names that customer
+ * only when the source's own key sees it.
+ */
+export const EMAIL_IN_USE = 'email_in_use';
+
+/**
  * The last failure of a command that did not succeed: the Partner API's error envelope (spec 7.1)
  * as it came, so a back-office branches on `code` and the stable fields, never on `message`.
  */
@@ -64,7 +71,9 @@ export const outcomeErrorSchema = z
         "the envelope's code (spec 7.2; unknown codes may appear); `bad_request` when the envelope had none " +
           '(then code_missing is true); for a failure without an answer (status null), one of ' +
           `rentbridge's stable codes: ${NO_ANSWER_CODE_LIST.join(', ')}; refused by rentbridge itself: ` +
-          '`invalid_message`, `conflicting_duplicate` (the identity is taken by a command of other content)',
+          '`invalid_message`, `conflicting_duplicate` (the identity is taken by a command of other content); ' +
+          'a registration refused because another customer holds its e-mail: `email_in_use` (status and ' +
+          "message the platform's)",
       ),
     status: z.number().int().nullable().describe('the HTTP status; null when no answer came'),
     message: z.string().describe('human-readable; its wording may change, do not branch on it'),
@@ -172,7 +181,9 @@ export const commandOutcomeSchema = z
     existing_customer_id: z
       .string()
       .optional()
-      .describe('registration rejected because the e-mail was already taken: that customer'),
+      .describe(
+        "registration rejected with error.code email_in_use: the customer holding the e-mail, when the source's own Partner API key sees it (never otherwise)",
+      ),
     check_details: z
       .record(z.string(), z.string())
       .optional()

@@ -56,6 +56,15 @@ export const MAGIC_LINKS_PATH = '/partner/v1/magic_links';
 export const CREATE_CUSTOMER_PATH = '/v1/partners/customers';
 
 /**
+ * ASSUMPTION (spec 2.2 "the example treats [the e-mail] as unique per customer"; the refusal is not
+ * shown): creating a customer with an e-mail another customer holds is a `4xx` whose message or
+ * `errors` say the e-mail is taken (the sandbox: `422 validation_error`, "email has already been
+ * taken"). A registration refused so ends `email_in_use` (DESIGN.md, "Sources share one bridge"),
+ * even when the source's own key cannot see the customer that holds the e-mail.
+ */
+export const EMAIL_TAKEN = /e-?mail\b.*\b(taken|in use|already exists|already registered)/i;
+
+/**
  * ASSUMPTION (spec 4.2 "request body: not shown"): `POST /partner/v1/customers/check` takes the same
  * fields as the create input and answers unknown JSON on success.
  */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import { exposeMetrics, metrics } from '../metrics.js';
+import { sourcesTrustEachOther } from '../config/source-isolation.js';
 
 /**
  * Which Partner API key acts for a PMS source (issue 34, docs/decisions/026-source-partner-keys.md).
@@ -99,8 +100,14 @@ export function createSourcePartners<P>(options: {
  * acts for it and 0 on the other (never the key itself), so a dashboard shows which sources are
  * bounded by a key of their own.
  */
-export function publishSourceKeys(config: Pick<Config, 'PMS_WEBHOOK_SECRETS' | 'PMS_PARTNER_KEYS'>): void {
+export function publishSourceKeys(
+  config: Pick<
+    Config,
+    'PMS_WEBHOOK_SECRETS' | 'PMS_PARTNER_KEYS' | 'PMS_SHARED_PARTNER_KEY' | 'PARTNER_ACCESS_KEY'
+  >,
+): void {
   exposeMetrics('sourceKeys');
+  metrics.sharedKeyTrusted.set(sourcesTrustEachOther(config) ? 1 : 0);
   for (const source of Object.keys(config.PMS_WEBHOOK_SECRETS)) {
     const own = Object.prototype.hasOwnProperty.call(config.PMS_PARTNER_KEYS, source);
     metrics.sourcePartnerKey.set({ source, key: 'own' }, own ? 1 : 0);

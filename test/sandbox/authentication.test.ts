@@ -185,6 +185,34 @@ describe('sandbox authentication', () => {
       const response = await h.api('GET', `/partner/v1/customers/${customer?.id}/issues`, { token });
       expect(response.status).toBe(404);
     });
+
+    it('5.9: a key scoped to an empty list of owners sees nothing (it never falls open)', async () => {
+      await h.control.addRecords('properties', [{ owner_id: 1 }, { owner_id: 2 }, {}]);
+      await h.control.createKey({ access_key: 'none', secret_key: 's', owner_ids: [] });
+      const token = await h.token('none', 's');
+      const response = await h.api('GET', '/partner/v1/properties', { token });
+      expect(response.body.total_count).toBe(0);
+    });
+
+    it("5.9: a customer created with a scoped key is its owner's; another owner's key gets 404 on it", async () => {
+      await h.control.createKey({ access_key: 'owner1', secret_key: 's', owner_ids: [1] });
+      await h.control.createKey({ access_key: 'owner2', secret_key: 's', owner_ids: [2] });
+      const one = await h.token('owner1', 's');
+      const two = await h.token('owner2', 's');
+      const created = await h.api('POST', '/v1/partners/customers', {
+        token: one,
+        body: { first_name: 'A', last_name: 'B', email: 'a.b@example.test', phone: '5550001111' },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body.owner_id).toBe(1);
+      const seen = await h.api('GET', '/partner/v1/customers', { token: two });
+      expect(seen.body.total_count).toBe(0);
+      const token = await h.api('POST', `/partner/v1/customers/${created.body.id}/issue_access_token`, {
+        token: two,
+        body: {},
+      });
+      expect(token.status).toBe(404);
+    });
   });
 
   describe('when enhanced security mode is on', () => {

@@ -4,7 +4,9 @@ import {
   type EnrollmentCommand,
 } from '../../contracts/commands.js';
 import { COMMAND_TYPES, CUSTOMER_REGISTRATION } from '../../contracts/command-contracts.js';
-import { isSuccess, type CommandOutcome } from '../../contracts/outcomes.js';
+import { EMAIL_IN_USE, isSuccess, type CommandOutcome } from '../../contracts/outcomes.js';
+import type { OutcomeError } from '../../partner/errors.js';
+import { EMAIL_TAKEN } from '../../partner/assumptions.js';
 import { classifyFailure } from '../../guard/machine/guard-machine.js';
 import { findNewest, type CommandRecord } from '../../guard/index.js';
 import { customerRegistrationReadBack, sameEmail } from './customer-registration-read-back.js';
@@ -106,15 +108,41 @@ async function complete(
     };
   }
   if (record.state === 'rejected' && record.lastError?.status != null && record.lastError.status < 500) {
-    // Refused (an e-mail already taken, spec 2.2): name the customer holding it when one does.
+    // Refused (an e-mail already taken, spec 2.2): name the customer holding it only when this
+    // source's own key sees it. The snapshot and the read here were made with the key acting for
+    // the command's source (src/partner/source-partners.ts), so a customer of another source's
+    // owners is never named to this one (issue 51).
     const known = record.snapshot?.existing_customer_id;
     const holder =
       typeof known === 'string'
         ? known
         : (await findNewest(tools.partner, 'customers', (r) => sameEmail(r, command.email), ctx))?.id;
     if (holder != null) fields.existing_customer_id = String(holder);
+    if (holder != null || saysEmailTaken(record)) fields.error = emailInUse(record);
   }
   return { fields };
+}
+
+/** Whether the platform's refusal of the create says the e-mail is taken (assumptions.ts, EMAIL_TAKEN). */
+function saysEmailTaken(record: CommandRecord): boolean {
+  const last = record.lastError!;
+  const texts = [last.message, last.partner_error?.message ?? '', ...(last.partner_error?.errors ?? [])];
+  return texts.some((text) => EMAIL_TAKEN.test(text));
+}
+
+/**
+ * The outcome's error for a registration whose e-mail another customer holds: `email_in_use`, one
+ * code whichever way the platform worded it, with its status, message and request id kept.
+ */
+function emailInUse(record: CommandRecord): OutcomeError {
+  const last = record.lastError!;
+  const { code_missing: _missing, ...envelope } = last.partner_error ?? {
+    code: last.code,
+    status: last.status,
+    message: last.message,
+    request_id: record.requestIds.at(-1) ?? null,
+  };
+  return { ...envelope, code: EMAIL_IN_USE };
 }
 
 /** Registers customers (spec 4.2): check → create → enroll. */

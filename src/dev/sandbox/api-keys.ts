@@ -46,9 +46,10 @@ export class KeyRing {
       access_key: input.access_key,
       secret_key: input.secret_key,
       read_only: input.read_only ?? false,
-      owner_ids: input.owner_ids && input.owner_ids.length > 0 ? input.owner_ids : null,
-      property_group_ids:
-        input.property_group_ids && input.property_group_ids.length > 0 ? input.property_group_ids : null,
+      // Spec 5.9, held as a scope: a key given an empty list is scoped to nothing and sees no
+      // record (it never falls open to every record); only a key given no list is unscoped.
+      owner_ids: input.owner_ids ?? null,
+      property_group_ids: input.property_group_ids ?? null,
       generation: randomUUID(),
     };
     this.keys.set(key.access_key, key);

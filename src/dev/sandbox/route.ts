@@ -51,7 +51,7 @@ export function visibleRecord(ctx: RouteContext, resource: Resource, param = 'id
 /** Owner and group a record created with a scoped key gets, so the key can see it. */
 export function scopeFields(key: ApiKey | undefined): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  if (key?.owner_ids) fields.owner_id = key.owner_ids[0];
-  if (key?.property_group_ids) fields.property_group_id = key.property_group_ids[0];
+  if (key?.owner_ids?.[0] !== undefined) fields.owner_id = key.owner_ids[0];
+  if (key?.property_group_ids?.[0] !== undefined) fields.property_group_id = key.property_group_ids[0];
   return fields;
 }

@@ -18,6 +18,7 @@ export const METRIC = {
   budgetUsed: 'rentbridge_rate_budget_used',
   budgetLeft: 'rentbridge_rate_budget_left',
   sourcePartnerKey: 'rentbridge_source_partner_key',
+  sharedKeyTrusted: 'rentbridge_sources_shared_key_trusted',
 } as const;
 
 export interface Snapshot {
@@ -75,6 +76,11 @@ export async function sourceKeyGauges(registry: Registry): Promise<Array<{ sourc
     .filter((v) => v.value === 1)
     .map((v) => ({ source: label(v, 'source'), key: label(v, 'key') }))
     .sort((a, b) => a.source.localeCompare(b.source));
+}
+
+/** Whether PMS_SHARED_PARTNER_KEY=trusted lets this process's PMS sources share a key. */
+export async function sharedKeyTrusted(registry: Registry): Promise<boolean> {
+  return (await valuesOf(registry, METRIC.sharedKeyTrusted)).some((v) => v.value === 1);
 }
 
 /** Keeps the last snapshot of each minute for the last hour. */

@@ -4,7 +4,7 @@ import { LANES } from '../../partner/rate-budget-types.js';
 import { EXPECTED_ROLES, ROLE_GONE_SECONDS } from '../role-heartbeat.js';
 import type { StageContext } from './flow-stages.js';
 import { passAgePerMinute, type PollerPassRow } from './history-repository.js';
-import { budgetGauges, sourceKeyGauges } from './metric-samples.js';
+import { budgetGauges, sharedKeyTrusted, sourceKeyGauges } from './metric-samples.js';
 import { fmtAge, seriesBy, sum, type Stage } from './overview-model.js';
 import { lastProgressAt, pageProgress, passStatus, passUnderWay } from '../../poller/pass-staleness.js';
 import { COMMAND_STUCK_SECONDS, ageSeconds, type StageStatus } from './stage-rules.js';
@@ -66,6 +66,8 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
   const gauges = await budgetGauges(registry);
   // Which key acts for each PMS source (never the key): its own bounds what it can reach.
   const sourceKeys = await sourceKeyGauges(registry);
+  // Said plainly: the sources share a key by the operator's word, so none is held apart from another.
+  const trusted = await sharedKeyTrusted(registry);
   const lanes = new Map<string, number>();
   for (const b of rows.budget) lanes.set(b.lane, (lanes.get(b.lane) ?? 0) + b.n);
   const paused = rows.budgetPausedUntil && rows.budgetPausedUntil.getTime() > now;
@@ -91,8 +93,21 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
       { label: '429s since start (this process)', value: ctx.latest.throttled ?? 0 },
       ...sourceKeys.map(({ source, key }) => ({
         label: `key of source ${source}`,
-        value: key === 'own' ? 'its own (PMS_PARTNER_KEYS)' : 'the deployment key',
+        value:
+          key === 'own'
+            ? 'its own (PMS_PARTNER_KEYS)'
+            : trusted
+              ? 'the deployment key, shared with the other sources (PMS_SHARED_PARTNER_KEY=trusted)'
+              : 'the deployment key',
       })),
+      ...(trusted
+        ? [
+            {
+              label: 'sources held apart',
+              value: 'no: PMS_SHARED_PARTNER_KEY=trusted, each source can reach the others\' tenants',
+            },
+          ]
+        : []),
     ],
     charts: [
       { title: 'guarded attempts per minute (kind result)', series: attempts },
