@@ -186,7 +186,7 @@ export const metrics = {
   }),
   sharedKeyTrusted: new Gauge({
     name: 'rentbridge_sources_shared_key_trusted',
-    help: 'PMS_SHARED_PARTNER_KEY=trusted lets two or more PMS sources act with a shared Partner API key, so each could reach the others\' tenants: 1 when it does, else 0',
+    help: "PMS_SHARED_PARTNER_KEY=trusted lets two or more PMS sources act with a shared Partner API key, so each could reach the others' tenants: 1 when it does, else 0",
     registers: r,
   }),
   customerTokens: new Counter({

@@ -188,6 +188,8 @@ async function main(): Promise<number> {
       PARTNER_RATE_LIMIT_PER_MINUTE: '2400',
       PMS_WEBHOOK_SECRETS: JSON.stringify({ [PRIMARY_SOURCE]: [pmsSecret], [SECOND_SOURCE]: [betaSecret] }),
       PMS_PARTNER_KEYS: JSON.stringify({ [SECOND_SOURCE]: { ...betaKey, scoped: true } }),
+      // The primary source acts with the deployment key beside beta's own (trusted by the operator).
+      PMS_SHARED_PARTNER_KEY: 'trusted',
       PARTNER_WEBHOOK_SECRETS: partnerSecret,
       OPS_TOKEN: 'chaos-ops-token-0123456789',
       PMS_CALLBACKS: JSON.stringify(

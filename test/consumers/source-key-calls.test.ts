@@ -83,6 +83,8 @@ describe('the key of every Partner API call made for a PMS source', () => {
       PARTNER_TIMEOUT_MS: '1500',
       PMS_WEBHOOK_SECRETS: JSON.stringify(webhookSecrets),
       PMS_PARTNER_KEYS: JSON.stringify({ beta: { ...BETA, scoped: true } }),
+      // acme keeps the deployment key beside beta's own (the sources trust each other).
+      PMS_SHARED_PARTNER_KEY: 'trusted',
       LOG_LEVEL: 'trace',
       HTTP_PORT: '0',
     });

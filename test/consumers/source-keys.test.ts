@@ -43,6 +43,8 @@ describe('command consumers acting for PMS sources', () => {
         gamma: [buildSecret()],
       }),
       PMS_PARTNER_KEYS: JSON.stringify(KEYS),
+      // acme acts with the deployment key beside the others' own (the sources trust each other).
+      PMS_SHARED_PARTNER_KEY: 'trusted',
       LOG_LEVEL: 'silent',
       HTTP_PORT: '0',
       OPS_TOKEN: OPS_TOKEN,
@@ -196,12 +198,13 @@ describe('command consumers acting for PMS sources', () => {
   });
 
   describe('when /metrics is scraped and the console overview read', () => {
-    it('shows which key each source uses, never the key', async () => {
+    it('shows which key each source uses and that they share one by trust, never the key', async () => {
       const port = http!.port;
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(text).toContain('rentbridge_source_partner_key{source="beta",key="own"} 1');
       expect(text).toContain('rentbridge_source_partner_key{source="acme",key="deployment"} 1');
       expect(text).toContain('rentbridge_source_partner_key{source="acme",key="own"} 0');
+      expect(text).toContain('rentbridge_sources_shared_key_trusted 1');
       expect(text).not.toContain('beta-access-key');
 
       const res = await fetch(`http://127.0.0.1:${port}/ops/api/overview`, {
@@ -211,7 +214,14 @@ describe('command consumers acting for PMS sources', () => {
       const body = (await res.json()) as Overview;
       const figures = body.stages.find((s) => s.id === 'partner')!.figures;
       expect(figures).toContainEqual({ label: 'key of source beta', value: 'its own (PMS_PARTNER_KEYS)' });
-      expect(figures).toContainEqual({ label: 'key of source acme', value: 'the deployment key' });
+      expect(figures).toContainEqual({
+        label: 'key of source acme',
+        value: 'the deployment key, shared with the other sources (PMS_SHARED_PARTNER_KEY=trusted)',
+      });
+      expect(figures).toContainEqual({
+        label: 'sources held apart',
+        value: "no: PMS_SHARED_PARTNER_KEY=trusted, each source can reach the others' tenants",
+      });
       expect(JSON.stringify(body)).not.toMatch(/beta-access-key|beta-secret-key/);
     });
   });

@@ -68,6 +68,8 @@ describe('customer-token requests on two receiver processes', () => {
           PARTNER_API_URL: sandbox.url,
           PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [secrets.acme], beta: [secrets.beta] }),
           PMS_PARTNER_KEYS: JSON.stringify({ beta: { ...BETA, scoped: true } }),
+          // acme acts with the deployment key beside beta's own: the sources share by the operator's word.
+          PMS_SHARED_PARTNER_KEY: 'trusted',
           WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE_SECONDS),
           HTTP_PORT: String(port),
           LOG_LEVEL: 'debug',

@@ -51,6 +51,8 @@ export function useReconcileRoot(options: ReconcileRootOptions): ReconcileRoot {
       PMS_WEBHOOK_SECRETS: JSON.stringify(
         Object.fromEntries(options.sources.map((s) => [s, [buildSecret()]])),
       ),
+      // The reconciliation's sources act with the deployment key (they trust each other).
+      PMS_SHARED_PARTNER_KEY: 'trusted',
       LOG_LEVEL: 'silent',
       HTTP_PORT: '0',
       ...more,

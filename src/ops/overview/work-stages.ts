@@ -104,7 +104,7 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
         ? [
             {
               label: 'sources held apart',
-              value: 'no: PMS_SHARED_PARTNER_KEY=trusted, each source can reach the others\' tenants',
+              value: "no: PMS_SHARED_PARTNER_KEY=trusted, each source can reach the others' tenants",
             },
           ]
         : []),
