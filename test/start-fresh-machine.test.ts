@@ -25,7 +25,7 @@ describe('rentbridge start with neither DATABASE_URL nor KAFKA_BROKERS', () => {
 
   /** One `rentbridge start` (from source, as `npm start` runs it), its log and its exit code. */
   function startOnce(args: string[] = []) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--demo', ...args], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -28,7 +28,7 @@ describe('rentbridge start without DATABASE_URL', () => {
       pgPort = await freePort();
       base = `http://127.0.0.1:${httpPort}`;
       child = spawnCli(
-        ['start'],
+        ['start', '--demo'],
         {
           DATABASE_URL: undefined,
           LOCAL_PG_PORT: String(pgPort),
@@ -68,7 +68,7 @@ describe('rentbridge start without DATABASE_URL', () => {
     });
 
     it('refuses a second start while it runs, naming the busy ports (exit 2)', async () => {
-      const second = await runCli(['start'], {
+      const second = await runCli(['start', '--demo'], {
         HTTP_PORT: new URL(base).port,
         SANDBOX_PORT: '0',
         DATABASE_URL: undefined,
@@ -110,7 +110,7 @@ describe('rentbridge start without DATABASE_URL', () => {
         await writeFile(join(bin, name), script, { mode: 0o755 });
       }
       try {
-        const result = await runCli(['start'], {
+        const result = await runCli(['start', '--demo'], {
           PATH: bin,
           HTTP_PORT: String(await freePort()),
           SANDBOX_PORT: String(await freePort()),
@@ -139,7 +139,7 @@ describe('rentbridge start without DATABASE_URL', () => {
       await new Promise<void>((r) => controller.listen(controllerPort, '127.0.0.1', () => r()));
       const pgPort = await freePort();
       try {
-        const result = await runCli(['start'], {
+        const result = await runCli(['start', '--demo'], {
           HTTP_PORT: String(await freePort()),
           SANDBOX_PORT: String(await freePort()),
           PARTNER_API_URL: '',
@@ -172,7 +172,7 @@ describe('rentbridge start without DATABASE_URL', () => {
         held.push(server);
       }
       const pgPort = await freePort();
-      const result = await runCli(['start'], {
+      const result = await runCli(['start', '--demo'], {
         HTTP_PORT: String(ports[0]),
         SANDBOX_PORT: String(ports[1]),
         PARTNER_API_URL: '',

@@ -32,7 +32,7 @@ interface Run {
 async function startOnce(): Promise<Run> {
   const [httpPort, sandboxPort] = [await freePort(), await freePort()];
   let log = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--demo'], {
     cwd: ROOT,
     env: {
       ...process.env,

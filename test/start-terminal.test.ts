@@ -65,7 +65,7 @@ describe('the terminal', () => {
 
     it('writes short readable lines, then the banner last, once ready', async () => {
       const [http, sandbox] = [await freePort(), await freePort()];
-      run = inTerminal(['start'], {
+      run = inTerminal(['start', '--demo'], {
         ...scratch(),
         HTTP_PORT: String(http),
         SANDBOX_PORT: String(sandbox),

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { demoEnv, spawnCli } from './support/cli.js';
+import { demoEnv, runCli, spawnCli } from './support/cli.js';
 import { dropSchema } from './support/db.js';
 import { freePort } from './support/free-port.js';
 
@@ -14,7 +14,31 @@ function metric(text: string, name: string, labels: string): number {
 }
 
 describe('rentbridge start', () => {
-  describe('when PARTNER_API_URL is unset', () => {
+  describe('without --demo and without PARTNER_API_URL (production is never a demo)', () => {
+    it('exits 2 naming PARTNER_API_URL and --demo, having started nothing', async () => {
+      const [httpPort, sandboxPort] = [await freePort(), await freePort()];
+      const result = await runCli(
+        ['start'],
+        demoEnv(`s_${randomBytes(5).toString('hex')}`, httpPort, sandboxPort),
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/PARTNER_API_URL is not set: .*`rentbridge start --demo`/);
+      expect(result.stdout + result.stderr).not.toMatch(/started the embedded|rentbridge-demo-ops-token/);
+    });
+  });
+
+  describe('with --demo beside a PARTNER_API_URL', () => {
+    it('exits 2: the demo never stands in for a configured Partner API', async () => {
+      const result = await runCli(['start', '--demo'], {
+        PARTNER_API_URL: 'https://partner.example.com',
+        PARTNER_SECRET_KEY: 'a-real-secret',
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/--demo runs the embedded sandbox .*unset PARTNER_API_URL/);
+    });
+  });
+
+  describe('with --demo (npm start)', () => {
     const schema = `s_${randomBytes(5).toString('hex')}`;
     let child: ChildProcess;
     let log = '';
@@ -24,7 +48,7 @@ describe('rentbridge start', () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${httpPort}`;
       child = spawnCli(
-        ['start'],
+        ['start', '--demo'],
         { ...demoEnv(schema, httpPort, sandboxPort), LOG_LEVEL: 'info' },
         (text) => (log += text),
       );

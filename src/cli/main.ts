@@ -34,13 +34,19 @@ function addRoleCommands(program: Command): void {
   program
     .command('start')
     .description(
-      'run every role in one process (embedded sandbox when PARTNER_API_URL is unset; embedded PostgreSQL and a local Kafka when none is configured or found)',
+      'run every role in one process against PARTNER_API_URL (required); with --demo, the embedded sandbox, a demo PMS and a demo ops token instead (what `npm start` runs); embedded PostgreSQL and a local Kafka when none is configured or found',
+    )
+    .option(
+      '--demo',
+      'the demo: the embedded Partner API sandbox with demo data, a demo PMS and the demo ops token (never for production; PARTNER_API_URL must be unset)',
     )
     .option(
       '--fresh',
       'wipe the data of the embedded PostgreSQL and local Kafka it starts (not of servers found running)',
     )
-    .action(async (opts: { fresh?: boolean }) => (await import('./commands/start.js')).start(opts));
+    .action(async (opts: { demo?: boolean; fresh?: boolean }) =>
+      (await import('./commands/start.js')).start(opts),
+    );
 
   program
     .command('receiver')

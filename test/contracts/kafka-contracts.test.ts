@@ -66,7 +66,7 @@ describe('Kafka contracts, as an outside client reads them', () => {
     const [httpPort, sandboxPort] = [await freePort(), await freePort()];
     base = `http://127.0.0.1:${httpPort}`;
     child = spawnCli(
-      ['start'],
+      ['start', '--demo'],
       {
         ...demoEnv(schema, httpPort, sandboxPort),
         PARTNER_WEBHOOK_SECRETS: '',

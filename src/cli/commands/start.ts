@@ -18,6 +18,7 @@ import { createSandboxControl, startSandbox, type Sandbox } from '../../dev/sand
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { startBanner, type BannerFields } from '../start-banner.js';
 import { DEMO_PMS_SOURCE } from '../demo-names.js';
+import { sourceIsolationProblem } from '../../config/source-isolation.js';
 import { requireProbeAssumptions } from '../../partner-probe/probe-gate.js';
 import { startLocalServers } from '../../dev/local-servers/local-servers.js';
 import { canListen } from '../../dev/local-servers/ports.js';
@@ -38,7 +39,7 @@ export const DEMO_PARTNER_WEBHOOK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBhcnRuZX
 export const DEMO_PMS_CALLBACK_SECRET = 'whsec_cmVudGJyaWRnZS1kZW1vLXBtcy1jYWxsYmFja3Mh';
 
 /**
- * Without PARTNER_API_URL, `start` is a demo: the embedded sandbox with demo data stands in for the
+ * `start --demo`: the embedded sandbox with demo data stands in for the
  * Partner API, and the webhook secrets and ops token it needs are filled in.
  */
 function demoConfig(config: Config, callbackUrl?: string): Config {
@@ -64,9 +65,10 @@ function demoConfig(config: Config, callbackUrl?: string): Config {
  * SIGTERM / SIGINT they stop in the reverse order, then the servers started here, and the process
  * exits 0.
  */
-export async function start(options: { fresh?: boolean } = {}): Promise<void> {
+export async function start(options: { demo?: boolean; fresh?: boolean } = {}): Promise<void> {
   const given = loadConfigOrExit();
-  const demo = !given.PARTNER_API_URL;
+  const demo = options.demo === true;
+  requireDemoOrPartner(given, demo);
   // Before any server starts: a second `npm start` (or another program) on our ports stops here.
   await requireFreePorts(given, demo);
   const logger = createLogger({ level: given.LOG_LEVEL, format: resolveLogFormat(given.LOG_FORMAT) });
@@ -115,6 +117,28 @@ export async function start(options: { fresh?: boolean } = {}): Promise<void> {
   await new Promise<void>((resolve) => logger.flush(() => resolve()));
   // Everything is stopped: nothing left (an idle pool's timer, a socket) may hold the exit back.
   process.exit(0);
+}
+
+/**
+ * Production is never a demo (issue 51): the demo (embedded sandbox, demo PMS with a published
+ * secret, the demo ops token) runs only when asked for by `--demo`; `start` without it needs the
+ * Partner API (exit 2 naming PARTNER_API_URL), and `--demo` beside a PARTNER_API_URL is refused, so
+ * neither can be mistaken for the other. The demo's one PMS source on the deployment key is held
+ * to the same rule as configured sources (src/config/source-isolation.ts).
+ */
+function requireDemoOrPartner(config: Config, demo: boolean): void {
+  if (!demo && !config.PARTNER_API_URL)
+    throw new UsageError(
+      'PARTNER_API_URL is not set: set it to the Partner API (with PARTNER_ACCESS_KEY and PARTNER_SECRET_KEY), or run `rentbridge start --demo` (`npm start`) for the demo with its embedded sandbox',
+    );
+  if (demo && config.PARTNER_API_URL)
+    throw new UsageError(
+      '--demo runs the embedded sandbox in place of the Partner API: unset PARTNER_API_URL, or leave out --demo',
+    );
+  if (demo) {
+    const problem = sourceIsolationProblem(demoConfig(config));
+    if (problem) throw new UsageError(`PMS_PARTNER_KEYS: ${problem}`);
+  }
 }
 
 /** The ports `start` listens on, free before anything starts (exit 2 naming the busy ones). */
@@ -235,8 +259,8 @@ function sandboxComponent(root: CompositionRoot, started: (sandbox: Sandbox) => 
       logger.info(
         { component: 'start', sandboxUrl: sandbox.url, restored: sandbox.restored },
         sandbox.restored
-          ? 'PARTNER_API_URL is not set: started the embedded Partner API sandbox with the data it had when it stopped, and pointed rentbridge at it'
-          : 'PARTNER_API_URL is not set: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
+          ? '--demo: started the embedded Partner API sandbox with the data it had when it stopped, and pointed rentbridge at it'
+          : '--demo: started the embedded Partner API sandbox with demo data, and pointed rentbridge at it',
       );
     },
     async stop() {
