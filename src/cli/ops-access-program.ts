@@ -18,15 +18,18 @@ export function registerOpsAccess(program: Command): void {
       return value as OpsRole;
     })
     .option(
-      '--expires <days>',
-      'expires after this many days, e.g. 90d (default: never)',
-      (value: string) => {
+      '--expires <days|never>',
+      'expires after this many days, e.g. 30d (default: 90d); `never` for a token that never expires',
+      (value: string): number | 'never' => {
+        if (value === 'never') return 'never';
         const match = /^([1-9][0-9]{0,3})d?$/.exec(value);
-        if (!match) throw new InvalidArgumentError('a number of days, e.g. 90d');
+        if (!match) throw new InvalidArgumentError('a number of days, e.g. 30d, or never');
         return Number(match[1]);
       },
     )
-    .action(async (opts: { name: string; role: OpsRole; expires?: number }) => (await tokens()).create(opts));
+    .action(async (opts: { name: string; role: OpsRole; expires?: number | 'never' }) =>
+      (await tokens()).create(opts),
+    );
   opsToken
     .command('list')
     .description('name, role, created, expires, last used (never the token)')

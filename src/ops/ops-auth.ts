@@ -64,7 +64,8 @@ const BREAK_GLASS_READ_MS = 60_000;
  * Every /ops/api request: who is it (bearer OPS_TOKEN → break-glass admin; a bearer personal
  * token → its name and role; else the console's session cookie, with its anti-forgery token on
  * every state-changing request), and may that role do this (OPS_API_ROUTES). Refusals are 401
- * (nobody), 403 `forbidden` naming the role needed (audited).
+ * (nobody: no credential, or a token unknown, revoked or expired), 403 `forbidden` naming the role
+ * needed (audited).
  */
 export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
   const { db } = options;
@@ -79,17 +80,10 @@ export function createOpsAuth(options: OpsAuthOptions): RequestHandler {
       }
       const token = await findOpsToken(db, bearer);
       if (token) return { kind: 'token', actor: `token:${token.name}`, name: token.name, role: token.role };
-      // Without OPS_TOKEN an unknown bearer is 401, as it always was (the API knows no such token).
-      if (breakGlass)
-        sendError(req, res, 403, 'forbidden', 'invalid ops token (unknown, revoked or expired)');
-      else
-        sendError(
-          req,
-          res,
-          401,
-          'unauthenticated',
-          'unknown ops token (OPS_TOKEN is not set; no personal token matches)',
-        );
+      // An unknown, revoked or expired token authenticates nobody: 401 whether OPS_TOKEN is set or
+      // not (RFC 6750 section 3.1, `invalid_token`); 403 is for a known caller without the role.
+      res.setHeader('WWW-Authenticate', 'Bearer realm="rentbridge-ops", error="invalid_token"');
+      sendError(req, res, 401, 'unauthenticated', 'invalid ops token (unknown, revoked or expired)');
       return null;
     }
     const sid = readCookie(req, SESSION_COOKIE);

@@ -39,13 +39,24 @@ export function checkTokenName(name: string): string {
   return name;
 }
 
+/**
+ * How long a personal token lives unless its creator says otherwise (issue 51): a token forgotten in
+ * a script or a shell history stops working by itself. `never` must be asked for.
+ */
+export const DEFAULT_TOKEN_DAYS = 90;
+
+/**
+ * @param input.expiresInDays days until the token expires; `null`: never (asked for explicitly);
+ * unset: DEFAULT_TOKEN_DAYS.
+ */
 export async function createOpsToken(
   db: Db,
-  input: { name: string; role: OpsRole; expiresInDays?: number; createdBy: string },
+  input: { name: string; role: OpsRole; expiresInDays?: number | null; createdBy: string },
 ): Promise<{ token: string; info: OpsTokenInfo }> {
   checkTokenName(input.name);
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const expiresAt = input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;
+  const days = input.expiresInDays === undefined ? DEFAULT_TOKEN_DAYS : input.expiresInDays;
+  const expiresAt = days === null ? null : new Date(Date.now() + days * 86_400_000);
   try {
     const row = await db.opsToken.create({
       data: {

@@ -9,14 +9,16 @@ import { createOpsToken, listOpsTokens, revokeOpsToken } from './ops-token-repos
 
 /**
  * Personal tokens over the ops API (admin only, OPS_API_ROUTES): `GET /tokens[?revoked=true]`,
- * `POST /tokens` `{ name, role, expires_days? }` (the token in the answer, once), `DELETE
+ * `POST /tokens` `{ name, role, expires_days? }` (days, default 90, or `"never"`; the token in the
+ * answer, once), `DELETE
  * /tokens/:name`. The same as `rentbridge ops-token`, audited under the admin's identity.
  */
 const createBody = z
   .object({
     name: z.string().min(1).max(100),
     role: z.enum(OPS_ROLES),
-    expires_days: z.number().int().min(1).max(3650).optional(),
+    // Unset: DEFAULT_TOKEN_DAYS (90); `"never"` must be said.
+    expires_days: z.union([z.number().int().min(1).max(3650), z.literal('never')]).optional(),
   })
   .strict();
 
@@ -41,7 +43,9 @@ export function createOpsTokenRouter(options: { db: Db }): Router {
     const { token, info } = await createOpsToken(db, {
       name: parsed.data.name,
       role: parsed.data.role,
-      ...(parsed.data.expires_days !== undefined && { expiresInDays: parsed.data.expires_days }),
+      ...(parsed.data.expires_days !== undefined && {
+        expiresInDays: parsed.data.expires_days === 'never' ? null : parsed.data.expires_days,
+      }),
       createdBy: actor,
     });
     await writeAudit(db, {

@@ -296,11 +296,11 @@ describe('ops overview and trace', () => {
   });
 
   describe('when the id is unknown or the token is wrong', () => {
-    it('answers found: false with a plain sentence, and 403 without the token', async () => {
+    it('answers found: false with a plain sentence, and 401 with a wrong token', async () => {
       const { body } = await get<Trace>('/trace/nothing-like-this');
       expect(body).toMatchObject({ found: false, steps: [] });
       expect(body.ends[0]).toContain('no trace of "nothing-like-this" in PostgreSQL');
-      expect((await get('/overview', 'a-wrong-token-of-some-length')).status).toBe(403);
+      expect((await get('/overview', 'a-wrong-token-of-some-length')).status).toBe(401);
     });
   });
 

@@ -19,12 +19,14 @@ describe('ops access', () => {
   const routers: OpsRouter[] = [];
   let first: string;
   let second: string;
+  /** A process without OPS_TOKEN (personal tokens and sessions only). */
+  let noBreakGlass: string;
 
-  async function start(db: Db): Promise<string> {
+  async function start(db: Db, opsToken: string | undefined = BREAK_GLASS): Promise<string> {
     const router = createOpsRouter({
       db,
       logger: createLogger({ level: 'silent' }),
-      opsToken: BREAK_GLASS,
+      opsToken,
       topicPrefix: 'unused.',
     });
     routers.push(router);
@@ -50,6 +52,7 @@ describe('ops access', () => {
     secondDb = createDb(database.url, { max: 2 });
     first = await start(database.db);
     second = await start(secondDb);
+    noBreakGlass = await start(database.db, undefined);
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
@@ -71,7 +74,8 @@ describe('ops access', () => {
     const revoked = await call(first, BREAK_GLASS, '/tokens/script-1', { method: 'DELETE' });
     expect(revoked.status).toBe(200);
     const refused = await call(second, token, '/dead-letters');
-    expect(refused.status).toBe(403);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/revoked/);
 
     const listed = (await (await call(second, BREAK_GLASS, '/tokens?revoked=true')).json()) as {
@@ -79,6 +83,44 @@ describe('ops access', () => {
     };
     expect(listed.items).toEqual([expect.objectContaining({ name: 'script-1', role: 'viewer' })]);
     expect(JSON.stringify(listed)).not.toContain(token);
+  });
+
+  it('answers 401 unauthenticated for an unknown, revoked or expired token, with or without OPS_TOKEN', async () => {
+    const created = (await (
+      await call(first, BREAK_GLASS, '/tokens', {
+        method: 'POST',
+        body: JSON.stringify({ name: 'soon-gone', role: 'viewer', expires_days: 1 }),
+      })
+    ).json()) as { token: string };
+    await database.sql.query(
+      `UPDATE ops_tokens SET expires_at = now() - interval '1 second' WHERE name = 'soon-gone'`,
+    );
+    const revoked = (await (
+      await call(first, BREAK_GLASS, '/tokens', {
+        method: 'POST',
+        body: JSON.stringify({ name: 'revoked-one', role: 'viewer' }),
+      })
+    ).json()) as { token: string };
+    await call(first, BREAK_GLASS, '/tokens/revoked-one', { method: 'DELETE' });
+    for (const base of [first, noBreakGlass]) {
+      for (const token of ['rbo_not-a-token-anyone-made', created.token, revoked.token]) {
+        const res = await call(base, token, '/session');
+        expect(res.status, `${base === first ? 'with' : 'without'} OPS_TOKEN`).toBe(401);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthenticated');
+      }
+    }
+  });
+
+  it('gives a personal token 90 days unless never is asked for', async () => {
+    const made = async (body: Record<string, unknown>) =>
+      (await (
+        await call(first, BREAK_GLASS, '/tokens', { method: 'POST', body: JSON.stringify(body) })
+      ).json()) as { expires_at: string | null };
+    const plain = await made({ name: 'ninety', role: 'viewer' });
+    const days = (Date.parse(plain.expires_at!) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(89.9);
+    expect(days).toBeLessThanOrEqual(90);
+    expect((await made({ name: 'forever', role: 'viewer', expires_days: 'never' })).expires_at).toBeNull();
   });
 
   it('answers 403 forbidden naming the role, audits it, and ignores X-Ops-Actor', async () => {
@@ -153,6 +195,16 @@ describe('ops access', () => {
       `SELECT actor FROM audit_log WHERE action = 'token_create' AND target = 'ops_token:ci-bot'`,
     );
     expect(audit[0].actor).toMatch(/^cli:[^@\s]+@\S+$/);
+
+    const forever = await runCli(
+      ['ops-token', 'create', '--name', 'kiosk', '--role', 'viewer', '--expires', 'never'],
+      env,
+    );
+    expect(forever.stdout).toMatch(/token "kiosk" \(viewer\), expires never/);
+    const { rows: kiosk } = await database.sql.query(
+      `SELECT expires_at FROM ops_tokens WHERE name = 'kiosk'`,
+    );
+    expect(kiosk[0].expires_at).toBeNull();
 
     const listed = await runCli(['ops-token', 'list'], env);
     expect(listed.code).toBe(0);

@@ -86,15 +86,18 @@ describe('ops router', () => {
   });
 
   describe('when authorizing', () => {
-    it('answers 401 without a token, 403 with a wrong one, 200 with the right one', async () => {
+    it('answers 401 without a token and with a wrong one (RFC 6750), 200 with the right one', async () => {
       const missing = await call('/ops/api/dead-letters', { token: null });
       expect(missing.status).toBe(401);
       expect((await json(missing)).error).toMatchObject({ status: 401, code: 'unauthenticated' });
       expect(missing.headers.get('x-request-id')).toBeTruthy();
 
       const wrong = await call('/ops/api/dead-letters', { token: 'not-the-token-at-all' });
-      expect(wrong.status).toBe(403);
-      expect((await json(wrong)).error.code).toBe('forbidden');
+      expect(wrong.status).toBe(401);
+      expect((await json(wrong)).error.code).toBe('unauthenticated');
+      expect(wrong.headers.get('www-authenticate')).toBe(
+        'Bearer realm="rentbridge-ops", error="invalid_token"',
+      );
 
       const ok = await call('/ops/api/dead-letters');
       expect(ok.status).toBe(200);

@@ -23,13 +23,18 @@ async function withDb<T>(work: (root: ReturnType<typeof createCompositionRoot>) 
 
 const day = (d: Date | null) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') : '-');
 
-export async function create(opts: { name: string; role: OpsRole; expires?: number }): Promise<void> {
+export async function create(opts: {
+  name: string;
+  role: OpsRole;
+  /** Days until it expires, or `never`; unset: the default (90 days). */
+  expires?: number | 'never';
+}): Promise<void> {
   await withDb(async (root) => {
     const actor = cliActor();
     const { token, info } = await createOpsToken(root.db, {
       name: opts.name,
       role: opts.role,
-      ...(opts.expires !== undefined && { expiresInDays: opts.expires }),
+      ...(opts.expires !== undefined && { expiresInDays: opts.expires === 'never' ? null : opts.expires }),
       createdBy: actor,
     });
     await writeAudit(root.db, {
