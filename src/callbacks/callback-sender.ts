@@ -42,6 +42,33 @@ export function signCallback(
 const ERROR_CHARS = 200;
 
 /**
+ * Most bytes of an answer's body ever read (4 KiB): an endpoint's answer is read only for the start
+ * of its error, so a large or endless body costs no memory; the rest is cancelled, not downloaded.
+ */
+export const ANSWER_READ_BYTES = 4096;
+
+/** The start of a body, at most `maxBytes` of it read; the rest of the stream is cancelled. */
+export async function readStart(res: Response, maxBytes = ANSWER_READ_BYTES): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const part = value.subarray(0, maxBytes - size);
+      chunks.push(part);
+      size += part.length;
+    }
+  } finally {
+    // Frees the connection without reading what is left (a no-op when the body has ended).
+    await reader.cancel().catch(() => undefined);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+/**
  * POSTs one callback and classifies the answer: 2xx delivered; 410 gone; any other status,
  * redirects included (never followed: the URL is the configured one), failed; no answer within
  * `timeoutMs`, timeout; refused or broken connection, network_error. Never throws.
@@ -63,7 +90,7 @@ export async function sendCallback(request: {
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs),
     });
-    const text = await res.text().catch(() => '');
+    const text = await readStart(res).catch(() => '');
     const durationMs = elapsed();
     if (res.status >= 200 && res.status < 300) {
       return { result: 'delivered', httpStatus: res.status, durationMs, error: null };
