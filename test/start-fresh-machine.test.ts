@@ -25,25 +25,29 @@ describe('rentbridge start with neither DATABASE_URL nor KAFKA_BROKERS', () => {
 
   /** One `rentbridge start` (from source, as `npm start` runs it), its log and its exit code. */
   function startOnce(args: string[] = []) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--demo', ...args], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: undefined,
-        KAFKA_BROKERS: undefined,
-        KAFKA_TOPIC_PREFIX: undefined,
-        LOCAL_PG_PORT: String(ports.pg),
-        LOCAL_PG_DIR: pgDir,
-        LOCAL_KAFKA_PORT: String(ports.kafka),
-        KAFKA_CONTROLLER_PORT: String(ports.controller),
-        KAFKA_DIR: kafkaDir,
-        HTTP_PORT: String(ports.http),
-        SANDBOX_PORT: String(ports.sandbox),
-        PARTNER_API_URL: '',
-        LOG_LEVEL: 'info',
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'start', '--demo', ...args],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: undefined,
+          KAFKA_BROKERS: undefined,
+          KAFKA_TOPIC_PREFIX: undefined,
+          LOCAL_PG_PORT: String(ports.pg),
+          LOCAL_PG_DIR: pgDir,
+          LOCAL_KAFKA_PORT: String(ports.kafka),
+          KAFKA_CONTROLLER_PORT: String(ports.controller),
+          KAFKA_DIR: kafkaDir,
+          HTTP_PORT: String(ports.http),
+          SANDBOX_PORT: String(ports.sandbox),
+          PARTNER_API_URL: '',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     runs.push(child);
     const run = { child, log: '', exit: new Promise<number | null>((r) => child.once('exit', r)) };
     child.stdout!.on('data', (d: Buffer) => (run.log += d.toString()));

@@ -99,7 +99,10 @@ describe.skipIf(skipWithoutChromium)('the overview tells running roles from stop
     beforeAll(async () => {
       const [httpPort, sandboxPort] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${httpPort}`;
-      spawnRole(run, 'start', ['start', '--demo'], { ...demoEnv(schema, httpPort, sandboxPort), OPS_TOKEN: TOKEN });
+      spawnRole(run, 'start', ['start', '--demo'], {
+        ...demoEnv(schema, httpPort, sandboxPort),
+        OPS_TOKEN: TOKEN,
+      });
       await vi.waitFor(async () => {
         expect(run.children.get('start')!.exitCode, run.logs.get('start')).toBeNull();
         expect((await fetch(`${base}/readyz`)).status).toBe(200);
