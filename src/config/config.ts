@@ -110,7 +110,7 @@ export const configSchema = z
     KAFKA_DLQ_RETENTION_HOURS: positiveInt.optional(),
     /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(10_000),
-    /** Partner API base URL. Unset: `rentbridge start` runs the embedded sandbox. */
+    /** Partner API base URL. Required by every role (`rentbridge start --demo` runs the embedded sandbox instead). */
     PARTNER_API_URL: z.url({ protocol: /^https?$/ }).optional(),
     PARTNER_ACCESS_KEY: z.string().min(1).default('sandbox-access-key'),
     PARTNER_SECRET_KEY: z.string().min(1).default('sandbox-secret-key'),
@@ -159,7 +159,7 @@ export const configSchema = z
     LOCAL_KAFKA_PORT: port.default(9092),
     /** The embedded PostgreSQL's folder (cluster in data/, postgres.log). Default `.postgres` in the project. */
     LOCAL_PG_DIR: z.string().min(1).optional(),
-    /** Port of the embedded sandbox of `rentbridge start` (no PARTNER_API_URL). Default 4010. */
+    /** Port of the embedded sandbox of `rentbridge start --demo`. Default 4010. */
     SANDBOX_PORT: port.default(4010),
     /** Port of the receiver, the ops API and console, /metrics and health. Default 8080. */
     HTTP_PORT: port.default(8080),

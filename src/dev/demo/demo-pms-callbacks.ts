@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { type Logger, logSummary } from '../../logger.js';
 
 /**
- * The demo PMS's callback endpoint (`rentbridge start` without PARTNER_API_URL): it receives the
+ * The demo PMS's callback endpoint (`rentbridge start --demo`): it receives the
  * outcome of each of its commands as a PMS would, verifies the Standard Webhooks signature, and
  * logs it (component `demo-pms`), so the demo's log shows the loop closing.
  */
