@@ -184,6 +184,7 @@ describe('onboarding consumers (customer-registrations, enrollments)', () => {
       const [outcome] = await h.outcomesOf(await register(command));
       expect(outcome).toMatchObject({
         status: 'rejected',
+        error: { code: 'email_in_use', status: 422 },
         existing_customer_id: String(existing!.id),
         pms_reference: command.pms_reference,
       });
