@@ -33,6 +33,11 @@ describe('configuration', () => {
 
     it('refuses the sandbox secret against a real Partner API', () => {
       expect(() => loadConfig({ PARTNER_API_URL: 'https://api.example.com' })).toThrow(/PARTNER_SECRET_KEY/);
+      // compose's sandbox service, on its own host, declared a sandbox: its default key is fine.
+      expect(
+        loadConfig({ PARTNER_API_URL: 'http://sandbox:4010', PARTNER_ENVIRONMENT: 'sandbox' })
+          .PARTNER_API_URL,
+      ).toBe('http://sandbox:4010');
     });
   });
 

@@ -249,7 +249,13 @@ export const configSchema = z
         message: 'must not exceed KAFKA_REPLICATION_FACTOR: no write could ever be acknowledged',
       });
     }
-    if (c.PARTNER_API_URL && c.PARTNER_SECRET_KEY === 'sandbox-secret-key' && !isLocal(c.PARTNER_API_URL)) {
+    // A sandbox declared as such (compose's sandbox service, on another host) may keep its default key.
+    if (
+      c.PARTNER_API_URL &&
+      c.PARTNER_SECRET_KEY === 'sandbox-secret-key' &&
+      !isLocal(c.PARTNER_API_URL) &&
+      c.PARTNER_ENVIRONMENT !== 'sandbox'
+    ) {
       ctx.addIssue({
         code: 'custom',
         path: ['PARTNER_SECRET_KEY'],
