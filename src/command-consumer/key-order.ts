@@ -96,21 +96,14 @@ export function createKeyOrder<T>(): KeyOrder<T> {
       return true;
     },
     start() {
-      // Keys seen queued behind an earlier slot of theirs: only a key's first queued slot may run.
-      const passed = new Set<string>();
-      for (let i = 0; i < queue.length; i++) {
-        const slot = queue[i]!;
-        if (passed.has(slot.key) || busy.has(slot.key)) {
-          passed.add(slot.key);
-          continue;
-        }
-        queue.splice(i, 1);
-        slot.state = 'running';
-        busy.set(slot.key, (busy.get(slot.key) ?? 0) + 1);
-        runningCount++;
-        return slot;
-      }
-      return undefined;
+      // In arrival order, the first slot of a key not running is that key's oldest queued one.
+      const i = queue.findIndex((slot) => !busy.has(slot.key));
+      if (i < 0) return undefined;
+      const [slot] = queue.splice(i, 1);
+      slot!.state = 'running';
+      busy.set(slot!.key, (busy.get(slot!.key) ?? 0) + 1);
+      runningCount++;
+      return slot;
     },
     finish(held) {
       const slot = held as Slot<T>;
