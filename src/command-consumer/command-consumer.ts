@@ -26,7 +26,7 @@ import { traceCommand } from '../telemetry.js';
 import { createResultPublisher } from './publish-result.js';
 import { createCommandHandler, parseCommandMessage } from './run-command.js';
 import { createReadAhead } from './read-ahead.js';
-import { targetIdOf } from '../contracts/command-contracts.js';
+import { commandSourceOf, targetIdOf } from '../contracts/command-contracts.js';
 import { destinationsOf } from './outcome-events.js';
 
 /**
@@ -66,7 +66,7 @@ export interface CommandConsumerDeps {
   concurrency?: number;
   /**
    * CONSUMER_READ_AHEAD: messages held by the consumer (waiting and being applied); past it the
-   * partitions pause. Default 200.
+   * partitions pause. Default 2000.
    */
   readAhead?: number;
   /** Kafka session time-out: how soon a dead member's partitions move on. Default kafkajs's 30 s. */
@@ -187,12 +187,12 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     consumer,
     topic,
     logger,
-    keyOf: (message, partition) => orderKeyOf(type, message, partition),
+    orderOf: (message, partition) => orderOf(type, message, partition),
     run: (partition, message) => {
       const log = logger.child({ partition, offset: message.offset });
       return traceCommand(type.name, message, () => handle({ partition, message }, log));
     },
-    maxHeld: Math.max(deps.readAhead ?? 200, concurrency),
+    maxHeld: Math.max(deps.readAhead ?? 2000, concurrency),
     concurrency,
     signal: stopping.signal,
     onBug: (error) => {
@@ -235,12 +235,16 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
 /**
  * The record a message is about, which orders it: its command's target (a registration's
  * normalized e-mail, else the enrollment, application or customer id), else its Kafka key (the
- * producer's word for it), else nothing shared (an unreadable message orders nothing). Held in
- * memory only: a key may be personal data (an e-mail) and is never logged.
+ * producer's word for it), else nothing shared (an unreadable message orders nothing); and its
+ * source. Held in memory only: a key may be personal data (an e-mail) and is never logged.
  */
-function orderKeyOf(type: AnyCommandType, message: KafkaMessage, partition: number): string {
+function orderOf(type: AnyCommandType, message: KafkaMessage, partition: number) {
   const parsed = parseCommandMessage(type, { partition, message });
-  if (parsed.ok) return `t:${targetIdOf(type, parsed.command)}`;
-  if (message.key && message.key.length > 0) return `k:${message.key.toString()}`;
-  return `m:${partition}:${message.offset}`;
+  if (parsed.ok)
+    return { key: `t:${targetIdOf(type, parsed.command)}`, source: commandSourceOf(parsed.ceSource) };
+  const key =
+    message.key && message.key.length > 0
+      ? `k:${message.key.toString()}`
+      : `m:${partition}:${message.offset}`;
+  return { key, source: '' };
 }

@@ -4,9 +4,11 @@
  * (test/command-consumer/key-order.property.test.ts).
  *
  * It holds the messages read ahead of the ones being applied and answers three questions:
- * - which held message may start now: the oldest one whose key (the target record) has nothing
- *   running, so one record's commands run one at a time in arrival order while other records'
- *   commands overtake them;
+ * - which held message may start now: one whose key (the target record) has nothing running, so
+ *   one record's commands run one at a time in arrival order while other records' commands
+ *   overtake them; of those, the oldest of the source (the PMS) with the fewest running, so a
+ *   source's burst read ahead never keeps another source's commands from the Partner API's budget,
+ *   where the budget's own share by source decides (issue 52);
  * - what offset of a partition may be committed: its oldest message not yet final (everything
  *   before it is final), or one past its newest when all are; never past an unfinished one;
  * - how much is held, for the bound on reading ahead.
@@ -21,6 +23,8 @@ export interface Held<T> {
   readonly partition: number;
   readonly offset: bigint;
   readonly key: string;
+  /** The source (PMS) the message comes from: sources share the running slots. */
+  readonly source: string;
   readonly item: T;
 }
 
@@ -44,8 +48,11 @@ export interface KeyOrder<T> {
    * Takes a message read from `partition`. Answers false for one it already holds or held (an
    * offset below the partition's next expected one): read twice by a fetch, it is not run twice.
    */
-  add(partition: number, offset: bigint, key: string, item: T): boolean;
-  /** The oldest held message whose key has nothing running, marked running; none: undefined. */
+  add(partition: number, offset: bigint, key: string, source: string, item: T): boolean;
+  /**
+   * A held message whose key has nothing running, marked running: the oldest of the source with
+   * the fewest running (ties: the oldest); none: undefined.
+   */
   start(): Held<T> | undefined;
   /** A started message is final (applied, refused, dead-lettered, or given up on stop). */
   finish(held: Held<T>): void;
@@ -74,6 +81,8 @@ export function createKeyOrder<T>(): KeyOrder<T> {
   let queue: Slot<T>[] = [];
   /** Keys with a slot running, and how many (an orphan and its re-read copy may both run). */
   const busy = new Map<string, number>();
+  /** Slots running per source. */
+  const bySource = new Map<string, number>();
   let runningCount = 0;
 
   const logOf = (partition: number) => {
@@ -86,22 +95,31 @@ export function createKeyOrder<T>(): KeyOrder<T> {
   };
 
   return {
-    add(partition, offset, key, item) {
+    add(partition, offset, key, source, item) {
       const log = logOf(partition);
       if (log.next !== null && offset < log.next) return false;
-      const slot: Slot<T> = { partition, offset, key, item, log, state: 'queued' };
+      const slot: Slot<T> = { partition, offset, key, source, item, log, state: 'queued' };
       log.slots.push(slot);
       log.next = offset + 1n;
       queue.push(slot);
       return true;
     },
     start() {
-      // In arrival order, the first slot of a key not running is that key's oldest queued one.
-      const i = queue.findIndex((slot) => !busy.has(slot.key));
-      if (i < 0) return undefined;
-      const [slot] = queue.splice(i, 1);
+      // In arrival order, the first slot of a key not running is that key's oldest queued one; of
+      // each source, the first such slot is the one it would start.
+      let best = -1;
+      const seen = new Set<string>();
+      for (let i = 0; i < queue.length; i++) {
+        const slot = queue[i]!;
+        if (busy.has(slot.key) || seen.has(slot.source)) continue;
+        seen.add(slot.source);
+        if (best < 0 || (bySource.get(slot.source) ?? 0) < (bySource.get(queue[best]!.source) ?? 0)) best = i;
+      }
+      if (best < 0) return undefined;
+      const [slot] = queue.splice(best, 1);
       slot!.state = 'running';
       busy.set(slot!.key, (busy.get(slot!.key) ?? 0) + 1);
+      bySource.set(slot!.source, (bySource.get(slot!.source) ?? 0) + 1);
       runningCount++;
       return slot;
     },
@@ -113,6 +131,9 @@ export function createKeyOrder<T>(): KeyOrder<T> {
       const n = busy.get(slot.key)! - 1;
       if (n === 0) busy.delete(slot.key);
       else busy.set(slot.key, n);
+      const m = bySource.get(slot.source)! - 1;
+      if (m === 0) bySource.delete(slot.source);
+      else bySource.set(slot.source, m);
     },
     commitFor(partition) {
       const log = logs.get(partition);

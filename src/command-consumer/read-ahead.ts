@@ -16,8 +16,11 @@ export interface ReadAheadOptions {
   consumer: Consumer;
   topic: string;
   logger: Logger;
-  /** The record a message is about: one record's messages run one at a time, in arrival order. */
-  keyOf(message: KafkaMessage, partition: number): string;
+  /**
+   * The record a message is about (one record's messages run one at a time, in arrival order) and
+   * its source (sources share the running slots).
+   */
+  orderOf(message: KafkaMessage, partition: number): { key: string; source: string };
   /** Applies one message; resolves once what it publishes is on Kafka. Throws: a bug, or a stop. */
   run(partition: number, message: KafkaMessage): Promise<void>;
   /** Messages held (waiting and running); past it the partitions read pause. */
@@ -133,7 +136,8 @@ export function createReadAhead(options: ReadAheadOptions): ReadAhead {
           consumer.pause([{ topic, partitions: [partition] }]);
           return;
         }
-        order.add(partition, BigInt(message.offset), options.keyOf(message, partition), message);
+        const { key, source } = options.orderOf(message, partition);
+        order.add(partition, BigInt(message.offset), key, source, message);
         resolveOffset(message.offset);
         pump();
       }

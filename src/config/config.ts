@@ -141,9 +141,10 @@ export const configSchema = z
     CONSUMER_CONCURRENCY: positiveInt.max(64).default(8),
     /**
      * Messages a command consumer holds ahead of the ones it applies (waiting and running); past it
-     * its partitions pause until half is done. Default 200.
+     * its partitions pause until half is done. Deep enough to reach past a month-end burst of one source
+     * to another source's commands (a held command costs about 2 kB). Default 2000.
      */
-    CONSUMER_READ_AHEAD: positiveInt.max(10_000).default(200),
+    CONSUMER_READ_AHEAD: positiveInt.max(20_000).default(2000),
     /**
      * Which environment PARTNER_API_URL is (spec: separate sandbox and production environments).
      * `rentbridge probe --write` runs only when this says `sandbox`. Unset: not declared.

@@ -55,6 +55,7 @@ interface Msg {
 function run(log: number[][], steps: Step[]) {
   const order = createKeyOrder<Msg>();
   const keyOf = (p: number, o: number) => `p${p}-k${log[p]![o]}`;
+  const sourceOf = (p: number, o: number) => `s${log[p]![o]! % 2}`;
   const fetchPos = log.map(() => 0);
   const committed = log.map(() => 0);
   /** Messages applied at least once (ended), by partition. */
@@ -92,7 +93,7 @@ function run(log: number[][], steps: Step[]) {
     committed[p] = o;
   };
   const deliver = (p: number, o: number) => {
-    order.add(p, BigInt(o), keyOf(p, o), { partition: p, offset: o });
+    order.add(p, BigInt(o), keyOf(p, o), sourceOf(p, o), { partition: p, offset: o });
   };
 
   for (const s of steps) {
@@ -105,7 +106,10 @@ function run(log: number[][], steps: Step[]) {
         const o = fetchPos[s.partition]! - s.back;
         if (o >= 0)
           expect(
-            order.add(s.partition, BigInt(o), keyOf(s.partition, o), { partition: s.partition, offset: o }),
+            order.add(s.partition, BigInt(o), keyOf(s.partition, o), sourceOf(s.partition, o), {
+              partition: s.partition,
+              offset: o,
+            }),
           ).toBe(false);
         break;
       }
@@ -155,10 +159,10 @@ describe('the command consumer key order (pure core)', () => {
 
   it('lets another record overtake a slow one, in the same partition', () => {
     const order = createKeyOrder<string>();
-    order.add(0, 10n, 'slow', 'pay-1');
-    order.add(0, 11n, 'slow', 'pay-2');
-    order.add(0, 12n, 'other', 'other-1');
-    order.add(0, 13n, 'slow', 'decision');
+    order.add(0, 10n, 'slow', 'pms', 'pay-1');
+    order.add(0, 11n, 'slow', 'pms', 'pay-2');
+    order.add(0, 12n, 'other', 'pms', 'other-1');
+    order.add(0, 13n, 'slow', 'pms', 'decision');
     const first = order.start()!;
     expect(first.item).toBe('pay-1');
     // pay-2 and the decision wait for pay-1; the other record's command does not.
@@ -168,5 +172,15 @@ describe('the command consumer key order (pure core)', () => {
     // Nothing committed past pay-1 while it ran; once it ended, up to pay-2 (not yet final).
     expect(order.commitFor(0)).toBe(11n);
     expect(order.start()!.item).toBe('pay-2');
+  });
+
+  it("starts a small source's command before more of a bursting source's, whatever came first", () => {
+    const order = createKeyOrder<string>();
+    for (let i = 0; i < 10; i++) order.add(i % 3, BigInt(i), `big-${i}`, 'bigpms', `big-${i}`);
+    order.add(1, 100n, 'small-1', 'smallpms', 'small-1');
+    expect(order.start()!.item).toBe('big-0');
+    // bigpms has one running, smallpms none: the next free slot is smallpms's.
+    expect(order.start()!.item).toBe('small-1');
+    expect(order.start()!.item).toBe('big-1');
   });
 });
