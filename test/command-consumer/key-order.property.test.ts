@@ -60,7 +60,7 @@ function run(log: number[][], steps: Step[]) {
   const committed = log.map(() => 0);
   /** Messages applied at least once (ended), by partition. */
   const applied = log.map(() => new Set<number>());
-  let running: Held<Msg>[] = [];
+  const running: Held<Msg>[] = [];
 
   const startOne = () => {
     const held = order.start();
@@ -136,9 +136,15 @@ function run(log: number[][], steps: Step[]) {
   for (;;) {
     let moved = false;
     for (let p = 0; p < PARTITIONS; p++)
-      while (fetchPos[p]! < log[p]!.length) (deliver(p, fetchPos[p]!++), (moved = true));
+      while (fetchPos[p]! < log[p]!.length) {
+        deliver(p, fetchPos[p]!++);
+        moved = true;
+      }
     while (startOne()) moved = true;
-    if (running.length > 0) (finishAt(0), (moved = true));
+    if (running.length > 0) {
+      finishAt(0);
+      moved = true;
+    }
     if (!moved) break;
   }
   for (let p = 0; p < PARTITIONS; p++) {
