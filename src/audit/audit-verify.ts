@@ -110,7 +110,8 @@ function entryProblem(row: AuditEntry, report: ChainReport): string | null {
   if (erased) report.erased += 1;
   if (row.hashVersion >= 2) {
     if (!row.detailsDigest) return 'carries no digest of its details: written outside rentbridge';
-    if (!erased && detailsDigest(row.details) !== row.detailsDigest) return 'was changed after it was written';
+    if (!erased && detailsDigest(row.details) !== row.detailsDigest)
+      return 'was changed after it was written';
     const computed = entryHashV2(row.prevHash!, { ...row, detailsDigest: row.detailsDigest });
     return computed === row.hash ? null : 'was changed after it was written';
   }

@@ -29,7 +29,16 @@ export async function eraseCommands(tx: Tx, fp: Footprint): Promise<number> {
   if (final.length === 0) return 0;
   const { sources, types, ids } = identities(final);
   const rows = await tx.$queryRaw<
-    { source: string; command_type: string; command_id: string; target_id: string; payload: unknown; snapshot: unknown; outcome: unknown; last_error: unknown }[]
+    {
+      source: string;
+      command_type: string;
+      command_id: string;
+      target_id: string;
+      payload: unknown;
+      snapshot: unknown;
+      outcome: unknown;
+      last_error: unknown;
+    }[]
   >`
     SELECT c.source, c.command_type, c.command_id, c.target_id, c.payload, c.snapshot, c.outcome, c.last_error
       FROM commands c JOIN unnest(${sources}::text[], ${types}::text[], ${ids}::text[]) AS v(s, t, i)
@@ -69,7 +78,10 @@ export async function eraseAttempts(tx: Tx, fp: Footprint): Promise<number> {
 
 const isPersons = (fp: Footprint, source: string | null, type: string | null, id: string | null) =>
   fp.commands.some(
-    (c) => c.commandId === id && (type === null || c.commandType === type) && (source === null || c.source === source),
+    (c) =>
+      c.commandId === id &&
+      (type === null || c.commandType === type) &&
+      (source === null || c.source === source),
   );
 
 /**
@@ -77,10 +89,24 @@ const isPersons = (fp: Footprint, source: string | null, type: string | null, id
  * correction and the error text scrubbed, an e-mail key replaced; an open letter is closed as
  * discarded (there is nothing left to redrive). Answers the letters and their DLQ topics.
  */
-export async function eraseDeadLetters(tx: Tx, fp: Footprint): Promise<{ rows: number; topics: Map<string, number>; targets: string[] }> {
+export async function eraseDeadLetters(
+  tx: Tx,
+  fp: Footprint,
+): Promise<{ rows: number; topics: Map<string, number>; targets: string[] }> {
   const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds];
   const rows = await tx.$queryRaw<
-    { id: bigint; dlq_topic: string; key: string | null; value: string; corrected_value: string | null; error_message: string | null; command_id: string | null; command_source: string | null; command_type: string | null; state: string }[]
+    {
+      id: bigint;
+      dlq_topic: string;
+      key: string | null;
+      value: string;
+      corrected_value: string | null;
+      error_message: string | null;
+      command_id: string | null;
+      command_source: string | null;
+      command_type: string | null;
+      state: string;
+    }[]
   >`
     SELECT id, dlq_topic, key, value, corrected_value, error_message, command_id, command_source, command_type, state
       FROM dead_letters
@@ -89,7 +115,10 @@ export async function eraseDeadLetters(tx: Tx, fp: Footprint): Promise<{ rows: n
   const targets: string[] = [];
   let changed = 0;
   for (const r of rows) {
-    if (!(r.key !== null && keys.includes(r.key)) && !isPersons(fp, r.command_source, r.command_type, r.command_id))
+    if (
+      !(r.key !== null && keys.includes(r.key)) &&
+      !isPersons(fp, r.command_source, r.command_type, r.command_id)
+    )
       continue;
     topics.set(r.dlq_topic, (topics.get(r.dlq_topic) ?? 0) + 1);
     targets.push(`dead_letter:${r.id}`);
@@ -119,7 +148,15 @@ export async function eraseCallbacks(
   fp: Footprint,
 ): Promise<{ deliveries: number; attempts: number; pending: number; targets: string[] }> {
   const rows = await tx.$queryRaw<
-    { id: bigint; source: string; command_type: string; command_id: string; state: string; payload: string; last_error: string | null }[]
+    {
+      id: bigint;
+      source: string;
+      command_type: string;
+      command_id: string;
+      state: string;
+      payload: string;
+      last_error: string | null;
+    }[]
   >`
     SELECT id, source, command_type, command_id, state, payload, last_error FROM callback_deliveries
      WHERE command_id = ANY(${fp.commands.map((c) => c.commandId)}::text[])`;

@@ -45,7 +45,11 @@ export function checkEmail(email: unknown): string | null {
  * as `erase` with the e-mail's digest, dry runs too (looking a person up by e-mail is a search by a
  * personal value). The relay is woken for the tombstones after the commit.
  */
-export async function erasePerson(db: Db, topics: TopicSettings, request: EraseRequest): Promise<ErasureReceipt> {
+export async function erasePerson(
+  db: Db,
+  topics: TopicSettings,
+  request: EraseRequest,
+): Promise<ErasureReceipt> {
   let receipt: ErasureReceipt;
   try {
     receipt = await db.$transaction(
@@ -113,10 +117,20 @@ async function eraseIn(tx: Prisma.TransactionClient, topics: TopicSettings, requ
       published_versions: versions.versions,
       known_records: versions.known,
     },
-    topics: topicLines(at, topics, { commands: fp.commands, deadLetterTopics: letters.topics, tombstones, reconciled }),
+    topics: topicLines(at, topics, {
+      commands: fp.commands,
+      deadLetterTopics: letters.topics,
+      tombstones,
+      reconciled,
+    }),
     pending: fp.commands
       .filter((c) => !c.final)
-      .map((c) => ({ source: c.source, command_type: c.commandType, command_id: c.commandId, state: c.state })),
+      .map((c) => ({
+        source: c.source,
+        command_type: c.commandType,
+        command_id: c.commandId,
+        state: c.state,
+      })),
     pending_rows: { outbox: outbox.pending, callback_deliveries: callbacks.pending },
   };
   return receipt;

@@ -57,10 +57,7 @@ export async function eraseSnapshots(tx: Tx, fp: Footprint): Promise<number> {
 
 /** The dedupe's versions and the known state of the records: ids and times, dropped with them. */
 export async function eraseVersions(tx: Tx, fp: Footprint): Promise<{ versions: number; known: number }> {
-  const resources = [
-    ...fp.customerIds.map(() => 'customers'),
-    ...fp.enrollmentIds.map(() => 'enrollments'),
-  ];
+  const resources = [...fp.customerIds.map(() => 'customers'), ...fp.enrollmentIds.map(() => 'enrollments')];
   const ids = [...fp.customerIds, ...fp.enrollmentIds];
   const versions = await tx.$executeRaw`
     DELETE FROM published_versions p USING unnest(${resources}::text[], ${ids}::text[]) AS v(resource, id)
@@ -98,6 +95,7 @@ export async function noteErased(tx: Tx, fp: Footprint): Promise<Map<string, num
     ),
   );
   const perTopic = new Map<string, number>(RECORD_TOPICS.map((t) => [t, 0]));
-  for (const [resource] of records) perTopic.set(TOPICS.partner(resource), (perTopic.get(TOPICS.partner(resource)) ?? 0) + 1);
+  for (const [resource] of records)
+    perTopic.set(TOPICS.partner(resource), (perTopic.get(TOPICS.partner(resource)) ?? 0) + 1);
   return perTopic;
 }

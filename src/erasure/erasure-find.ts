@@ -33,7 +33,11 @@ export interface Footprint {
   needles: Needles;
 }
 
-const ids = (rows: { id: unknown }[]) => rows.map((r) => r.id).filter((v) => v != null).map(String);
+const ids = (rows: { id: unknown }[]) =>
+  rows
+    .map((r) => r.id)
+    .filter((v) => v != null)
+    .map(String);
 
 export async function findFootprint(tx: Tx, email: string): Promise<Footprint> {
   const lower = email.trim().toLowerCase();
@@ -129,5 +133,8 @@ function outcomeIds(outcome: unknown, fields: string[]): string[] {
   if (outcome === null || typeof outcome !== 'object') return [];
   const o = outcome as Record<string, unknown>;
   const data = (o.data && typeof o.data === 'object' ? o.data : o) as Record<string, unknown>;
-  return fields.map((f) => data[f] ?? o[f]).filter((v) => v != null && v !== '').map(String);
+  return fields
+    .map((f) => data[f] ?? o[f])
+    .filter((v) => v != null && v !== '')
+    .map(String);
 }

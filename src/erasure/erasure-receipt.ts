@@ -84,7 +84,10 @@ export function formatReceipt(r: ErasureReceipt): string {
   }
   const pendingRows = Object.entries(r.pending_rows).filter(([, n]) => n > 0);
   if (pendingRows.length > 0) {
-    lines.push('', `Kept until delivered or published: ${pendingRows.map(([t, n]) => `${t} ${n}`).join(', ')}`);
+    lines.push(
+      '',
+      `Kept until delivered or published: ${pendingRows.map(([t, n]) => `${t} ${n}`).join(', ')}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

@@ -22,7 +22,11 @@ export type SkippedPath = 'webhook' | 'poll' | 'resync';
 type Client = Db | Prisma.TransactionClient;
 
 /** The ids among `ids` of `resource` that were erased; one lookup by the table's key. */
-export async function erasedAmong(db: Client, resource: string, ids: readonly string[]): Promise<Set<string>> {
+export async function erasedAmong(
+  db: Client,
+  resource: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db.$queryRaw<{ record_id: string }[]>`
     SELECT record_id FROM erased_records WHERE resource = ${resource} AND record_id = ANY(${[...ids]}::text[])`;

@@ -32,16 +32,31 @@ describe('erasable audit details', () => {
       prev = hash;
     }
     await database.sql.query(`SELECT setval(pg_get_serial_sequence('audit_log', 'id'), 2)`);
-    await appendAudit(database.db, { actor: 'ops:b', action: 'redrive', target: 'dead_letter:3', details: { x: 'y' } });
+    await appendAudit(database.db, {
+      actor: 'ops:b',
+      action: 'redrive',
+      target: 'dead_letter:3',
+      details: { x: 'y' },
+    });
     expect(await verifyAuditChain(database.db)).toMatchObject({ ok: true, checked: 3, erased: 0 });
 
     await erase('1');
     await erase('3');
-    expect(await verifyAuditChain(database.db)).toMatchObject({ ok: true, checked: 3, erased: 2, erasedLegacy: 1 });
+    expect(await verifyAuditChain(database.db)).toMatchObject({
+      ok: true,
+      checked: 3,
+      erased: 2,
+      erasedLegacy: 1,
+    });
   });
 
   it('still names a version-2 entry whose details were changed without an erasure, or whose digest was', async () => {
-    await appendAudit(database.db, { actor: 'ops:c', action: 'redrive', target: 'dead_letter:4', details: { x: 1 } });
+    await appendAudit(database.db, {
+      actor: 'ops:c',
+      action: 'redrive',
+      target: 'dead_letter:4',
+      details: { x: 1 },
+    });
     const { rows } = await database.sql.query<{ id: string }>(`SELECT max(id)::text AS id FROM audit_log`);
     const id = rows[0]!.id;
     await database.sql.query(`UPDATE audit_log SET details = '{"x":2}' WHERE id = $1`, [id]);

@@ -58,7 +58,11 @@ describe('erasure over the ops API and the CLI', () => {
     expect((await call(BREAK_GLASS, '/erasures', { email: EMAIL, extra: 1 })).status).toBe(400);
     const done = await call(BREAK_GLASS, '/erasures', { email: EMAIL, dry_run: true, note: 'ticket 7' });
     expect(done.status).toBe(200);
-    expect(await done.json()).toMatchObject({ dry_run: true, email_digest: emailDigest(EMAIL), customers: 0 });
+    expect(await done.json()).toMatchObject({
+      dry_run: true,
+      email_digest: emailDigest(EMAIL),
+      customers: 0,
+    });
     const { rows } = await database.sql.query(`SELECT actor, details FROM audit_log WHERE action = 'erase'`);
     expect(rows).toEqual([
       expect.objectContaining({ details: expect.objectContaining({ dry_run: true, note: 'ticket 7' }) }),

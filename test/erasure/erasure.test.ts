@@ -167,7 +167,11 @@ describe('rentbridge erase', () => {
 
   it('a dry run changes nothing and prints the same receipt as the erasure', async () => {
     const before = await canaryHits(h.database.sql, h.database.schema, values());
-    const dry = await erasePerson(h.database.db, topics, { email: canary.email, dryRun: true, actor: 'test' });
+    const dry = await erasePerson(h.database.db, topics, {
+      email: canary.email,
+      dryRun: true,
+      actor: 'test',
+    });
     expect(await canaryHits(h.database.sql, h.database.schema, values())).toEqual(before);
     expect(dry).toMatchObject({ dry_run: true, customers: 1, enrollments: 1 });
     expect(dry.tables.commands).toBe(3);
@@ -184,9 +188,16 @@ describe('rentbridge erase', () => {
       actor: 'test',
     });
     expect(receipt).toMatchObject({ dry_run: false, customers: 1, enrollments: 1, pending: [] });
-    expect(receipt.tables).toMatchObject({ commands: 3, dead_letters: 1, callback_deliveries: 1, audit_log: 1 });
+    expect(receipt.tables).toMatchObject({
+      commands: 3,
+      dead_letters: 1,
+      callback_deliveries: 1,
+      audit_log: 1,
+    });
     const dlq = receipt.topics.find((t) => t.topic === 'commands.customer-registrations.dlq');
-    expect(dlq?.removed_by).toBe(new Date(Date.parse(receipt.at) + topics.deadLetterRetentionMs).toISOString());
+    expect(dlq?.removed_by).toBe(
+      new Date(Date.parse(receipt.at) + topics.deadLetterRetentionMs).toISOString(),
+    );
     expect(receipt.topics.find((t) => t.topic === 'partner.customers')).toMatchObject({ tombstones: 1 });
 
     const after = await canaryHits(h.database.sql, h.database.schema, values());
@@ -222,7 +233,10 @@ describe('rentbridge erase', () => {
       expect(result).toEqual({ published: false });
     }
     await resetPosition(h.database.db, 'customers');
-    await writeResyncPage(h.database.db, 'customers', [{ ...changed, id: customerId }], { pagesDone: 1, records: 1 });
+    await writeResyncPage(h.database.db, 'customers', [{ ...changed, id: customerId }], {
+      pagesDone: 1,
+      records: 1,
+    });
     expect(await canaryHits(h.database.sql, h.database.schema, values())).toEqual({});
 
     const registrationId = uid('reg');

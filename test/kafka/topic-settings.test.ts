@@ -46,7 +46,9 @@ describe('topic settings', () => {
       'retention.ms': '3600000',
     });
     // Dead letters carry personal data: kept 30 days unless configured, never forever (docs/privacy.md).
-    expect(wantedTopic('commands.enrollments.dlq', s, 1).configs['retention.ms']).toBe(String(720 * 3_600_000));
+    expect(wantedTopic('commands.enrollments.dlq', s, 1).configs['retention.ms']).toBe(
+      String(720 * 3_600_000),
+    );
     expect(
       wantedTopic('commands.enrollments.dlq', settings({ KAFKA_DLQ_RETENTION_HOURS: '2' }), 1).configs[
         'retention.ms'

@@ -23,8 +23,10 @@ export async function erase(opts: EraseCliOptions): Promise<void> {
   const problem = checkEmail(opts.email);
   if (problem) throw new UsageError(`--${problem}`);
   const format = opts.format ?? 'table';
-  if (format !== 'table' && format !== 'json') throw new UsageError(`--format must be table or json, not "${format}"`);
-  if (opts.note !== undefined && opts.note.length > 1000) throw new UsageError('--note: at most 1000 characters');
+  if (format !== 'table' && format !== 'json')
+    throw new UsageError(`--format must be table or json, not "${format}"`);
+  if (opts.note !== undefined && opts.note.length > 1000)
+    throw new UsageError('--note: at most 1000 characters');
   const root = createCompositionRoot(loadConfigOrExit());
   await requireMigrated(root.config.DATABASE_URL, root.logger);
   try {
@@ -34,7 +36,9 @@ export async function erase(opts: EraseCliOptions): Promise<void> {
       ...(opts.note ? { note: opts.note } : {}),
       actor: cliActor(opts.actor),
     });
-    process.stdout.write(format === 'json' ? `${JSON.stringify(receipt, null, 2)}\n` : formatReceipt(receipt));
+    process.stdout.write(
+      format === 'json' ? `${JSON.stringify(receipt, null, 2)}\n` : formatReceipt(receipt),
+    );
   } finally {
     await root.close();
   }
