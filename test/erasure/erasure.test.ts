@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { appendAudit } from '../../src/audit/audit-chain.js';
 import { verifyAuditChain } from '../../src/audit/audit-verify.js';
 import { recordChanges } from '../../src/changes/record-changes.js';
@@ -14,6 +14,8 @@ import { defaultTopicSettings } from '../../src/kafka/topic-settings.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { emailDigest } from '../../src/privacy/erased-records.js';
 import { writeResyncPage, resetPosition } from '../../src/resync/resync-repository.js';
+import { createLogger } from '../../src/logger.js';
+import { createPoller, createRequestCounter } from '../../src/poller/index.js';
 import { uid } from '../consumers/support/harness.js';
 import { drainOutbox, useHarness } from '../support/app.js';
 
@@ -136,6 +138,17 @@ describe('rentbridge erase', () => {
       target: `dead_letter:${dl[0]!.id}`,
       details: { commandId: registrationId, original: letter, corrected: { ...canary } },
     });
+    // The guard keeps the outcome on its row once it is on Kafka: the callback is made from it.
+    await vi.waitFor(
+      async () => {
+        const { rows } = await h.database.sql.query(
+          `SELECT 1 FROM commands WHERE command_id = $1 AND outcome IS NOT NULL`,
+          [registrationId],
+        );
+        expect(rows).toHaveLength(1);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
     await h.database.sql.query(
       `INSERT INTO callback_deliveries (source, webhook_id, event_id, event_type, command_type, command_id,
                                         outcome_status, payload, state, delivered_at)
@@ -224,6 +237,28 @@ describe('rentbridge erase', () => {
   }, 60_000);
 
   it('is not mirrored back by the poller, a platform webhook or resync, and a new command about the person is processed', async () => {
+    // The platform still holds the person and changes it: the next poller pass reads it in full.
+    await h.control.patchRecord('customers', Number(customerId), { phone: canary.phone });
+    const poller = createPoller({
+      partner: h.partner,
+      db: h.database.db,
+      databaseUrl: h.database.url,
+      logger: createLogger({ level: 'silent' }),
+      requestCounter: createRequestCounter(fetch),
+    });
+    try {
+      await poller.runOnce('customers');
+      await poller.runOnce('enrollments');
+    } finally {
+      await poller.stop();
+    }
+    const { rows: mirrored } = await h.database.sql.query(
+      `SELECT topic, key FROM outbox WHERE topic LIKE 'partner.%' AND key = ANY($1) AND type <> 'rentbridge.tombstone'`,
+      [[customerId, enrollmentId]],
+    );
+    expect(mirrored).toEqual([]);
+    expect(await canaryHits(h.database.sql, h.database.schema, values())).toEqual({});
+
     const customer = (await h.control.records('customers')).find((c) => String(c.id) === customerId)!;
     const changed = { ...customer, updated_at: new Date().toISOString() };
     for (const via of ['poll', 'webhook'] as const) {
