@@ -175,7 +175,7 @@ describe('rentbridge erase', () => {
       expect(before[table], table).toBeGreaterThan(0);
     expect(before.reconciliation_items).toBeGreaterThan(0);
     expect(before.snapshot_reads).toBeGreaterThan(0);
-    console.log('canary rows per table before erasure:', before);
+    console.log('canary column values per table before erasure:', before);
   }, 120_000);
 
   it('a dry run changes nothing and prints the same receipt as the erasure', async () => {
@@ -214,7 +214,7 @@ describe('rentbridge erase', () => {
     expect(receipt.topics.find((t) => t.topic === 'partner.customers')).toMatchObject({ tombstones: 1 });
 
     const after = await canaryHits(h.database.sql, h.database.schema, values());
-    console.log('canary rows per table after erasure:', after);
+    console.log('canary column values per table after erasure:', after);
     expect(after).toEqual({});
 
     await drainOutbox(h.database, h.kafka);
