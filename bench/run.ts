@@ -54,6 +54,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './history.js',
     what: 'a year of a large PMS in the tables: read paths and the command path, empty vs filled; storage per month; commands while a backlog is pruned (issue 42)',
   },
+  erase: {
+    module: './erase.js',
+    what: 'rentbridge erase of one person from a year of a large PMS: time, pages touched and sequential scans, dry run and erasure (issue 51)',
+  },
   reconcile: {
     module: './reconcile.js',
     what: 'rentbridge reconcile over a month of payments (10,000 over 3,000 enrollments), and the same month with its 3,000 registrations and enrollments: Partner requests vs the pages that hold them, and time (issue 45)',

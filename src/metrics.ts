@@ -81,6 +81,12 @@ export const metrics = {
     help: '1 when the oldest unpublished outbox row is older than RELAY_STALL_SECONDS (the relay is not making progress)',
     registers: r,
   }),
+  erasedSkipped: new Counter({
+    name: 'rentbridge_erased_records_skipped_total',
+    help: 'Versions of Partner records erased on request that were left out of the tables and changelogs, by path (webhook, poll, resync)',
+    labelNames: ['path'] as const,
+    registers: r,
+  }),
   relayPublished: new Counter({
     name: 'rentbridge_relay_published_total',
     help: 'Outbox rows published to Kafka, by topic',
@@ -210,7 +216,7 @@ type AnyMetric = (typeof metrics)[keyof typeof metrics];
 
 /** Which metrics each kind of work updates: what a process running that work exposes. */
 export const METRIC_GROUPS = {
-  receiver: [metrics.webhooks, metrics.webhooksUnrouted],
+  receiver: [metrics.webhooks, metrics.webhooksUnrouted, metrics.erasedSkipped],
   /** The process serving the console (src/ops/role-heartbeat.ts). */
   roles: [metrics.roleLastSeen],
   customerTokens: [metrics.customerTokens],
@@ -230,6 +236,7 @@ export const METRIC_GROUPS = {
     metrics.pollerStaleAfter,
     metrics.pollerRequests,
     metrics.pollerChanges,
+    metrics.erasedSkipped,
   ],
   /** Every process that calls the Partner API through the shared budget. */
   partner: [

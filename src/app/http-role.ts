@@ -1,3 +1,4 @@
+import { topicSettingsFromConfig } from '../kafka/topic-settings.js';
 import type { Server } from 'node:http';
 import { createCustomerTokens } from '../pms/customer-token-router.js';
 import { createHttpApp } from '../http/http-app.js';
@@ -128,6 +129,7 @@ async function startHttp(
     // The console judges and explains by the configured rules, as /readyz and the CLI do.
     insight: { retentionHours: config.OUTBOX_RETENTION_HOURS, relayStallSeconds: config.RELAY_STALL_SECONDS },
     retention: retentionText(config),
+    topics: topicSettingsFromConfig(config),
   });
   const readiness = createReadiness(runtime, 3000, {
     writer,

@@ -34,6 +34,36 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
+/** SHA-256 of the details' canonical JSON: what a version-2 entry's hash covers in their place. */
+export function detailsDigest(details: unknown): string {
+  return createHash('sha256').update(canonicalJson(details), 'utf8').digest('hex');
+}
+
+/** The hash of entries written since issue 51: the same content, with the details' digest in place of them. */
+export const HASH_VERSION = 2;
+
+export type ChainedContent = Omit<AuditContent, 'details'> & { detailsDigest: string };
+
+/**
+ * Version 2 (decision 053): the chain covers a digest of the details, so an erasure can empty them
+ * and keep the digest, and the chain still verifies; a digest that no longer matches details that
+ * were not erased is a change.
+ */
+export function entryHashV2(prevHash: string, entry: ChainedContent): string {
+  const content = canonicalJson({
+    v: 2,
+    id: String(entry.id),
+    at: entry.at.toISOString(),
+    actor: entry.actor,
+    action: entry.action,
+    target: entry.target,
+    reason: entry.reason,
+    details_digest: entry.detailsDigest,
+  });
+  return createHash('sha256').update(`${prevHash}\n${content}`, 'utf8').digest('hex');
+}
+
+/** Version 1: entries chained before issue 51 cover their details whole. */
 export function entryHash(prevHash: string, entry: AuditContent): string {
   const content = canonicalJson({
     id: String(entry.id),
@@ -80,7 +110,8 @@ export async function appendAudit(db: Db | Tx, entry: NewAuditEntry): Promise<vo
       details: JSON.parse(JSON.stringify(entry.details ?? {})) as unknown,
     };
     const prevHash = chain.head_hash ?? GENESIS_HASH;
-    const hash = entryHash(prevHash, content);
+    const digest = detailsDigest(content.details);
+    const hash = entryHashV2(prevHash, { ...content, detailsDigest: digest });
     await tx.auditEntry.create({
       data: {
         id: next!.id,
@@ -92,6 +123,8 @@ export async function appendAudit(db: Db | Tx, entry: NewAuditEntry): Promise<vo
         details: content.details as Prisma.InputJsonValue,
         prevHash,
         hash,
+        hashVersion: HASH_VERSION,
+        detailsDigest: digest,
       },
     });
     await tx.$executeRaw`UPDATE audit_chain SET head_id = ${next!.id}, head_hash = ${hash} WHERE id = 1`;

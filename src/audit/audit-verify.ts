@@ -1,5 +1,6 @@
 import type { Db } from '../db/prisma.js';
-import { entryHash, GENESIS_HASH } from './audit-chain.js';
+import { detailsDigest, entryHash, entryHashV2, GENESIS_HASH } from './audit-chain.js';
+import type { AuditEntry } from '@prisma/client';
 
 /** The first entry that breaks the chain, and how. */
 export interface ChainBreak {
@@ -14,6 +15,12 @@ export interface ChainReport {
   checked: number;
   /** Entries written before the chain began (not covered by it). */
   legacy: number;
+  /**
+   * Entries whose details were erased on request: a version-2 entry still verifies by its digest; a
+   * version-1 one (chained before issue 51) only by its place in the chain (`erasedLegacy`).
+   */
+  erased: number;
+  erasedLegacy: number;
   /** Oldest-first pruning so far: the newest pruned entry, its hash and time. */
   prunedThrough: { id: string; at: Date | null } | null;
   /** The chain's newest entry: keep this hash elsewhere to detect a rewrite of the whole trail. */
@@ -37,6 +44,8 @@ export async function verifyAuditChain(db: Db, onProgress?: (checked: number) =>
     ok: true,
     checked: 0,
     legacy,
+    erased: 0,
+    erasedLegacy: 0,
     prunedThrough: chain.prunedThroughId
       ? { id: String(chain.prunedThroughId), at: chain.prunedThroughAt }
       : null,
@@ -73,16 +82,8 @@ export async function verifyAuditChain(db: Db, onProgress?: (checked: number) =>
           `entry #${id} does not follow entry #${prevId}: an entry between them was deleted, or it was inserted out of order`,
         );
       }
-      const computed = entryHash(row.prevHash, {
-        id: row.id,
-        at: row.at,
-        actor: row.actor,
-        action: row.action,
-        target: row.target,
-        reason: row.reason,
-        details: row.details,
-      });
-      if (computed !== row.hash) return fail(id, `entry #${id} was changed after it was written`);
+      const problem = entryProblem(row, report);
+      if (problem) return fail(id, `entry #${id} ${problem}`);
       prevHash = row.hash;
       prevId = row.id;
       report.checked += 1;
@@ -96,4 +97,28 @@ export async function verifyAuditChain(db: Db, onProgress?: (checked: number) =>
     return fail('head', `the newest entries after #${prevId} (up to #${headId}) are missing: deleted`);
   }
   return report;
+}
+
+/**
+ * What is wrong with one entry's own content, or null. Version 2: the details match their digest
+ * (unless erased) and the hash covers the digest. Version 1: the hash covers the details whole; an
+ * erased one keeps its hash, which the next entry's prev_hash still names (its content is no longer
+ * recomputable: decision 053).
+ */
+function entryProblem(row: AuditEntry, report: ChainReport): string | null {
+  const erased = row.detailsErasedAt !== null;
+  if (erased) report.erased += 1;
+  if (row.hashVersion >= 2) {
+    if (!row.detailsDigest) return 'carries no digest of its details: written outside rentbridge';
+    if (!erased && detailsDigest(row.details) !== row.detailsDigest)
+      return 'was changed after it was written';
+    const computed = entryHashV2(row.prevHash!, { ...row, detailsDigest: row.detailsDigest });
+    return computed === row.hash ? null : 'was changed after it was written';
+  }
+  if (erased) {
+    report.erasedLegacy += 1;
+    return null;
+  }
+  const computed = entryHash(row.prevHash!, row);
+  return computed === row.hash ? null : 'was changed after it was written';
 }

@@ -5,6 +5,7 @@ import { TOPICS } from '../kafka/topics.js';
 import { TOMBSTONE_TYPE } from '../outbox/outbox-message.js';
 import type { Resource } from '../partner/resources.js';
 import { stateChangeType, type StateChange } from '../contracts/state-change.js';
+import { withoutErased } from '../privacy/erased-records.js';
 
 /**
  * The one write path of state changes: the receiver (webhooks) and the poller (list reads and
@@ -57,8 +58,15 @@ const keyOf = (p: { resource: string; id: string }) => `${p.resource}\u0000${p.i
  * first's status, or is a duplicate. Answers one result per input, in input order.
  */
 export async function recordChanges(tx: Tx, inputs: StateChangeInput[]): Promise<RecordedChange[]> {
-  const prepared = inputs.map(prepare);
-  const results: RecordedChange[] = prepared.map(() => ({ published: false }));
+  const results: RecordedChange[] = inputs.map(() => ({ published: false }));
+  // A record erased on request is left out (counted, not named) while the platform still holds it.
+  const kept = await withoutErased(
+    tx,
+    inputs.map(prepare).map((p, index) => ({ ...p, index })),
+    (p) => ({ resource: p.resource, id: p.id }),
+    inputs[0]?.via === 'poll' ? 'poll' : 'webhook',
+  );
+  const prepared = kept;
   // Rounds: each (resource, id) at most once per round (an upsert may not touch a row twice).
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
@@ -72,7 +80,7 @@ export async function recordChanges(tx: Tx, inputs: StateChangeInput[]): Promise
     await recordRound(
       tx,
       round.map((i) => prepared[i]!),
-    ).then((recorded) => round.forEach((i, n) => (results[i] = recorded[n]!)));
+    ).then((recorded) => round.forEach((i, n) => (results[prepared[i]!.index] = recorded[n]!)));
   }
   return results;
 }

@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { projectRoot } from '../dev/local-servers/project-root.js';
 import { registerCallbacks } from './callbacks-program.js';
 import { registerReconcile } from './reconcile-program.js';
+import { registerErase } from './erase-program.js';
 import { registerOpsAccess } from './ops-access-program.js';
 import { addDlqCommands } from './commands/dlq-options.js';
 import type { ProbeCliOptions } from './commands/probe.js';
@@ -192,6 +193,8 @@ export function buildProgram(): Command {
   registerCallbacks(program);
   // Reconciliation against the platform's records (src/reconcile/).
   registerReconcile(program);
+  // Erasure of one person on request (src/erasure/, docs/privacy.md).
+  registerErase(program);
   // Personal ops tokens and the audit chain (docs/ops-access.md).
   registerOpsAccess(program);
 

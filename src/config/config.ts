@@ -97,6 +97,13 @@ export const configSchema = z
      * every removal. Default 168 h (7 days, the broker's default retention).
      */
     KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS: positiveInt.default(168),
+    /**
+     * partner.<resource> changelogs: a superseded or tombstoned version is compacted away at the
+     * latest this long after it was written (`max.compaction.lag.ms`), so an erased person's record
+     * leaves the changelog by a stated date (docs/privacy.md). Default 336 h (14 days); at least
+     * KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS.
+     */
+    KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS: positiveInt.default(336),
     /** How long commands.* are kept on Kafka. Default 168 h. */
     KAFKA_COMMAND_RETENTION_HOURS: positiveInt.default(168),
     /** How long outcomes.* are kept on Kafka. Default 168 h. */
@@ -104,10 +111,11 @@ export const configSchema = z
     /** How long inbound.unrouted is kept on Kafka. Default 720 h (30 days). */
     KAFKA_UNROUTED_RETENTION_HOURS: positiveInt.default(720),
     /**
-     * How long <topic>.dlq is kept on Kafka. Unset (default): forever, as long as the dead-letter
-     * index in PostgreSQL keeps the letters (it never prunes them).
+     * How long <topic>.dlq is kept on Kafka. Default 720 h (30 days): dead letters carry personal
+     * data, so none is kept forever (docs/privacy.md); the dead-letter index in PostgreSQL, which
+     * redrives read, keeps the letters themselves.
      */
-    KAFKA_DLQ_RETENTION_HOURS: positiveInt.optional(),
+    KAFKA_DLQ_RETENTION_HOURS: positiveInt.default(720),
     /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(10_000),
     /** Partner API base URL. Required by every role (`rentbridge start --demo` runs the embedded sandbox instead). */
@@ -271,6 +279,13 @@ export const configSchema = z
         code: 'custom',
         path: ['PARTNER_SECRET_KEY'],
         message: 'required when PARTNER_API_URL points at a real Partner API',
+      });
+    }
+    if (c.KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS < c.KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS'],
+        message: 'must be at least KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS',
       });
     }
     // A command still on its topic must still find its guard row, or a re-read would apply it again.

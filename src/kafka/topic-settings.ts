@@ -19,10 +19,12 @@ export interface TopicSettings {
   /** KAFKA_MIN_INSYNC_REPLICAS; unset: replication factor - 1, at least 1. */
   minInsyncReplicas?: number;
   changelogMinCompactionLagMs: number;
+  /** At the latest this long after it was written, a superseded or tombstoned version is compacted away. */
+  changelogMaxCompactionLagMs: number;
   commandRetentionMs: number;
   outcomeRetentionMs: number;
   unroutedRetentionMs: number;
-  /** -1: kept forever, as long as the dead-letter index keeps the letters. */
+  /** Bounded: dead letters carry personal data (docs/privacy.md). */
   deadLetterRetentionMs: number;
   /** Extra topic configs by kind (tests force compaction with small segments). */
   overrides?: Partial<Record<TopicKind, Record<string, string>>>;
@@ -47,11 +49,11 @@ export function topicSettingsFromConfig(config: Config): TopicSettings {
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
     minInsyncReplicas: config.KAFKA_MIN_INSYNC_REPLICAS,
     changelogMinCompactionLagMs: config.KAFKA_CHANGELOG_MIN_COMPACTION_LAG_HOURS * HOUR_MS,
+    changelogMaxCompactionLagMs: config.KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS * HOUR_MS,
     commandRetentionMs: config.KAFKA_COMMAND_RETENTION_HOURS * HOUR_MS,
     outcomeRetentionMs: config.KAFKA_OUTCOME_RETENTION_HOURS * HOUR_MS,
     unroutedRetentionMs: config.KAFKA_UNROUTED_RETENTION_HOURS * HOUR_MS,
-    deadLetterRetentionMs:
-      config.KAFKA_DLQ_RETENTION_HOURS === undefined ? -1 : config.KAFKA_DLQ_RETENTION_HOURS * HOUR_MS,
+    deadLetterRetentionMs: config.KAFKA_DLQ_RETENTION_HOURS * HOUR_MS,
   };
 }
 
@@ -95,12 +97,20 @@ export function wantedTopic(logical: string, settings: TopicSettings, brokers: n
     // long: a consumer at most this far behind sees every change and every removal.
     configs['min.compaction.lag.ms'] = String(settings.changelogMinCompactionLagMs);
     configs['delete.retention.ms'] = String(settings.changelogMinCompactionLagMs);
+    // And a bound: a superseded version, or a record before its tombstone (an erasure's), leaves
+    // by this age, so every copy of personal data on a changelog has a date (docs/privacy.md).
+    configs['max.compaction.lag.ms'] = String(settings.changelogMaxCompactionLagMs);
   } else {
     configs['cleanup.policy'] = 'delete';
     configs['retention.ms'] = String(retentionMs(kind, settings));
   }
   Object.assign(configs, settings.overrides?.[kind]);
   return { logical, kind, partitions: settings.partitions, replicationFactor, configs };
+}
+
+/** How long a message of the kind may stay on its topic at the latest (a changelog: until compacted). */
+export function keptAtMostMs(kind: TopicKind, s: TopicSettings): number {
+  return kind === 'changelog' ? s.changelogMaxCompactionLagMs : retentionMs(kind, s);
 }
 
 function retentionMs(kind: Exclude<TopicKind, 'changelog'>, s: TopicSettings): number {

@@ -45,6 +45,7 @@ export const OPS_API_ROUTES: readonly RouteRole[] = [
   { method: 'GET', path: '/tokens', role: 'admin' },
   { method: 'POST', path: '/tokens', role: 'admin' },
   { method: 'DELETE', path: '/tokens/:name', role: 'admin' },
+  { method: 'POST', path: '/erasures', role: 'admin' },
 ];
 
 function matcher(path: string): RegExp {

@@ -28,6 +28,8 @@ import { createOpsTokenRouter } from './ops-token-router.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 import { createStorageRouter } from '../retention/storage-router.js';
 import { createReconcileOpsRouter } from './reconcile-ops-router.js';
+import { createErasureOpsRouter } from './erasure-ops-router.js';
+import { defaultTopicSettings, type TopicSettings } from '../kafka/topic-settings.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -48,6 +50,8 @@ export interface OpsRouterOptions {
   insight?: { retentionHours: number; relayStallSeconds: number };
   /** What each table keeps, for GET /storage (retentionText of the configuration). */
   retention?: Record<string, string>;
+  /** What each topic keeps, for an erasure's receipt (topicSettingsFromConfig); unset: the defaults. */
+  topics?: TopicSettings;
 }
 
 export type OpsRouter = Router & {
@@ -248,6 +252,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.use(createCallbackOpsRouter({ db, actorOf }));
   // Personal tokens (admin): src/ops/ops-token-router.ts.
   api.use(createOpsTokenRouter({ db }));
+  // Erasure of one person on request (admin): src/erasure/, docs/privacy.md.
+  api.use(createErasureOpsRouter({ db, topics: options.topics ?? defaultTopicSettings(1) }));
   api.use(notFound());
   api.use(errorHandler(logger));
 

@@ -6,6 +6,7 @@ import { insertOutboxRows, type OutboxMessageInput } from '../outbox/outbox-repo
 import { notifyRelay } from '../outbox/relay-waker.js';
 import type { Resource } from '../partner/resources.js';
 import { stateChangeType, type StateChange } from '../contracts/state-change.js';
+import { withoutErased } from '../privacy/erased-records.js';
 
 /** The resync's reads and writes of PostgreSQL: its position per resource and its outbox rows. */
 
@@ -38,10 +39,12 @@ export async function resetPosition(db: Db, resource: Resource): Promise<void> {
 export async function writeResyncPage(
   db: Db,
   resource: Resource,
-  records: (Record<string, unknown> & { id: string; updated_at: string })[],
+  page: (Record<string, unknown> & { id: string; updated_at: string })[],
   position: { pagesDone: number; records: number },
 ): Promise<void> {
   const source = `/resync/${resource}`;
+  // A record erased on request is not republished (counted, not named) while the platform holds it.
+  const records = await withoutErased(db, page, (r) => ({ resource, id: r.id }), 'resync');
   const messages: OutboxMessageInput[] = records.map((record) => {
     const data: StateChange = {
       resource,

@@ -38,17 +38,24 @@ describe('topic settings', () => {
       'cleanup.policy': 'compact',
       'min.compaction.lag.ms': String(24 * 3_600_000),
       'delete.retention.ms': String(24 * 3_600_000),
+      // Every copy of personal data leaves a changelog by a date: compacted at the latest after 14 days.
+      'max.compaction.lag.ms': String(336 * 3_600_000),
     });
     expect(wantedTopic('inbound.unrouted', s, 1).configs).toMatchObject({
       'cleanup.policy': 'delete',
       'retention.ms': '3600000',
     });
-    // Dead letters stay as long as their index in PostgreSQL keeps them: forever, unless configured.
-    expect(wantedTopic('commands.enrollments.dlq', s, 1).configs['retention.ms']).toBe('-1');
+    // Dead letters carry personal data: kept 30 days unless configured, never forever (docs/privacy.md).
+    expect(wantedTopic('commands.enrollments.dlq', s, 1).configs['retention.ms']).toBe(
+      String(720 * 3_600_000),
+    );
     expect(
       wantedTopic('commands.enrollments.dlq', settings({ KAFKA_DLQ_RETENTION_HOURS: '2' }), 1).configs[
         'retention.ms'
       ],
     ).toBe('7200000');
+    expect(() => loadConfig({ KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS: '24' })).toThrow(
+      /KAFKA_CHANGELOG_MAX_COMPACTION_LAG_HOURS/,
+    );
   });
 });

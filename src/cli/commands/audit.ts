@@ -25,6 +25,11 @@ export async function verify(opts: { json?: boolean }): Promise<void> {
               `pruned (oldest first) through entry #${report.prunedThrough.id}${report.prunedThrough.at ? `, written ${report.prunedThrough.at.toISOString()}` : ''}`,
             ]
           : []),
+        ...(report.erased
+          ? [
+              `${report.erased} entries' details erased on request${report.erasedLegacy ? ` (${report.erasedLegacy} of them chained before issue 51: held by their place in the chain only)` : ''}`,
+            ]
+          : []),
         ...(report.head ? [`head: entry #${report.head.id}, hash ${report.head.hash}`] : []),
         report.ok ? 'the audit chain holds' : `the audit chain is broken: ${report.firstBreak!.problem}`,
       ];

@@ -125,6 +125,9 @@ export function createSnapshotStore(options: SnapshotStoreOptions): SnapshotStor
         SELECT ${keyId}, ${resource}, r.value->>'id', ${position?.page ?? null}::int,
                ${position?.perPage ?? null}::int, r.value, ${at}::timestamptz
         FROM jsonb_array_elements(${rows}::jsonb) AS r
+        -- A record erased on request is not stored again while the platform still holds it.
+        WHERE NOT EXISTS (SELECT 1 FROM erased_records e
+                           WHERE e.resource = ${resource} AND e.record_id = r.value->>'id')
         ON CONFLICT (key_id, resource, record_id) DO UPDATE
         SET record = EXCLUDED.record, asked_at = EXCLUDED.asked_at,
             page = coalesce(EXCLUDED.page, snapshot_reads.page),
