@@ -86,6 +86,11 @@ export function maskValue(kind: PersonalKind, value: unknown): unknown {
   }
 }
 
+/** Whether a text holds a mask (two bullets or more): a masked view copied back as data. */
+export function holdsMask(text: string): boolean {
+  return text.includes('••');
+}
+
 export function isEmail(text: string): boolean {
   return EMAIL_WHOLE.test(text.trim());
 }

@@ -5,6 +5,7 @@ import {
   type CommandIdentity,
 } from '../contracts/command-contracts.js';
 import { cloudEventSchema } from '../contracts/cloudevent.js';
+import { holdsMask } from '../personal-data.js';
 import { describeIssues } from './dead-letter-filters.js';
 
 /**
@@ -92,6 +93,12 @@ export function buildCorrectedValue(options: {
   const { correction } = options;
   if (correction === null || typeof correction !== 'object' || Array.isArray(correction)) {
     throw new CorrectionError('the correction must be a JSON object (a CloudEvent or the command itself)');
+  }
+  // A correction copied from a masked view would write `J.` over a tenant's name (decision 052).
+  if (holdsMask(JSON.stringify(correction))) {
+    throw new CorrectionError(
+      'the correction holds masked values (•••): reveal the letter first (POST /ops/api/reveal, dlq show --reveal)',
+    );
   }
   let event: unknown;
   if ('specversion' in correction) {
