@@ -59,7 +59,10 @@ export function maskPhone(value: string): string {
 
 /** Initials: `Jane Doe` → `J. D.`. */
 export function maskName(value: string): string {
-  const words = value.trim().split(/[\s-]+/u).filter(Boolean);
+  const words = value
+    .trim()
+    .split(/[\s-]+/u)
+    .filter(Boolean);
   return words.length === 0 ? BULLETS : words.map((w) => `${[...w][0]!.toUpperCase()}.`).join(' ');
 }
 

@@ -16,16 +16,22 @@ import { UsageError } from './process.js';
 export function revealReason(given: string | undefined): string | undefined {
   if (given === undefined) return undefined;
   const reason = given.trim();
-  if (reason.length < 3) throw new UsageError('--reveal needs a reason (at least 3 characters), kept in the audit');
+  if (reason.length < 3)
+    throw new UsageError('--reveal needs a reason (at least 3 characters), kept in the audit');
   return reason;
 }
 
 /** A search text that is a personal value needs --reveal (exit 2 naming it otherwise). */
-export function requireRevealForSearch(values: Array<string | undefined>, reason: string | undefined): string | null {
+export function requireRevealForSearch(
+  values: Array<string | undefined>,
+  reason: string | undefined,
+): string | null {
   const personal = values.find((v) => isPersonalSearch(v));
   if (personal === undefined) return null;
   if (reason === undefined)
-    throw new UsageError('a search by a personal value (an e-mail, a phone) is a reveal: add --reveal REASON');
+    throw new UsageError(
+      'a search by a personal value (an e-mail, a phone) is a reveal: add --reveal REASON',
+    );
   return personal;
 }
 

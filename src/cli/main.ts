@@ -143,8 +143,10 @@ function addToolCommands(program: Command): void {
     )
     .option('--reveal <reason>', 'show personal values whole (masked otherwise); the reason is audited')
     .action(
-      async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind; reveal?: string }) =>
-        (await import('./commands/trace.js')).trace(id, opts),
+      async (
+        id: string,
+        opts: { json?: boolean; source?: string; type?: string; as?: IdKind; reveal?: string },
+      ) => (await import('./commands/trace.js')).trace(id, opts),
     );
 }
 

@@ -5,7 +5,7 @@ import {
   type CommandIdentity,
 } from '../contracts/command-contracts.js';
 import { cloudEventSchema } from '../contracts/cloudevent.js';
-import { holdsMask } from '../personal-data.js';
+import { changedFieldDigests, holdsMask } from '../personal-data.js';
 import { describeIssues } from './dead-letter-filters.js';
 
 /**
@@ -24,6 +24,15 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a correction's audit entry keeps (decision 052): the fields the corrected value changed,
+ * each old and new value as a digest, never the values (a tenant's personal data).
+ */
+export function correctionAuditDetails(originalValue: string, correctedValue: string) {
+  const read = (text: string) => parseJson(text) ?? text;
+  return { changed: changedFieldDigests(read(originalValue), read(correctedValue)) };
 }
 
 /** The command id in a message value (the `data` of its CloudEvent), when there is one. */

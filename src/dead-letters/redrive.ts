@@ -3,11 +3,11 @@ import type { Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
 import { describeIdentity, type CommandIdentity } from '../contracts/command-contracts.js';
 import type { Logger } from '../logger.js';
-import { changedFieldDigests } from '../personal-data.js';
 import { deadLetterTarget, writeAudit } from './audit-repository.js';
 import {
   buildCorrectedValue,
   commandOfValue,
+  correctionAuditDetails,
   CorrectionError,
   letterIdentity,
 } from './command-correction.js';
@@ -198,14 +198,6 @@ function reopenForRedrive(
   return reopenGuardRow(tx, found, corrected);
 }
 
-function jsonOrText(value: string): unknown {
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value;
-  }
-}
-
 /** Step 4 (not a dry run): the letter becomes `redriven` and the audit rows are written. */
 async function recordRedrive(
   tx: Tx,
@@ -227,13 +219,8 @@ async function recordRedrive(
   });
   const audit = { actor: options.actor, target: deadLetterTarget(id), reason: options.reason };
   if (correctedValue) {
-    await writeAudit(tx, {
-      ...audit,
-      action: 'correct',
-      // The fields the correction changed, each value as a digest: never the values, which are a
-      // tenant's personal data in an entry the chain keeps for 400 days (decision 052).
-      details: { changed: changedFieldDigests(jsonOrText(letter.value), jsonOrText(correctedValue)) },
-    });
+    const details = correctionAuditDetails(letter.value, correctedValue); // no payload (decision 052)
+    await writeAudit(tx, { ...audit, action: 'correct', details });
   }
   await writeAudit(tx, {
     ...audit,

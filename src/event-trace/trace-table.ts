@@ -8,15 +8,17 @@ export function formatTrace(
 ): string {
   const lines: string[] = [`trace ${terminalSafe(trace.id)}`];
   if (trace.steps.length) {
-    const rows = trace.steps.map((s) => [
-      s.at.replace('T', ' ').replace('Z', ''),
-      s.stage,
-      s.what,
-      Object.entries(s.details)
-        .filter(([, v]) => v != null && v !== '')
-        .map(([k, v]) => `${k}=${String(v)}`)
-        .join(' '),
-    ].map(terminalSafe));
+    const rows = trace.steps.map((s) =>
+      [
+        s.at.replace('T', ' ').replace('Z', ''),
+        s.stage,
+        s.what,
+        Object.entries(s.details)
+          .filter(([, v]) => v != null && v !== '')
+          .map(([k, v]) => `${k}=${String(v)}`)
+          .join(' '),
+      ].map(terminalSafe),
+    );
     const header = ['time (UTC)', 'stage', 'what', 'ids and facts'];
     const widths = [0, 1, 2].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) =>

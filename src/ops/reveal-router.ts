@@ -56,9 +56,14 @@ export function searchIsReveal(db: Db): RequestHandler {
     if (searched === null) return next();
     const me = identityOf(res);
     if (!roleAllows(me.role, 'operator')) {
-      throw new AppError(403, 'forbidden', 'a search by a personal value is a reveal: it needs the operator role', {
-        extra: { role_needed: 'operator' },
-      });
+      throw new AppError(
+        403,
+        'forbidden',
+        'a search by a personal value is a reveal: it needs the operator role',
+        {
+          extra: { role_needed: 'operator' },
+        },
+      );
     }
     const reason = typeof req.query.reason === 'string' ? req.query.reason.trim() : '';
     if (reason.length < 3) {
@@ -137,7 +142,8 @@ async function revealed(
 ): Promise<unknown> {
   const number = () => {
     const n = Number(body.id);
-    if (!Number.isSafeInteger(n) || n < 1) throw new AppError(400, 'validation_error', 'id: a positive integer');
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new AppError(400, 'validation_error', 'id: a positive integer');
     return n;
   };
   switch (body.kind) {

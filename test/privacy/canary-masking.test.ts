@@ -109,7 +109,9 @@ describe('personal data of a canary person', () => {
     );
 
     // A payment of the canary's amount and date.
-    const [enrollment] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+    const [enrollment] = await h.control.addRecords('enrollments', [
+      { status: 'active', rental_payments: [] },
+    ]);
     paymentId = uid('pay');
     const paid = await send(
       receiver.url,
@@ -189,7 +191,9 @@ describe('personal data of a canary person', () => {
         reason: 'just curious',
       });
       expect(reveal.status).toBe(403);
-      expect(JSON.parse(reveal.text)).toMatchObject({ error: { code: 'forbidden', role_needed: 'operator' } });
+      expect(JSON.parse(reveal.text)).toMatchObject({
+        error: { code: 'forbidden', role_needed: 'operator' },
+      });
       const search = await call(tokens.viewer, `/trace/${encodeURIComponent(canary.email)}`);
       expect(search.status).toBe(403);
       expect(JSON.parse(search.text)).toMatchObject({ error: { code: 'forbidden' } });
@@ -235,7 +239,11 @@ describe('personal data of a canary person', () => {
       expect(rows.map((r) => [r.actor, r.target, r.reason])).toEqual([
         ['token:canary-operator', `dead_letter:${letterId}`, 'ticket 4711: tenant asks'],
         ['token:canary-admin', `reconciliation_item:${itemId}`, 'ticket 4712: drift check'],
-        ['token:canary-operator', expect.stringMatching(/^trace:sha256:[0-9a-f]{16}$/), 'ticket 4713: where is it'],
+        [
+          'token:canary-operator',
+          expect.stringMatching(/^trace:sha256:[0-9a-f]{16}$/),
+          'ticket 4713: where is it',
+        ],
       ]);
       expect(canaryValuesIn(canary, JSON.stringify(rows))).toEqual([]);
     });

@@ -101,7 +101,9 @@ describe('terminal text', () => {
       const trace = formatTrace({
         id: `x${ESCAPES}`,
         found: true,
-        steps: [{ at: '2026-11-01T00:00:00Z', stage: 'webhook', what: `from ${ESCAPES}`, details: { a: ESCAPES } }],
+        steps: [
+          { at: '2026-11-01T00:00:00Z', stage: 'webhook', what: `from ${ESCAPES}`, details: { a: ESCAPES } },
+        ],
         ends: [ESCAPES],
       } as unknown as Parameters<typeof formatTrace>[0]);
       expect(CONTROL.test(trace)).toBe(false);

@@ -69,7 +69,9 @@ export async function status(opts: { json?: boolean }): Promise<void> {
     if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     for (const r of rows) {
       process.stdout.write(
-        terminalSafe(`${r.source}: ${r.configured_by ? `configured by ${r.configured_by}` : r.configured ? r.endpoint : 'not in PMS_CALLBACKS'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}`) + '\n',
+        terminalSafe(
+          `${r.source}: ${r.configured_by ? `configured by ${r.configured_by}` : r.configured ? r.endpoint : 'not in PMS_CALLBACKS'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}`,
+        ) + '\n',
       );
     }
   });
@@ -103,11 +105,7 @@ export async function list(opts: ListOptions): Promise<void> {
       limit,
     });
     const out = opts.json
-      ? JSON.stringify(
-          maskPersonal(deliveries.map(({ payload: _payload, ...d }) => d)),
-          null,
-          2,
-        )
+      ? JSON.stringify(maskPersonal(deliveries.map(({ payload: _payload, ...d }) => d)), null, 2)
       : formatDeliveries(deliveries);
     process.stdout.write(`${out}\n`);
   });
