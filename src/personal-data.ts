@@ -154,12 +154,17 @@ export function personalDigest(value: unknown): string {
 }
 
 /**
- * A search text that is a personal value (an e-mail address, or a run of seven or more digits as
- * a phone has): searching by it tells whether that person is here, so it is a reveal.
+ * A search text that is a personal value (an e-mail address anywhere in it, or a phone number: 10
+ * to 15 digits and nothing but phone punctuation): searching by it tells whether that person is
+ * here, so it is a reveal. Ids are not phones: a UUID or `pay-20261101` has letters, an
+ * application id has fewer digits.
  */
 export function isPersonalSearch(text: string | undefined): boolean {
   if (!text) return false;
-  return EMAIL_ANYWHERE.test(text) || /\d{7,}/.test(text.replace(/[\s().+-]/g, ''));
+  if (EMAIL_ANYWHERE.test(text)) return true;
+  const trimmed = text.trim();
+  const digits = trimmed.replace(/\D/g, '').length;
+  return /^\+?[\d\s().-]+$/.test(trimmed) && digits >= 10 && digits <= 15;
 }
 
 /** The fields two JSON values differ in (dot paths), each with a digest of its old and new value. */

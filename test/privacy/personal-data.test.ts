@@ -59,6 +59,9 @@ describe('personal-data masks', () => {
     expect(isPersonalSearch('(555) 123-4567')).toBe(true);
     expect(isPersonalSearch('pay-123')).toBe(false);
     expect(isPersonalSearch('ENR_42')).toBe(false);
+    expect(isPersonalSearch('b6e140be-a022-4240-a408-11ba20950856')).toBe(false);
+    expect(isPersonalSearch('999999999')).toBe(false);
+    expect(isPersonalSearch('5558675309')).toBe(true);
   });
 
   it('names the changed fields of a correction with a digest of each value, never the value', () => {

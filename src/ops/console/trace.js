@@ -114,7 +114,11 @@ function tracePath(id, as, scope) {
 }
 
 /** An e-mail address or a phone number: tracing by it reveals whether that person is here. */
-const looksPersonal = (id) => /@/.test(id) || /\d{7,}/.test(id.replace(/[\s().+-]/g, ''));
+// The same rule as isPersonalSearch in src/personal-data.ts.
+const looksPersonal = (id) => {
+  const digits = id.replace(/\D/g, '').length;
+  return /@/.test(id) || (/^\+?[\d\s().-]+$/.test(id.trim()) && digits >= 10 && digits <= 15);
+};
 
 export async function showTrace(id, as = null, scope = null, revealing = false) {
   currentTraceId = id;
