@@ -199,3 +199,13 @@ function flatten(value: unknown, prefix = '', out = new Map<string, unknown>()):
   }
   return out;
 }
+
+/** What can be revealed, one item at a time (POST /ops/api/reveal, `--reveal` in the CLI). */
+export const REVEAL_KINDS = ['dead_letter', 'trace', 'reconciliation_item'] as const;
+export type RevealKind = (typeof REVEAL_KINDS)[number];
+
+/** An item as a reveal's audit entry names it: by its id, or by a digest when the id is personal. */
+export function revealTarget(kind: string, id: string | number): string {
+  const text = String(id);
+  return `${kind}:${isEmail(text) || isPersonalSearch(text) ? personalDigest(text.trim().toLowerCase()) : text}`;
+}

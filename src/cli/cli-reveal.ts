@@ -1,7 +1,6 @@
 import type { Db } from '../db/prisma.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
-import { revealTarget, type RevealKind } from '../ops/reveal-router.js';
-import { isPersonalSearch } from '../personal-data.js';
+import { isPersonalSearch, revealTarget, type RevealKind } from '../personal-data.js';
 import { cliActor } from './cli-actor.js';
 import { UsageError } from './process.js';
 

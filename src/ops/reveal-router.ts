@@ -4,7 +4,7 @@ import type { Db } from '../db/prisma.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import type { DeadLetterService } from '../dead-letters/dead-letter-service.js';
 import { AppError } from '../errors.js';
-import { isEmail, isPersonalSearch, maskPersonal, personalDigest } from '../personal-data.js';
+import { isPersonalSearch, maskPersonal, REVEAL_KINDS, revealTarget } from '../personal-data.js';
 import { createReconcileRepository } from '../reconcile/reconcile-repository.js';
 import { identityOf } from './ops-auth.js';
 import { roleAllows } from './ops-roles.js';
@@ -16,10 +16,6 @@ import { readTrace } from './insight-router.js';
  * `reveal` (the item and the reason, never a value); a search by a personal value is a reveal too
  * (`searchIsReveal`). The viewer's 403 for `/reveal` is ops-auth's, from OPS_API_ROUTES.
  */
-
-/** What can be revealed: each kind the item an ops view shows. */
-export const REVEAL_KINDS = ['dead_letter', 'trace', 'reconciliation_item'] as const;
-export type RevealKind = (typeof REVEAL_KINDS)[number];
 
 const revealBody = z.object({
   kind: z.enum(REVEAL_KINDS),
@@ -37,12 +33,6 @@ export function maskPersonalAnswers(): RequestHandler {
     res.json = (body: unknown) => json(res.locals.revealed === true ? body : maskPersonal(body));
     next();
   };
-}
-
-/** An item named in the audit: by its id, or by a digest when the id is itself personal. */
-export function revealTarget(kind: string, id: string | number): string {
-  const text = String(id);
-  return `${kind}:${isEmail(text) || isPersonalSearch(text) ? personalDigest(text.trim().toLowerCase()) : text}`;
 }
 
 /**
