@@ -1,4 +1,5 @@
 import type { DestinationStream } from 'pino';
+import { terminalSafe } from './terminal-text.js';
 
 /**
  * How log lines reach the terminal (LOG_FORMAT): JSON for machines (a log shipper, a pipe, a
@@ -32,7 +33,7 @@ const MAX_FIELD = 80;
 function show(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   const plain = text === undefined ? String(value) : text;
-  const oneLine = plain.replace(/\s+/g, ' ');
+  const oneLine = terminalSafe(plain.replace(/[ \t\n\r]+/g, ' '));
   return oneLine.length > MAX_FIELD ? `${oneLine.slice(0, MAX_FIELD - 1)}…` : oneLine;
 }
 
@@ -48,16 +49,18 @@ export function formatLine(json: string): string {
   try {
     record = JSON.parse(json) as Record<string, unknown>;
   } catch {
-    return json.trimEnd();
+    return terminalSafe(json.trimEnd());
   }
   const time = typeof record.time === 'string' ? record.time.slice(11, 19) : '';
   const level = LEVEL_MARK[String(record.level)] ?? String(record.level).toUpperCase();
   const component = typeof record.component === 'string' ? ` ${record.component}` : '';
   const fields = Object.entries(record)
     .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined && v !== null)
-    .map(([k, v]) => `${k}=${show(v)}`);
+    .map(([k, v]) => `${terminalSafe(k)}=${show(v)}`);
   const err = errorText(record.err) ?? errorText(record.error);
-  const parts = [`${time} ${level}${component}`, String(record.msg ?? '')];
+  // Every text of the record is data (a source name from an unauthenticated webhook path, an
+  // error message from the network): escaped, so it cannot drive the operator's terminal.
+  const parts = [`${time} ${level}${terminalSafe(component)}`, terminalSafe(String(record.msg ?? ''))];
   if (err) parts.push(`(${show(err)})`);
   if (fields.length > 0) parts.push(fields.join(' '));
   return parts.join('  ');

@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import { prettyDestination, type LogFormat } from './log-format.js';
+import { maskText, maskValue, PERSONAL_FIELDS } from './personal-data.js';
 
 export type { Logger };
 
@@ -51,7 +52,13 @@ function redactFields<T extends object>(object: T, depth: number): T {
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(object)) {
     const value = (object as Record<string, unknown>)[key];
-    const next = SECRET_KEYS.has(key) && value !== undefined ? CENSOR : redactValue(value, depth + 1);
+    const personal = PERSONAL_FIELDS[key];
+    const next =
+      SECRET_KEYS.has(key) && value !== undefined
+        ? CENSOR
+        : personal && (typeof value === 'string' || typeof value === 'number')
+          ? maskValue(personal, value)
+          : redactValue(value, depth + 1);
     if (next !== value) {
       copy ??= { ...(object as Record<string, unknown>) };
       copy[key] = next;
@@ -60,8 +67,14 @@ function redactFields<T extends object>(object: T, depth: number): T {
   return (copy as T | undefined) ?? object;
 }
 
-/** Walks arrays and plain objects; errors are left to the `err` serializer, which redacts its output. */
+/**
+ * Walks arrays and plain objects; errors are left to the `err` serializer, which redacts its output.
+ * A personal value never reaches a line whole (decision 052): a field of src/personal-data.ts's
+ * list is masked by its kind, an e-mail address in any text (a registration's Kafka key, an error
+ * message) is masked where it stands; the `@` test keeps that to the few strings that may hold one.
+ */
 function redactValue(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return value.includes('@') ? maskText(value) : value;
   if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;

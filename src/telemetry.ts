@@ -8,6 +8,7 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
+import { maskText } from './personal-data.js';
 
 /**
  * OpenTelemetry hooks for the flow: a few lines in the receiver, the relay, the command consumer
@@ -21,6 +22,11 @@ import {
  */
 
 let enabled = false;
+
+/** A span's error text: an e-mail address in it (a registration's) is masked (decision 052). */
+function spanErrorText(error: unknown): string {
+  return maskText(String((error as Error | undefined)?.message ?? error));
+}
 
 /** Called by the SDK set-up once a tracer provider and the W3C propagator are registered. */
 export function markTelemetryEnabled(on: boolean): void {
@@ -69,7 +75,7 @@ export async function inSpan<T>(
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (error) {
     span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: spanErrorText(error) });
     throw error;
   } finally {
     span.end();
@@ -150,7 +156,7 @@ export function tracePublish(
 /** Ends every span, each marked failed when there is an error. */
 function endAll(spans: Iterable<Span>, error?: unknown): void {
   for (const span of spans) {
-    if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: spanErrorText(error) });
     span.end();
   }
 }

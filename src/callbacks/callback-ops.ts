@@ -1,6 +1,8 @@
 import type { Db } from '../db/prisma.js';
 import { writeAudit } from '../dead-letters/audit-repository.js';
 import { escapeId } from '../contracts/command-contracts.js';
+import { maskText } from '../personal-data.js';
+import { terminalSafe } from '../terminal-text.js';
 import { redeliver, type Delivery } from './callback-repository.js';
 
 /**
@@ -42,8 +44,9 @@ export async function redeliverCallbacks(db: Db, request: RedeliverRequest): Pro
   return ids;
 }
 
+/** A table cell: an endpoint's answer (`last_error`) is outside text, escaped and masked. */
 function cell(text: string | number | null | undefined, width: number): string {
-  const s = text == null || text === '' ? '-' : String(text);
+  const s = text == null || text === '' ? '-' : terminalSafe(maskText(String(text)));
   return s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width);
 }
 

@@ -148,8 +148,12 @@ function addToolCommands(program: Command): void {
         return value as IdKind;
       },
     )
-    .action(async (id: string, opts: { json?: boolean; source?: string; type?: string; as?: IdKind }) =>
-      (await import('./commands/trace.js')).trace(id, opts),
+    .option('--reveal <reason>', 'show personal values whole (masked otherwise); the reason is audited')
+    .action(
+      async (
+        id: string,
+        opts: { json?: boolean; source?: string; type?: string; as?: IdKind; reveal?: string },
+      ) => (await import('./commands/trace.js')).trace(id, opts),
     );
 }
 

@@ -1,6 +1,7 @@
 import type { Prisma } from '@prisma/client';
 import { appendAudit } from '../audit/audit-chain.js';
 import type { Db } from '../db/prisma.js';
+import { maskPersonal, maskText } from '../personal-data.js';
 import type { AuditFilters } from './dead-letter-filters.js';
 
 type Tx = Prisma.TransactionClient;
@@ -22,7 +23,9 @@ export type AuditAction =
   | 'sign_in_refused'
   | 'sign_out'
   | 'token_create'
-  | 'token_revoke';
+  | 'token_revoke'
+  /** Personal data shown unmasked to one person for one item, with their reason (decision 052). */
+  | 'reveal';
 
 export interface AuditEntry {
   id: number;
@@ -38,12 +41,21 @@ export function deadLetterTarget(id: number): string {
   return `dead_letter:${id}`;
 }
 
-/** Appends a chained entry (src/audit/audit-chain.ts), in the caller's transaction when given one. */
+/**
+ * Appends a chained entry (src/audit/audit-chain.ts), in the caller's transaction when given one.
+ * No personal value is kept whole in the audit (decision 052): the target, the reason and the
+ * details are masked here, for every caller (a guard row's target is a registration's e-mail).
+ */
 export async function writeAudit(
   tx: Db | Tx,
   entry: { actor: string; action: AuditAction; target: string; reason?: string | null; details?: unknown },
 ): Promise<void> {
-  await appendAudit(tx, entry);
+  await appendAudit(tx, {
+    ...entry,
+    target: maskText(entry.target),
+    ...(entry.reason != null && { reason: maskText(entry.reason) }),
+    ...(entry.details !== undefined && { details: maskPersonal(entry.details) }),
+  });
 }
 
 export async function listAudit(db: Db, options: Partial<AuditFilters> = {}): Promise<AuditEntry[]> {

@@ -5,6 +5,7 @@ import {
   type CommandIdentity,
 } from '../contracts/command-contracts.js';
 import { cloudEventSchema } from '../contracts/cloudevent.js';
+import { changedFieldDigests, holdsMask } from '../personal-data.js';
 import { describeIssues } from './dead-letter-filters.js';
 
 /**
@@ -23,6 +24,15 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a correction's audit entry keeps (decision 052): the fields the corrected value changed,
+ * each old and new value as a digest, never the values (a tenant's personal data).
+ */
+export function correctionAuditDetails(originalValue: string, correctedValue: string) {
+  const read = (text: string) => parseJson(text) ?? text;
+  return { changed: changedFieldDigests(read(originalValue), read(correctedValue)) };
 }
 
 /** The command id in a message value (the `data` of its CloudEvent), when there is one. */
@@ -92,6 +102,12 @@ export function buildCorrectedValue(options: {
   const { correction } = options;
   if (correction === null || typeof correction !== 'object' || Array.isArray(correction)) {
     throw new CorrectionError('the correction must be a JSON object (a CloudEvent or the command itself)');
+  }
+  // A correction copied from a masked view would write `J.` over a tenant's name (decision 052).
+  if (holdsMask(JSON.stringify(correction))) {
+    throw new CorrectionError(
+      'the correction holds masked values (•••): reveal the letter first (POST /ops/api/reveal, dlq show --reveal)',
+    );
   }
   let event: unknown;
   if ('specversion' in correction) {

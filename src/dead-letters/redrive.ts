@@ -7,6 +7,7 @@ import { deadLetterTarget, writeAudit } from './audit-repository.js';
 import {
   buildCorrectedValue,
   commandOfValue,
+  correctionAuditDetails,
   CorrectionError,
   letterIdentity,
 } from './command-correction.js';
@@ -218,11 +219,8 @@ async function recordRedrive(
   });
   const audit = { actor: options.actor, target: deadLetterTarget(id), reason: options.reason };
   if (correctedValue) {
-    await writeAudit(tx, {
-      ...audit,
-      action: 'correct',
-      details: { original: letter.value, corrected: correctedValue },
-    });
+    const details = correctionAuditDetails(letter.value, correctedValue); // no payload (decision 052)
+    await writeAudit(tx, { ...audit, action: 'correct', details });
   }
   await writeAudit(tx, {
     ...audit,

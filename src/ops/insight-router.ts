@@ -43,28 +43,37 @@ export function createInsightRouter(options: InsightRouterOptions): Router {
   });
 
   router.get('/trace/:id', async (req, res) => {
-    const id = String(req.params.id ?? '').trim();
-    if (!id || id.length > 300) throw new AppError(400, 'validation_error', 'id: 1 to 300 characters');
-    // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-    if (/[\u0000-\u001f\u007f]/.test(id)) {
-      throw new AppError(400, 'validation_error', 'id: must not contain control characters');
-    }
-    const as = req.query.as;
-    if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
-      throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);
-    const traced = await traceId(options.db, id, {
-      ...(as !== undefined && { as: as as IdKind }),
-      topicPrefix: options.topicPrefix,
-      retentionHours: options.retentionHours ?? 72,
-      // When several commands share the id: `?source=acme&type=rental_payment` picks one.
-      ...(typeof req.query.source === 'string' && { source: req.query.source }),
-      ...(typeof req.query.type === 'string' && req.query.type !== '' && { commandType: req.query.type }),
-    });
-    // With the outcome callbacks of the commands it shows (src/callbacks/).
-    res.json(await withCallbackSteps(options.db, traced));
+    res.json(await readTrace(options, String(req.params.id ?? ''), req.query));
   });
 
   return router;
+}
+
+/** One event's life, the answer of `GET /trace/:id` (masked there) and of a reveal of a trace. */
+export async function readTrace(
+  options: Pick<InsightRouterOptions, 'db' | 'topicPrefix' | 'retentionHours'>,
+  given: string,
+  query: { as?: unknown; source?: unknown; type?: unknown },
+) {
+  const id = given.trim();
+  if (!id || id.length > 300) throw new AppError(400, 'validation_error', 'id: 1 to 300 characters');
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  if (/[\u0000-\u001f\u007f]/.test(id)) {
+    throw new AppError(400, 'validation_error', 'id: must not contain control characters');
+  }
+  const as = query.as;
+  if (as !== undefined && !(ID_KINDS as readonly unknown[]).includes(as))
+    throw new AppError(400, 'validation_error', `as: one of ${ID_KINDS.join(', ')}`);
+  const traced = await traceId(options.db, id, {
+    ...(as !== undefined && { as: as as IdKind }),
+    topicPrefix: options.topicPrefix,
+    retentionHours: options.retentionHours ?? 72,
+    // When several commands share the id: `?source=acme&type=rental_payment` picks one.
+    ...(typeof query.source === 'string' && { source: query.source }),
+    ...(typeof query.type === 'string' && query.type !== '' && { commandType: query.type }),
+  });
+  // With the outcome callbacks of the commands it shows (src/callbacks/).
+  return withCallbackSteps(options.db, traced);
 }
 
 /**

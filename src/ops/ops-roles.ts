@@ -37,6 +37,7 @@ export const OPS_API_ROUTES: readonly RouteRole[] = [
   { method: 'POST', path: '/dead-letters/:id/redrive', role: 'operator' },
   { method: 'POST', path: '/dead-letters/:id/discard', role: 'operator' },
   { method: 'GET', path: '/audit', role: 'viewer' },
+  { method: 'POST', path: '/reveal', role: 'operator' },
   { method: 'GET', path: '/callbacks', role: 'viewer' },
   { method: 'POST', path: '/callbacks/redeliver', role: 'operator' },
   { method: 'POST', path: '/callbacks/:source/enable', role: 'operator' },

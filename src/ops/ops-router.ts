@@ -30,6 +30,7 @@ import { createStorageRouter } from '../retention/storage-router.js';
 import { createReconcileOpsRouter } from './reconcile-ops-router.js';
 import { createErasureOpsRouter } from './erasure-ops-router.js';
 import { defaultTopicSettings, type TopicSettings } from '../kafka/topic-settings.js';
+import { createRevealRouter, maskPersonalAnswers, searchIsReveal } from './reveal-router.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -163,6 +164,9 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
     next();
   });
   api.use(express.json({ limit: '1mb' }));
+  // Personal data: every answer masked; a search by a personal value is a reveal (decision 052).
+  api.use(maskPersonalAnswers());
+  api.use(searchIsReveal(db));
 
   // Who is signed in, with which role, what that role may do, and the session's anti-forgery token.
   api.get('/session', (_req, res) => {
@@ -244,6 +248,15 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   });
 
   api.use(createInsightRouter({ db, topicPrefix, ...options.insight }));
+  // One item unmasked, with a reason, audited (operator and admin).
+  api.use(
+    createRevealRouter({
+      db,
+      letters,
+      topicPrefix,
+      ...(options.insight && { retentionHours: options.insight.retentionHours }),
+    }),
+  );
   // Each table's size, retention and last pruning (src/retention/, docs/retention.md).
   api.use(createStorageRouter({ db, retention: options.retention ?? {} }));
   // Outcome callbacks: endpoints, queues, dead deliveries and their redelivery (src/callbacks/).

@@ -3,6 +3,7 @@ import { checkOf } from './checks/index.js';
 import { createProbeContext, type ProbeContext } from './probe-context.js';
 import type { ProbeOptions, ProbeReport } from './probe-types.js';
 import { authenticateStep, listSteps, shapeAndPathSteps } from './read-steps.js';
+import { terminalSafe } from '../terminal-text.js';
 import { probeSourceKeys } from './source-key-probe.js';
 
 export type { ProbeOptions, ProbeReport, ProbeResult, ProbeRow } from './probe-types.js';
@@ -68,7 +69,8 @@ export function probeTable(report: ProbeReport): string {
   const lines = report.rows.map((r) => [
     `${r.guard ? '* ' : '  '}${r.step}`,
     mark[r.result],
-    `${r.evidence}${r.request_ids.length ? ` [X-Request-Id ${r.request_ids.slice(0, 3).join(', ')}${r.request_ids.length > 3 ? ', …' : ''}]` : ''}`,
+    // The evidence quotes the Partner API's answers: outside text, escaped for the terminal.
+    `${terminalSafe(r.evidence)}${r.request_ids.length ? ` [X-Request-Id ${r.request_ids.slice(0, 3).join(', ')}${r.request_ids.length > 3 ? ', …' : ''}]` : ''}`,
   ]);
   const w0 = Math.max(...lines.map((l) => l[0]!.length), 10);
   const w1 = Math.max(...lines.map((l) => l[1]!.length), 6);

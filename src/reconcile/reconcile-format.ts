@@ -1,3 +1,6 @@
+import { csvCell } from '../csv-cell.js';
+import { maskPersonal } from '../personal-data.js';
+import { terminalSafe } from '../terminal-text.js';
 import type { RunRecord } from './reconcile-repository.js';
 import { RECONCILE_VERDICTS, isDrift, type ReconcileItem } from './reconcile-types.js';
 
@@ -27,10 +30,6 @@ function cells(item: ReconcileItem): string[] {
   ];
 }
 
-function csvCell(value: string): string {
-  return /[",\n\r]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-}
-
 function table(run: RunRecord, items: ReconcileItem[]): string {
   const summary = RECONCILE_VERDICTS.filter((v) => (run.counts[v] ?? 0) > 0)
     .map((v) => `${v} ${run.counts[v]}`)
@@ -43,7 +42,7 @@ function table(run: RunRecord, items: ReconcileItem[]): string {
   // The table lists what needs someone (drift) and what was settled; confirmed items are counted.
   const shown = items.filter((i) => i.verdict !== 'confirmed');
   if (shown.length === 0) return `${head.join('\n')}\n`;
-  const rows = shown.map(cells);
+  const rows = shown.map((item) => cells(item).map(terminalSafe));
   const widths = COLUMNS.map((c, i) => Math.min(60, Math.max(c.length, ...rows.map((r) => r[i]!.length))));
   const line = (cs: readonly string[]) =>
     cs
@@ -53,7 +52,12 @@ function table(run: RunRecord, items: ReconcileItem[]): string {
   return [...head, '', line(COLUMNS), ...rows.map(line)].join('\n') + '\n';
 }
 
-export function formatRun(run: RunRecord, items: ReconcileItem[], format: ReportFormat): string {
+/**
+ * The report as written for a person or a file: personal values masked (a registration's target
+ * is the tenant's e-mail; decision 052), CSV cells neutralised, table cells escaped.
+ */
+export function formatRun(run: RunRecord, given: ReconcileItem[], format: ReportFormat): string {
+  const items = maskPersonal(given);
   if (format === 'json') {
     return `${JSON.stringify({ run, drift: items.some((i) => isDrift(i.verdict)), items }, null, 2)}\n`;
   }

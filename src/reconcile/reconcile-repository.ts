@@ -63,6 +63,21 @@ export interface StoredItem extends ReconcileItem {
   runId: number;
 }
 
+function toItem(r: Prisma.ReconciliationItemGetPayload<object>): StoredItem {
+  return {
+    id: Number(r.id),
+    runId: Number(r.runId),
+    verdict: r.verdict as ReconcileItem['verdict'],
+    commandType: r.commandType,
+    source: r.source,
+    commandId: r.commandId,
+    targetId: r.targetId,
+    commandState: r.commandState,
+    reason: r.reason,
+    evidence: (r.evidence ?? {}) as Record<string, unknown>,
+  };
+}
+
 function toRun(r: Prisma.ReconciliationRunGetPayload<object>): RunRecord {
   return {
     id: Number(r.id),
@@ -177,18 +192,13 @@ export function createReconcileRepository(db: Db) {
         orderBy: { id: 'asc' },
         take: options.limit ?? 10_000,
       });
-      return rows.map((r) => ({
-        id: Number(r.id),
-        runId: Number(r.runId),
-        verdict: r.verdict as ReconcileItem['verdict'],
-        commandType: r.commandType,
-        source: r.source,
-        commandId: r.commandId,
-        targetId: r.targetId,
-        commandState: r.commandState,
-        reason: r.reason,
-        evidence: (r.evidence ?? {}) as Record<string, unknown>,
-      }));
+      return rows.map(toItem);
+    },
+
+    /** One item by its id (what a reveal shows). */
+    async item(id: number): Promise<StoredItem | null> {
+      const row = await db.reconciliationItem.findUnique({ where: { id: BigInt(id) } });
+      return row ? toItem(row) : null;
     },
 
     /** Drift of a run by command type and source: { type, source, verdict, count }. */

@@ -1,5 +1,6 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
 import { verifyAuditChain } from '../../audit/audit-verify.js';
+import { terminalSafe } from '../../terminal-text.js';
 import { loadConfigOrExit } from '../process.js';
 
 /**
@@ -33,7 +34,7 @@ export async function verify(opts: { json?: boolean }): Promise<void> {
         ...(report.head ? [`head: entry #${report.head.id}, hash ${report.head.hash}`] : []),
         report.ok ? 'the audit chain holds' : `the audit chain is broken: ${report.firstBreak!.problem}`,
       ];
-      (report.ok ? process.stdout : process.stderr).write(`${lines.join('\n')}\n`);
+      (report.ok ? process.stdout : process.stderr).write(`${lines.map(terminalSafe).join('\n')}\n`);
     }
     if (!report.ok) process.exitCode = 1;
   } finally {

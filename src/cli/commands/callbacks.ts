@@ -13,6 +13,8 @@ import { COMMAND_KINDS } from '../../contracts/outcomes.js';
 import { cliActor } from '../cli-actor.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { DEMO_PMS_SOURCE } from '../demo-names.js';
+import { maskPersonal } from '../../personal-data.js';
+import { terminalSafe } from '../../terminal-text.js';
 import { requireMigrated } from '../require-migrated.js';
 
 /**
@@ -67,7 +69,9 @@ export async function status(opts: { json?: boolean }): Promise<void> {
     if (opts.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     for (const r of rows) {
       process.stdout.write(
-        `${r.source}: ${r.configured_by ? `configured by ${r.configured_by}` : r.configured ? r.endpoint : 'not in PMS_CALLBACKS'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}\n`,
+        terminalSafe(
+          `${r.source}: ${r.configured_by ? `configured by ${r.configured_by}` : r.configured ? r.endpoint : 'not in PMS_CALLBACKS'} · pending ${r.pending} (oldest ${r.oldest_pending_seconds} s) · dead ${r.dead} · delivered (24 h) ${r.delivered}`,
+        ) + '\n',
       );
     }
   });
@@ -101,11 +105,7 @@ export async function list(opts: ListOptions): Promise<void> {
       limit,
     });
     const out = opts.json
-      ? JSON.stringify(
-          deliveries.map(({ payload: _payload, ...d }) => d),
-          null,
-          2,
-        )
+      ? JSON.stringify(maskPersonal(deliveries.map(({ payload: _payload, ...d }) => d)), null, 2)
       : formatDeliveries(deliveries);
     process.stdout.write(`${out}\n`);
   });
@@ -122,7 +122,7 @@ export async function show(id: string): Promise<void> {
     }
     const attempts = await attemptsOf(root.db, id);
     process.stdout.write(
-      `${JSON.stringify({ ...delivery, payload: JSON.parse(delivery.payload) as unknown, attempts }, null, 2)}\n`,
+      `${JSON.stringify(maskPersonal({ ...delivery, payload: JSON.parse(delivery.payload) as unknown, attempts }), null, 2)}\n`,
     );
   });
 }

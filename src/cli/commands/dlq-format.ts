@@ -6,11 +6,12 @@ import type { RedriveOutcome } from '../../dead-letters/redrive.js';
 import { escapeId } from '../../contracts/command-contracts.js';
 import { logicalTopic } from '../../kafka/topics.js';
 import type { OutcomeError } from '../../partner/errors.js';
+import { terminalSafe } from '../../terminal-text.js';
 
 /** `rentbridge dlq`'s text output: the dead-letter service's view models as tables and lines. */
 
 function cell(text: string | number | null | undefined, width: number): string {
-  const s = text == null || text === '' ? '-' : String(text);
+  const s = text == null || text === '' ? '-' : terminalSafe(String(text));
   return s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width);
 }
 
@@ -41,9 +42,12 @@ function prettyValue(value: string): string {
   try {
     return JSON.stringify(JSON.parse(value), null, 2);
   } catch {
-    return value;
+    return terminalSafe(value);
   }
 }
+
+/** Every line of outside text escaped (an error message, a header); pretty JSON is escaped already. */
+const safeLines = (lines: string[]): string[] => lines.map(terminalSafe);
 
 /**
  * What the Partner API said beyond its message (the letter's Partner error, read by the service):
@@ -110,17 +114,17 @@ function auditLines(audit: AuditEntry[]): string[] {
 /** `dlq show`: the letter, the Partner error, the guard row and its attempts, headers, value, audit. */
 export function formatDetail({ letter, guard, audit, partnerError }: DeadLetterDetail): string {
   return [
-    ...letterLines(letter, partnerError),
+    ...safeLines(letterLines(letter, partnerError)),
     '',
-    ...guardLines(guard),
+    ...safeLines(guardLines(guard)),
     '',
     'Headers',
-    ...Object.entries(letter.headers).map(([k, v]) => `  ${k}: ${v}`),
+    ...safeLines(Object.entries(letter.headers).map(([k, v]) => `  ${k}: ${v}`)),
     '',
     'Value',
     prettyValue(letter.value),
     ...(letter.correctedValue ? ['', 'Corrected value', prettyValue(letter.correctedValue)] : []),
-    ...auditLines(audit),
+    ...safeLines(auditLines(audit)),
   ].join('\n');
 }
 
@@ -135,7 +139,7 @@ export function formatRedrive(outcomes: RedriveOutcome[], dryRun: boolean): stri
       invalid: 'invalid',
       not_found: 'not found',
     }[o.action];
-    return `#${o.id} ${label}: ${o.message}`;
+    return terminalSafe(`#${o.id} ${label}: ${o.message}`);
   });
   const n = (a: RedriveOutcome['action']) => outcomes.filter((o) => o.action === a).length;
   // "1 would be sent" on a dry run, "1 sent" otherwise.

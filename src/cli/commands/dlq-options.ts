@@ -42,6 +42,8 @@ export interface DlqFlags extends FilterFlags {
   force?: boolean;
   note?: string;
   actor?: string;
+  /** Why personal values are shown whole (decision 052): audited as a reveal. */
+  reveal?: string;
 }
 
 /** One parsed `dlq` command line: the subcommand, its arguments (ids) and its options. */
@@ -102,12 +104,14 @@ export function addDlqCommands(program: Command, run: (invocation: DlqInvocation
     };
   addFilterOptions(dlq.command('list').description('list dead letters'))
     .option('--json', 'print JSON')
+    .option('--reveal <reason>', 'search by a personal value (an e-mail, a phone): audited as a reveal')
     .action(action('list'));
   dlq
     .command('show')
     .description('show one dead letter')
     .argument('<id>')
     .option('--json', 'print JSON')
+    .option('--reveal <reason>', 'show personal values whole (masked otherwise); the reason is audited')
     .action(action('show'));
   redriveOptions(dlq.command('redrive').description('republish dead letters to their original topic'))
     .argument('[ids...]')

@@ -19,6 +19,8 @@ import {
   formatTable,
   partnerErrorDetailLines,
 } from './dlq-format.js';
+import { maskPersonal } from '../../personal-data.js';
+import { auditCliReveal, requireRevealForSearch, revealReason } from '../cli-reveal.js';
 import {
   addDlqCommands,
   CONFIRM_ABOVE,
@@ -74,7 +76,12 @@ function parseIds(values: string[]): number[] {
 const filtersOf = (flags: DlqFlags) => parseFilters(deadLetterFiltersSchema, { ...flags });
 
 async function list({ flags }: DlqInvocation, ctx: DlqContext): Promise<number> {
-  const { items, counts } = await ctx.letters.list(filtersOf(flags));
+  const filters = filtersOf(flags);
+  const reason = revealReason(flags.reveal);
+  const searched = requireRevealForSearch([filters.search, filters.key], reason);
+  if (searched !== null && reason) await auditCliReveal(ctx.db, 'search', searched, reason);
+  // A list is never revealed: its items are, one at a time (dlq show --reveal).
+  const { items, counts } = maskPersonal(await ctx.letters.list(filters));
   if (flags.json) {
     ctx.out(JSON.stringify({ items, counts }, null, 2));
   } else {
@@ -86,11 +93,14 @@ async function list({ flags }: DlqInvocation, ctx: DlqContext): Promise<number> 
 
 async function show({ args, flags }: DlqInvocation, ctx: DlqContext): Promise<number> {
   const [id] = parseIds(args.slice(0, 1));
-  const detail = await ctx.letters.show(id!);
-  if (!detail) {
+  const reason = revealReason(flags.reveal);
+  const found = await ctx.letters.show(id!);
+  if (!found) {
     console.error(`rentbridge: no dead letter ${id}`);
     return 1;
   }
+  if (reason) await auditCliReveal(ctx.db, 'dead_letter', id!, reason);
+  const detail = reason ? found : maskPersonal(found);
   ctx.out(flags.json ? JSON.stringify(detail, null, 2) : formatDetail(detail));
   return 0;
 }

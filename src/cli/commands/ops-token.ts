@@ -4,6 +4,7 @@ import { AppError } from '../../errors.js';
 import type { OpsRole } from '../../ops/ops-roles.js';
 import { createOpsToken, listOpsTokens, revokeOpsToken } from '../../ops/ops-token-repository.js';
 import { cliActor } from '../cli-actor.js';
+import { terminalSafe } from '../../terminal-text.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 
 /** `rentbridge ops-token …`: personal tokens of the ops API (src/ops/ops-token-repository.ts). */
@@ -58,7 +59,10 @@ export async function list(opts: { revoked?: boolean; json?: boolean }): Promise
       process.stdout.write(`${JSON.stringify({ items }, null, 2)}\n`);
       return;
     }
-    const cell = (s: string, w: number) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w));
+    const cell = (given: string, w: number) => {
+      const s = terminalSafe(given);
+      return s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w);
+    };
     const lines = [
       `${cell('NAME', 24)} ${cell('ROLE', 9)} ${cell('CREATED', 17)} ${cell('EXPIRES', 17)} ${cell('LAST USED', 17)} ${cell('CREATED BY', 28)}${opts.revoked ? ' REVOKED' : ''}`,
       ...items.map(

@@ -1,7 +1,8 @@
 // One dead letter in the side panel: summary, Partner error, guard state, value, headers, history.
 import { $, el, fmtTime, pretty, showText, table } from './dom.js';
 import { renderPartnerError } from './partner-error.js';
-import { api } from './session.js';
+import { allowed, api } from './session.js';
+import { askReason } from './reveal.js';
 import { traceLink } from './trace.js';
 
 let selectedId = null;
@@ -108,12 +109,29 @@ function resetActions(letter) {
   }
 }
 
+/**
+ * Personal values come masked (decision 052); an operator or admin reveals this one letter with a
+ * reason (audited), which also fills the correction with the real values, never with masks.
+ */
+async function revealLetter(id) {
+  const reason = askReason(`dead letter #${id}`);
+  if (!reason) return;
+  const { item } = await api('reveal', { method: 'POST', body: { kind: 'dead_letter', id, reason } });
+  renderLetter(item, true);
+}
+
 export async function openLetter(id) {
   selectedId = id;
   for (const tr of $('letters-table').querySelectorAll('tbody tr')) {
     tr.classList.toggle('selected', Number(tr.dataset.id) === id);
   }
-  const { letter, guard, audit, partnerError } = await api(`dead-letters/${id}`);
+  renderLetter(await api(`dead-letters/${id}`), false);
+}
+
+function renderLetter({ letter, guard, audit, partnerError }, revealed) {
+  $('detail-reveal').hidden = revealed || !allowed('POST /reveal');
+  $('detail-reveal').onclick = () => revealLetter(letter.id);
+  $('detail-masked').hidden = revealed;
   $('detail').hidden = false;
   $('detail-title').textContent = `Dead letter #${letter.id}`;
   const state = $('detail-state');

@@ -1,7 +1,8 @@
 /* global window, URLSearchParams */
 // The trace view: the life of one event from any of its ids (GET /ops/api/trace/:id).
 import { $, el } from './dom.js';
-import { api, isRefused, signOut } from './session.js';
+import { allowed, api, isRefused, signOut } from './session.js';
+import { askReason } from './reveal.js';
 
 let currentTraceId = null;
 
@@ -112,7 +113,14 @@ function tracePath(id, as, scope) {
   return `trace/${encodeURIComponent(id)}${q ? `?${q}` : ''}`;
 }
 
-export async function showTrace(id, as = null, scope = null) {
+/** An e-mail address or a phone number: tracing by it reveals whether that person is here. */
+// The same rule as isPersonalSearch in src/personal-data.ts.
+const looksPersonal = (id) => {
+  const digits = id.replace(/\D/g, '').length;
+  return /@/.test(id) || (/^\+?[\d\s().-]+$/.test(id.trim()) && digits >= 10 && digits <= 15);
+};
+
+export async function showTrace(id, as = null, scope = null, revealing = false) {
   currentTraceId = id;
   $('trace-id').value = id;
   $('trace-error').textContent = '';
@@ -124,8 +132,24 @@ export async function showTrace(id, as = null, scope = null) {
     return;
   }
   $('trace-title').textContent = `Trace of ${id}`;
+  $('trace-reveal').hidden = !allowed('POST /reveal');
+  $('trace-reveal').onclick = () => showTrace(id, as, scope, true);
   try {
-    const trace = await api(tracePath(id, as, scope));
+    // A trace by an e-mail or a phone is a search by a personal value: a reveal (decision 052).
+    const reveal = revealing || looksPersonal(id);
+    const reason = reveal && allowed('POST /reveal') ? askReason(`the trace of ${id}`) : null;
+    if (reveal && allowed('POST /reveal') && !reason) {
+      $('trace-error').textContent = 'Not revealed: a reason is needed (it is kept in the audit).';
+      return;
+    }
+    const trace = reason
+      ? (
+          await api('reveal', {
+            method: 'POST',
+            body: { kind: 'trace', id, reason, ...(scope ?? {}) },
+          })
+        ).item
+      : await api(tracePath(id, as, scope));
     if (scope) $('trace-title').textContent = `Trace of ${id} (${scope.source} ${scope.type})`;
     kindsNode(id, trace);
     $('trace-table').hidden = trace.steps.length === 0;
