@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSandboxControl, startSandbox, type Sandbox } from '../../src/dev/sandbox/index.js';
 import { TOPICS } from '../../src/kafka/topics.js';
 import { ROOT } from '../support/cli.js';
@@ -158,16 +158,14 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
       PMS_CALLBACKS: JSON.stringify({ acme: { url: callbackUrl, secrets: [callbackSecret] } }),
       CALLBACK_POLL_MS: '100',
     });
-    await expect
-      .poll(
-        async () => {
-          for (const c of children)
-            if (c.child.exitCode !== null) throw new Error(`${c.name} exited:\n${c.log.join('')}`);
-          return allReady();
-        },
-        { timeout: 240_000, interval: 1000 },
-      )
-      .toBe(true);
+    await vi.waitFor(
+      async () => {
+        for (const c of children)
+          if (c.child.exitCode !== null) throw new Error(`${c.name} exited:\n${c.log.join('')}`);
+        expect(await allReady()).toBe(true);
+      },
+      { timeout: 240_000, interval: 1000 },
+    );
     sampler = (async () => {
       while (sampling) {
         readySamples.push({ at: Date.now(), ready: await allReady() });
