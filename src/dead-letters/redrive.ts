@@ -1,4 +1,3 @@
-import { PRODUCE_REQUEST } from '../kafka/kafka-client-settings.js';
 import type { Prisma } from '@prisma/client';
 import type { Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
@@ -302,7 +301,6 @@ async function sendPlanned(
   try {
     const producer = typeof deps.producer === 'function' ? await deps.producer() : deps.producer;
     await producer.send({
-      ...PRODUCE_REQUEST,
       topic: message.topic,
       messages: [{ key: message.key, value: message.value, headers: message.headers }],
     });

@@ -79,7 +79,9 @@ export function flowFigures(r: FlowRecord): FlowFigures {
   const steadyFrom = r.sent[0]?.sentAt ?? oneDownAt;
   const steady = latencies(steadyFrom, oneDownAt);
   const one = latencies(oneDownAt, oneBackAt);
-  const ackedDuring = r.sent.filter((s) => s.ackedAt !== null && s.ackedAt >= twoDownAt && s.ackedAt <= twoBackAt);
+  const ackedDuring = r.sent.filter(
+    (s) => s.ackedAt !== null && s.ackedAt >= twoDownAt && s.ackedAt <= twoBackAt,
+  );
   const lastOutcome = Math.max(...ackedDuring.map((s) => outcomeAt.get(s.id) ?? Infinity));
   // Past the sends in flight at the kill: the first command the relay got onto Kafka afterwards.
   const firstCommand = Math.min(...r.commands.filter((c) => c.at > twoDownAt + 1000).map((c) => c.at));
@@ -88,7 +90,8 @@ export function flowFigures(r: FlowRecord): FlowFigures {
   const readyLast = readyAt(lastOutcome);
   const twiceCommands = repeated(r.commands);
   const outage = r.sent.filter(
-    (s) => (s.sentAt >= oneDownAt && s.sentAt <= oneBackAt) || (s.sentAt >= twoDownAt && s.sentAt <= twoBackAt),
+    (s) =>
+      (s.sentAt >= oneDownAt && s.sentAt <= oneBackAt) || (s.sentAt >= twoDownAt && s.sentAt <= twoBackAt),
   );
   return {
     sent: r.sent.length,
