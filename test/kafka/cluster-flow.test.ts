@@ -29,12 +29,16 @@ import { flowFigures, formatFigures, type FlowRecord } from './cluster-flow-figu
  * request that was written (a retried request is encoded again), so a send held up by the outage
  * shows its delay; the topics are read whole once the cluster is back, by a reader of the test's.
  * Runs by `npm run test:cluster` (RENTBRIDGE_CLUSTER_BROKERS); FLOW_FIGURES_OUT=<file> also writes
- * the figures as JSON. FLOW_RATE (default 6 a second) and FLOW_DOWN_SECONDS (default 30) size it.
+ * the figures as JSON. FLOW_RATE (webhooks a second, default 2: a rental payment costs the guard a
+ * few Partner API calls, and 650 a minute is the budget) and FLOW_DOWN_SECONDS (default 30) size it.
+ * FLOW_BEFORE_ROOT=<checkout> runs that checkout's processes beside this one's, on their own
+ * database schema, topics and sandbox, under the same load and the same kills: a before/after
+ * measured in one run, as a loaded machine gives no two runs alike.
  */
 const BROKERS = (process.env.RENTBRIDGE_CLUSTER_BROKERS ?? '').split(',').filter(Boolean);
 const SCRIPT = `${ROOT}scripts/kafka.sh`;
 const run$ = promisify(execFile);
-const RATE = Number(process.env.FLOW_RATE ?? 6);
+const RATE = Number(process.env.FLOW_RATE ?? 2);
 const DOWN_MS = Number(process.env.FLOW_DOWN_SECONDS ?? 30) * 1000;
 const STEADY_MS = 15_000;
 const ENROLLMENTS = 12;
@@ -53,39 +57,59 @@ function answers(address: string): Promise<boolean> {
 const clusterUp = BROKERS.length === 3 && (await Promise.all(BROKERS.map((b) => answers(b)))).every(Boolean);
 const cluster = (...args: string[]) => run$('bash', [SCRIPT, 'cluster', ...args], { timeout: 600_000 });
 
+/** One build of rentbridge under test: its processes, database, sandbox and what it was seen doing. */
+interface System {
+  label: string;
+  root: string;
+  database: TestDatabase;
+  sandbox: Sandbox;
+  prefix: string;
+  receiverPort: number;
+  enrollments: number[];
+  children: Array<{ name: string; child: ChildProcess; port: number; log: string[] }>;
+  /** Every webhook sent: payment id, when it was sent, when it was acknowledged (202). */
+  sent: FlowRecord['sent'];
+  /** Polls of every process's /readyz: when all answered 200. */
+  ready: Array<{ at: number; ready: boolean }>;
+}
+
+const BUILDS = [
+  { label: 'this checkout', root: ROOT },
+  ...(process.env.FLOW_BEFORE_ROOT
+    ? [{ label: process.env.FLOW_BEFORE_ROOT, root: `${process.env.FLOW_BEFORE_ROOT.replace(/\/$/, '')}/` }]
+    : []),
+];
+
 describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker cluster)', () => {
-  let database: TestDatabase;
-  let sandbox: Sandbox;
+  const systems: System[] = [];
   let callbackServer: Server;
-  const children: Array<{ name: string; child: ChildProcess; port: number; log: string[] }> = [];
-  const prefix = `f53${randomBytes(3).toString('hex')}.`;
   const secret = buildSecret();
   const callbackSecret = buildSecret();
-  let receiverPort = 0;
-  /** Every webhook sent: payment id, when it was sent, when it was acknowledged (202). */
-  const sent: FlowRecord['sent'] = [];
-  /** Callbacks received: payment id and arrival time (the PMS's view). */
+  /** Callbacks received: payment id and arrival time (the PMS's view), of every system. */
   const callbacks: Array<{ id: string; at: number }> = [];
-  /** Polls of every process's /readyz: when all answered 200. */
-  const readySamples: Array<{ at: number; ready: boolean }> = [];
   const phases: FlowRecord['phases'] = { oneDownAt: 0, oneBackAt: 0, twoDownAt: 0, twoBackAt: 0 };
-  let enrollments: number[] = [];
   let sending = false;
   let sender: Promise<void> = Promise.resolve();
   let sampler: Promise<void> = Promise.resolve();
   let sampling = true;
 
-  function rentbridge(name: string, args: string[], port: number, env: Record<string, string> = {}) {
+  function rentbridge(
+    system: System,
+    name: string,
+    args: string[],
+    port: number,
+    env: Record<string, string> = {},
+  ) {
     const log: string[] = [];
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: ROOT,
+      cwd: system.root,
       env: {
         ...process.env,
-        DATABASE_URL: database.url,
+        DATABASE_URL: system.database.url,
         KAFKA_BROKERS: BROKERS.join(','),
-        KAFKA_TOPIC_PREFIX: prefix,
+        KAFKA_TOPIC_PREFIX: system.prefix,
         KAFKA_TOPIC_PARTITIONS: '3',
-        PARTNER_API_URL: sandbox.url,
+        PARTNER_API_URL: system.sandbox.url,
         PMS_WEBHOOK_SECRETS: JSON.stringify({ acme: [secret] }),
         HTTP_PORT: String(port),
         LOG_LEVEL: process.env.FLOW_LOG ?? 'warn',
@@ -100,7 +124,7 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    children.push({ name, child, port, log });
+    system.children.push({ name, child, port, log });
   }
 
   const readyz = async (port: number) =>
@@ -108,17 +132,18 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
       (r) => r.status === 200,
       () => false,
     );
-  const allReady = async () => (await Promise.all(children.map((c) => readyz(c.port)))).every(Boolean);
+  const allReady = async (system: System) =>
+    (await Promise.all(system.children.map((c) => readyz(c.port)))).every(Boolean);
 
-  async function sendOne(): Promise<void> {
-    const enrollment = enrollments[sent.length % enrollments.length]!;
+  async function sendOne(system: System): Promise<void> {
+    const enrollment = system.enrollments[system.sent.length % system.enrollments.length]!;
     const body = buildRentPayment({ enrollment_id: enrollment });
     const record = { id: body.data.payment_id as string, sentAt: Date.now(), ackedAt: null as number | null };
-    sent.push(record);
+    system.sent.push(record);
     // A 5xx (storage slow) is sent again with the same webhook id, as a PMS would.
     const webhookId = `msg_${randomBytes(8).toString('hex')}`;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const res = await send(`http://127.0.0.1:${receiverPort}`, '/webhooks/pms/acme', body, {
+      const res = await send(`http://127.0.0.1:${system.receiverPort}`, '/webhooks/pms/acme', body, {
         secret,
         webhookId,
       }).catch(() => null);
@@ -131,14 +156,6 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
   }
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    sandbox = await startSandbox({ port: 0 });
-    const control = createSandboxControl(sandbox.url);
-    const records = await control.addRecords(
-      'enrollments',
-      Array.from({ length: ENROLLMENTS }, () => ({ status: 'active', rental_payments: [] })),
-    );
-    enrollments = records.map((r) => Number(r.id));
     callbackServer = createServer((req, res) => {
       let body = '';
       req.on('data', (d: Buffer) => (body += d.toString()));
@@ -150,29 +167,52 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     });
     await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
     const callbackUrl = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/outcomes`;
-    receiverPort = await freePort();
-    rentbridge('receiver', ['receiver'], receiverPort);
-    rentbridge('relay', ['relay'], await freePort());
-    rentbridge('consumer', ['consumer', 'rental-payments'], await freePort());
-    rentbridge('callbacks', ['callbacks', 'run'], await freePort(), {
-      PMS_CALLBACKS: JSON.stringify({ acme: { url: callbackUrl, secrets: [callbackSecret] } }),
-      CALLBACK_POLL_MS: '100',
-    });
+    for (const build of BUILDS) {
+      const database = await createTestDatabase();
+      const sandbox = await startSandbox({ port: 0 });
+      const records = await createSandboxControl(sandbox.url).addRecords(
+        'enrollments',
+        Array.from({ length: ENROLLMENTS }, () => ({ status: 'active', rental_payments: [] })),
+      );
+      const system: System = {
+        ...build,
+        database,
+        sandbox,
+        prefix: `f53${randomBytes(3).toString('hex')}.`,
+        receiverPort: await freePort(),
+        enrollments: records.map((r) => Number(r.id)),
+        children: [],
+        sent: [],
+        ready: [],
+      };
+      systems.push(system);
+      rentbridge(system, 'receiver', ['receiver'], system.receiverPort);
+      rentbridge(system, 'relay', ['relay'], await freePort());
+      rentbridge(system, 'consumer', ['consumer', 'rental-payments'], await freePort());
+      rentbridge(system, 'callbacks', ['callbacks', 'run'], await freePort(), {
+        PMS_CALLBACKS: JSON.stringify({ acme: { url: callbackUrl, secrets: [callbackSecret] } }),
+        CALLBACK_POLL_MS: '100',
+      });
+    }
     await vi.waitFor(
       async () => {
-        for (const c of children)
-          if (c.child.exitCode !== null) throw new Error(`${c.name} exited:\n${c.log.join('')}`);
-        expect(await allReady()).toBe(true);
+        for (const system of systems) {
+          for (const c of system.children)
+            if (c.child.exitCode !== null) throw new Error(`${c.name} exited:\n${c.log.join('')}`);
+          expect(await allReady(system)).toBe(true);
+        }
       },
-      { timeout: 240_000, interval: 1000 },
+      { timeout: 300_000, interval: 1000 },
     );
     sampler = (async () => {
       while (sampling) {
-        readySamples.push({ at: Date.now(), ready: await allReady() });
+        await Promise.all(
+          systems.map(async (s) => s.ready.push({ at: Date.now(), ready: await allReady(s) })),
+        );
         await sleep(250);
       }
     })();
-  }, 300_000);
+  }, 400_000);
 
   afterAll(async () => {
     sending = false;
@@ -180,25 +220,30 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     sampling = false;
     await sampler;
     await Promise.all(
-      children.map(
-        ({ child }) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null) return resolve();
-            const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-            child.once('exit', () => (clearTimeout(t), resolve()));
-            child.kill('SIGTERM');
-          }),
+      systems.flatMap((s) =>
+        s.children.map(
+          ({ child }) =>
+            new Promise<void>((resolve) => {
+              if (child.exitCode !== null) return resolve();
+              const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+              child.once('exit', () => (clearTimeout(t), resolve()));
+              child.kill('SIGTERM');
+            }),
+        ),
       ),
     );
     // Whatever happened, the cluster is left whole for the next run.
-    for (const n of ['1', '2', '3']) await cluster('revive', n).catch(() => undefined);
+    await Promise.all(['1', '2', '3'].map((n) => cluster('revive', n).catch(() => undefined)));
     await new Promise((r) => callbackServer?.close(r));
-    await sandbox?.close();
-    await database?.drop();
+    for (const s of systems) {
+      await s.sandbox.close();
+      await s.database.drop();
+    }
   }, 300_000);
 
+  /** Starts the brokers again (at once); when every broker answers. */
   async function revive(nodes: string[]): Promise<number> {
-    for (const n of nodes) await cluster('revive', n);
+    await Promise.all(nodes.map((n) => cluster('revive', n)));
     await expect
       .poll(async () => (await Promise.all(BROKERS.map((b) => answers(b)))).every(Boolean), {
         timeout: 300_000,
@@ -215,7 +260,7 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
       const start = Date.now();
       let n = 0;
       while (sending) {
-        void sendOne();
+        for (const system of systems) void sendOne(system);
         n += 1;
         await sleep(Math.max(0, start + n * every - Date.now()));
       }
@@ -234,7 +279,30 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     await sleep(STEADY_MS);
     sending = false;
     await sender;
-    // Every acknowledged webhook's callback arrives (the whole flow is through).
+
+    const failures: unknown[] = [];
+    const kafka = new Kafka({ clientId: 'flow-reader', brokers: BROKERS, logLevel: logLevel.NOTHING });
+    const all: Record<string, unknown> = {};
+    for (const system of systems) {
+      const failure = await settleAndMeasure(system, kafka, phases, callbacks).then(
+        (r) => ((all[system.label] = r), null),
+        (error: unknown) => error,
+      );
+      if (failure) failures.push(failure);
+    }
+    if (process.env.FLOW_FIGURES_OUT)
+      writeFileSync(process.env.FLOW_FIGURES_OUT, JSON.stringify(all, null, 1));
+    if (failures.length > 0) throw failures[0];
+  }, 2_400_000);
+
+  /** Waits for a system's commands to settle, prints its figures, then checks nothing was lost. */
+  async function settleAndMeasure(
+    system: System,
+    kafka: Kafka,
+    phases: FlowRecord['phases'],
+    callbacks: FlowRecord['callbacks'],
+  ) {
+    const { database, sent, prefix } = system;
     const acked = sent.filter((s) => s.ackedAt !== null);
     // Every acknowledged webhook's command is final (its outcome is on Kafka, or about to be).
     // Waited for, then checked after the figures are printed: a run that did not settle still shows them.
@@ -253,8 +321,6 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
         () => null,
         (error: unknown) => error,
       );
-
-    const kafka = new Kafka({ clientId: 'flow-reader', brokers: BROKERS, logLevel: logLevel.NOTHING });
     // A final command's outcome is sent just after its state is kept: wait until they are all in.
     const outcomeTopic = `${prefix}${TOPICS.rentalPaymentOutcomes}`;
     const published = async () => {
@@ -274,21 +340,19 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     const outcomes = await readWhole(kafka, outcomeTopic);
     const paymentOf = (m: KafkaMessage) =>
       (JSON.parse(m.value!.toString()) as { data: { payment_id?: string; command_id?: string } }).data;
+    const ids = new Set(sent.map((s) => s.id));
     const record: FlowRecord = {
       sent,
       phases,
       commands: commands.map((m) => ({ id: paymentOf(m).payment_id!, at: Number(m.timestamp) })),
       outcomes: outcomes.map((m) => ({ id: paymentOf(m).command_id!, at: Number(m.timestamp) })),
-      callbacks,
-      ready: readySamples,
+      callbacks: callbacks.filter((c) => ids.has(c.id)),
+      ready: system.ready,
     };
     const figures = flowFigures(record);
-    console.log(formatFigures(figures));
-    if (process.env.FLOW_FIGURES_OUT)
-      writeFileSync(process.env.FLOW_FIGURES_OUT, JSON.stringify({ figures, record }, null, 1));
-
+    console.log(`${system.label}:\n${formatFigures(figures)}`);
     if (settled) throw settled;
-    await expect.poll(allReady, { timeout: 60_000, interval: 500 }).toBe(true);
+    await expect.poll(() => allReady(system), { timeout: 60_000, interval: 500 }).toBe(true);
     // Nothing acknowledged lost: every 202 has its command and its outcome on Kafka.
     const onKafka = new Set(record.commands.map((c) => c.id));
     const withOutcome = new Set(record.outcomes.map((o) => o.id));
@@ -296,12 +360,13 @@ describe.skipIf(!clusterUp)('the whole flow through broker outages (three-broker
     expect(acked.filter((s) => !withOutcome.has(s.id))).toEqual([]);
     // Each applied once: the Partner API's write ledger (the sandbox's) has one applied write per
     // payment (its request id is the payment id and the attempt, e.g. `pay-….a1`).
-    const { writes } = await createSandboxControl(sandbox.url).ledger();
+    const { writes } = await createSandboxControl(system.sandbox.url).ledger();
     const applied = writes.filter((w) => w.applied).map((w) => w.request_id.replace(/\.a\d+$/, ''));
     expect(applied.length).toBe(new Set(applied).size);
     const appliedIds = new Set(applied);
     expect(acked.filter((s) => !appliedIds.has(s.id))).toEqual([]);
-  }, 1_800_000);
+    return { figures, record };
+  }
 });
 
 /** Every message of `topic`, read from the beginning up to its end offsets as they are now. */
