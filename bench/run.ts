@@ -136,11 +136,10 @@ async function main(): Promise<void> {
   const kept = new Map<string, string>();
   for (const part of previous.split(/^(?=## )/m).slice(1)) {
     const name = /^## (\S+)/.exec(part)?.[1];
-    if (name && BENCHES[name] && !sections.has(name)) {
-      kept.set(name, part.trimEnd() + '\n');
-    }
+    if (name && !sections.has(name)) kept.set(name, part.trimEnd() + '\n');
   }
-  const ordered = Object.keys(BENCHES)
+  // Sections no bench writes (`cluster`, from `npm run test:cluster`) are kept too, after the benches'.
+  const ordered = [...Object.keys(BENCHES), ...[...kept.keys()].filter((name) => !BENCHES[name])]
     .map((name) => sections.get(name) ?? kept.get(name))
     .filter((s): s is string => s !== undefined);
   const report = `# Benchmarks\n\nWritten by \`npm run bench\`; last run ${new Date().toISOString()} (${names.join(', ')}); other sections kept from earlier runs.\n\nMachine: ${machine()}.\n\n${ordered.join('\n')}`;

@@ -37,7 +37,12 @@ export function createRuntime(
       return db;
     },
     get kafka() {
-      kafka ??= createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID, logger });
+      kafka ??= createKafka({
+        brokers: config.KAFKA_BROKERS,
+        clientId: config.KAFKA_CLIENT_ID,
+        logger,
+        sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+      });
       return kafka;
     },
     async ensureTopics() {

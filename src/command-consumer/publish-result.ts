@@ -4,6 +4,7 @@ import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter
 import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-contracts.js';
 import { outcomeEventId, errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
+import { PRODUCE_REQUEST } from '../kafka/kafka-client-settings.js';
 import { messagePositions, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { OutcomeError } from '../partner/errors.js';
@@ -37,7 +38,7 @@ export interface ResultPublisherDeps {
 export function createResultPublisher({ dest, producer, repository, logger }: ResultPublisherDeps) {
   const { type } = dest;
   const send = async (batches: TopicMessages[]) =>
-    (await producer.get()).sendBatch({ topicMessages: batches, acks: -1 });
+    (await producer.get()).sendBatch({ topicMessages: batches, ...PRODUCE_REQUEST });
 
   /** The dead letter of a final command that did not succeed; null when none is due. */
   function finalDeadLetter(

@@ -219,7 +219,7 @@ export const configSchema = z
      * relay's own readiness says "cannot publish" when rows wait and no send succeeded for as long. Default 120 s.
      */
     RELAY_STALL_SECONDS: positiveInt.default(120),
-    /** Longest wait for one Kafka request's ack; past it the producer is rebuilt and the rows retried. Default 5000 ms. */
+    /** Wait for one Kafka request's ack past which its rows say so (last_error, a warning); the same send goes on (decision 056). Default 5000 ms. */
     RELAY_SEND_TIMEOUT_MS: positiveInt.default(5000),
     /** Most rows the relay reads at once per topic (reads are sized to about one request below it). Default 5000. */
     RELAY_BATCH_ROWS: positiveInt.default(5000),

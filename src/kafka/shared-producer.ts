@@ -7,13 +7,16 @@ import {
   type Message,
   type RecordMetadata,
 } from 'kafkajs';
+import { PRODUCE_REQUEST } from './kafka-client-settings.js';
 
 /**
  * The one Kafka producer of a process (idempotent, one request in flight: Kafka drops a retried
  * duplicate and keeps order), shared by the relay, the command consumers and the ops API's
- * redrive. Connected on first use. A user that saw a send fail may `reset` it: the next `get`
- * connects a fresh one (kafkajs may keep a broken connection or sequence state); a reset of a
- * producer already replaced does nothing.
+ * redrive. Connected on first use, and kept: a failed send is sent again by the same producer,
+ * whose id and sequence numbers let the broker drop a copy it wrote already (a new producer's copy
+ * is a duplicate). Only when the broker no longer knows its session (`producerSessionLost`) may a
+ * user `reset` it: the next `get` connects a fresh one; a reset of a producer already replaced
+ * does nothing.
  */
 export interface SharedProducer {
   get(): Promise<Producer>;
@@ -197,7 +200,7 @@ export async function sendWhole(
   messages: Message[],
 ): Promise<Map<Message, MessagePosition>> {
   const topicMessages = [{ topic, messages }];
-  const answer = await producer.sendBatch({ acks: -1, topicMessages });
+  const answer = await producer.sendBatch({ ...PRODUCE_REQUEST, topicMessages });
   const missing = unacknowledgedPartitions(messages, answer);
   if (missing.length > 0) throw new IncompleteSendError(topic, missing);
   return messagePositions(topicMessages, answer);
@@ -217,3 +220,30 @@ export const PRODUCER_CONFIG: Readonly<ProducerConfig> = Object.freeze({
   allowAutoTopicCreation: false,
   createPartitioner: recordingPartitioner,
 });
+
+/**
+ * Errors by which the broker says it no longer knows the producer's session (its id expired, its
+ * epoch fenced) or lost its sequence: the same producer can never send again, a new one must.
+ * Anything else (time-outs, lost connections, leaders moving, too few replicas) is retried by the
+ * same producer.
+ */
+const SESSION_LOST = new Set([
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
+  'INVALID_PRODUCER_EPOCH',
+  'INVALID_PRODUCER_ID_MAPPING',
+  'PRODUCER_FENCED',
+]);
+
+export function producerSessionLost(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  const stack: unknown[] = [error];
+  while (stack.length > 0) {
+    const e = stack.pop() as { type?: string; cause?: unknown; originalError?: unknown } | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    if (e.type && SESSION_LOST.has(e.type)) return true;
+    stack.push(e.cause, e.originalError);
+  }
+  return false;
+}

@@ -1,3 +1,4 @@
+import { PRODUCE_REQUEST } from '../kafka/kafka-client-settings.js';
 import type { Db } from '../db/prisma.js';
 import { createCommandRepository } from '../guard/index.js';
 import type { SharedProducer } from '../kafka/shared-producer.js';
@@ -60,8 +61,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       await (
         await deps.producer.get()
       ).send({
+        ...PRODUCE_REQUEST,
         topic: topicName(deps.topicPrefix, TOPICS.reconciliationReports),
-        acks: -1,
         messages: [reportMessage(run, items)],
       });
     } catch (error) {

@@ -1,6 +1,11 @@
 import type { Message, Producer } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { type SharedProducer, sendWhole, type MessagePosition } from '../kafka/shared-producer.js';
+import {
+  type SharedProducer,
+  sendWhole,
+  type MessagePosition,
+  producerSessionLost,
+} from '../kafka/shared-producer.js';
 import { topicName } from '../kafka/topics.js';
 import { withEncodedRecords } from '../kafka/encoded-record.js';
 import { telemetryEnabled, tracePublish } from '../telemetry.js';
@@ -13,8 +18,8 @@ import type { Acked, StreamItem } from './topic-stream.js';
 
 /**
  * The relay's sends: one topic's rows in requests of at most maxBatchBytes, one after the other,
- * each bounded in time (RELAY_SEND_TIMEOUT_MS) and checked whole (kafkajs #1303); rows Kafka can
- * never take are parked.
+ * each checked whole (kafkajs #1303); one without an ack within RELAY_SEND_TIMEOUT_MS says so on its
+ * rows and is waited for still; rows Kafka can never take are parked.
  */
 export interface RelaySenderOptions {
   db: Db;
@@ -44,16 +49,21 @@ export function isTooLarge(error: unknown): boolean {
   return false;
 }
 
-/** Rejects after `ms`: a send stuck in kafkajs's retries must not hold the flow. */
+/** Rejects after `ms` (the promise itself goes on: a caller that stops waiting does not cancel it). */
 export function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no ack from Kafka within ${ms} ms (RELAY_SEND_TIMEOUT_MS)`)),
-      ms,
-    );
+    timer = setTimeout(() => reject(new SendTimeoutError(ms)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** No ack within RELAY_SEND_TIMEOUT_MS: said on the rows, while the same send goes on. */
+export class SendTimeoutError extends Error {
+  constructor(readonly ms: number) {
+    super(`no ack from Kafka within ${ms} ms (RELAY_SEND_TIMEOUT_MS): still waiting for the same send`);
+    this.name = 'SendTimeoutError';
+  }
 }
 
 export function createRelaySender(options: RelaySenderOptions): {
@@ -86,8 +96,13 @@ export function createRelaySender(options: RelaySenderOptions): {
 
   /**
    * One request and its ack. A request the broker refuses as too large is split; one row it
-   * refuses alone is parked. Other errors (a time-out too) mark the rows failed, rebuild the
-   * producer and throw: the topic backs off and its rows are retried, in order.
+   * refuses alone is parked. A send with no ack within sendTimeoutMs is not given up: its rows say
+   * so (last_error) and the relay goes on waiting for the SAME send, which kafkajs retries with the
+   * same producer id and sequence numbers until the broker answers (decision 056): a second send
+   * of the rows, or a new producer, would write them twice when the first was written but its ack
+   * lost. Other errors mark the rows failed and throw: the topic backs off and its rows are sent
+   * again, in order, by the same producer (a producer is replaced only when the broker no longer
+   * knows its session).
    */
   async function sendRequest(topic: string, items: StreamItem[], acked: Acked): Promise<void> {
     const rows = items.map((i) => i.row);
@@ -97,16 +112,25 @@ export function createRelaySender(options: RelaySenderOptions): {
     if (telemetryEnabled()) withEncodedRecords(items.map((i) => i.message));
     let p: Producer | undefined;
     let landed = new Map<Message, MessagePosition>();
+    const sending = (async () => {
+      p = await producer.get();
+      const messages = items.map((i) => i.message);
+      // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
+      landed = await sendWhole(p, topicName(topicPrefix, topic), messages);
+    })();
     try {
-      await within(
-        sendTimeoutMs,
-        (async () => {
-          p = await producer.get();
-          const messages = items.map((i) => i.message);
-          // Resolves only when every partition of the batch was acknowledged (kafkajs #1303).
-          landed = await sendWhole(p, topicName(topicPrefix, topic), messages);
-        })(),
-      );
+      try {
+        await within(sendTimeoutMs, sending);
+      } catch (error) {
+        if (!(error instanceof SendTimeoutError)) throw error;
+        logger.warn({ topic, count: rows.length, waitedMs: sendTimeoutMs }, error.message);
+        await markFailed(
+          db,
+          rows.map((r) => r.id),
+          error.message,
+        ).catch(() => undefined);
+        await sending;
+      }
     } catch (error) {
       traced.end(error);
       if (isTooLarge(error)) {
@@ -124,8 +148,7 @@ export function createRelaySender(options: RelaySenderOptions): {
         rows.map((r) => r.id),
         toError(error).message,
       ).catch(() => undefined);
-      // A fresh producer after a failure: kafkajs may keep a broken connection or sequence state.
-      if (p) await within(2000, producer.reset(p)).catch(() => undefined);
+      if (p && producerSessionLost(error)) await within(2000, producer.reset(p)).catch(() => undefined);
       throw error;
     }
     traced.end();

@@ -49,8 +49,8 @@ export interface RelayOptions {
    */
   stallSeconds?: number;
   /**
-   * Longest wait for one request's ack (RELAY_SEND_TIMEOUT_MS): past it the producer is rebuilt and
-   * the rows retried, so the flow resumes soon after the brokers answer again. Default 5000.
+   * Wait for one request's ack (RELAY_SEND_TIMEOUT_MS) past which its rows say so: the same send
+   * goes on, retried by the same producer (decision 056), never sent again beside it. Default 5000.
    */
   sendTimeoutMs?: number;
   /** How often the relay logs its progress while rows wait (backlog, rate, time left). Default 10000 ms. */
