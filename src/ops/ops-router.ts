@@ -28,6 +28,7 @@ import { createOpsTokenRouter } from './ops-token-router.js';
 import { createConsoleVendorRouter, createInsightRouter } from './insight-router.js';
 import { createStorageRouter } from '../retention/storage-router.js';
 import { createReconcileOpsRouter } from './reconcile-ops-router.js';
+import { rentbridgeVersion } from '../version.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -172,6 +173,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
       ...(me.expiresAt && { expires_at: me.expiresAt }),
       ...(me.csrfToken && { csrf_token: me.csrfToken }),
       allowed: OPS_API_ROUTES.filter((r) => roleAllows(me.role, r.role)).map((r) => `${r.method} ${r.path}`),
+      // The console's footer shows it: which release answers (docs/releasing.md).
+      version: rentbridgeVersion(),
     });
   });
 
