@@ -228,6 +228,24 @@ export function outcomeEventId(requestIdBase: string, status: string): string {
 }
 
 /**
+ * The id to publish an outcome under: the id it was first published under, across versions. 0.1.0
+ * (before decision 041) published every result of a command as `outcome.<base>`; a command whose
+ * last outcome went out under that id with the same status (a redelivery after an upgrade, a
+ * redrive that ends as before) keeps it, so a consumer that drops duplicates by id sees it once.
+ * Another result, or no such record, gets outcomeEventId's `outcome.<base>.<status>`.
+ */
+export function keptOutcomeId(
+  requestIdBase: string,
+  status: string,
+  published: { id: string | null; status: string | null },
+): string {
+  const legacy = `outcome.${requestIdBase}`;
+  return published.id === legacy && published.status === status
+    ? legacy
+    : outcomeEventId(requestIdBase, status);
+}
+
+/**
  * The `webhook-id` of an outcome's callback: its CloudEvent id. An outcome published before ids
  * named their result (`outcome.<base>`, still on the topics until retention ends) gets the status
  * appended, the webhook-id it was delivered under then: a replay is still the same delivery.

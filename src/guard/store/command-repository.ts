@@ -229,6 +229,22 @@ export function createCommandRepository(db: Db) {
      * answers what Kafka says (Partner ids included). Written before the send: a failed send is
      * retried with the same outcome.
      */
+    /**
+     * What was last published for the command: the status of the outcome it holds and the
+     * CloudEvent id its last outcome was published under (the trace's `outcome` step), for
+     * keptOutcomeId. Read before recordOutcome replaces the outcome.
+     */
+    async publishedOutcome(id: CommandIdentity): Promise<{ id: string | null; status: string | null }> {
+      const rows = await db.$queryRaw<Array<{ id: string | null; status: string | null }>>`
+        SELECT (SELECT a.request_id FROM command_attempts a
+                 WHERE a.source = c.source AND a.command_type = c.command_type AND a.command_id = c.command_id
+                   AND a.kind = 'outcome' ORDER BY a.id DESC LIMIT 1) AS id,
+               c.outcome->>'status' AS status
+          FROM commands c
+         WHERE c.source = ${id.source} AND c.command_type = ${id.commandType} AND c.command_id = ${id.commandId}`;
+      return rows[0] ?? { id: null, status: null };
+    },
+
     async recordOutcome(id: CommandIdentity, outcome: CommandOutcome): Promise<void> {
       await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb
         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
