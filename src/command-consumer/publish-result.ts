@@ -98,7 +98,7 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
         metrics.deadLetters.inc({ topic: type.topic, reason: dead.reason });
       }
       // Kept for the PMS status endpoint (GET /pms/:source/commands/:id): the same outcome as on Kafka.
-      await repository.recordOutcome(identity, outcome);
+      await repository.recordOutcome(identity, outcome, outcomeId);
       const landed = messagePositions(batches, await send(batches)).get(sentOutcome);
       // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
       // lost note costs only that line of the trace.

@@ -228,21 +228,20 @@ export function outcomeEventId(requestIdBase: string, status: string): string {
 }
 
 /**
- * The id to publish an outcome under: the id it was first published under, across versions. 0.1.0
- * (before decision 041) published every result of a command as `outcome.<base>`; a command whose
- * last outcome went out under that id with the same status (a redelivery after an upgrade, a
- * redrive that ends as before) keeps it, so a consumer that drops duplicates by id sees it once.
- * Another result, or no such record, gets outcomeEventId's `outcome.<base>.<status>`.
+ * The id to publish an outcome under: the id it was first published under, across versions. The
+ * command's row keeps the outcome and the id it went out under (written before the send); an
+ * outcome published again with the same status keeps that id. A row with an outcome but no id was
+ * written by 0.1.0, which published every result as `outcome.<base>` (before decision 041): the
+ * same result keeps that id, so a consumer that drops duplicates by id sees it once. Another
+ * result, or none before, gets outcomeEventId's `outcome.<base>.<status>`.
  */
 export function keptOutcomeId(
   requestIdBase: string,
   status: string,
   published: { id: string | null; status: string | null },
 ): string {
-  const legacy = `outcome.${requestIdBase}`;
-  return published.id === legacy && published.status === status
-    ? legacy
-    : outcomeEventId(requestIdBase, status);
+  if (published.status !== status) return outcomeEventId(requestIdBase, status);
+  return published.id ?? `outcome.${requestIdBase}`;
 }
 
 /**

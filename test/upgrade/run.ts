@@ -186,8 +186,23 @@ async function main(): Promise<number> {
     const startedAt = Date.now();
     const fresh = runRentbridge('new', repoRoot, ['start'], env, logDir);
     running.push(fresh);
-    await until('the new version ready', async () => (await status(`${appUrl}/readyz`)) === 200, 120_000);
+    // What kept it not ready, for the failure's message: the last 503's body.
+    let lastNotReady = '';
+    await until(
+      'the new version ready',
+      async () => {
+        const res = await fetch(`${appUrl}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(
+          (error: Error) => ((lastNotReady = error.message), null),
+        );
+        if (!res) return false;
+        const body = await res.text();
+        if (res.status !== 200) lastNotReady = `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${body}`;
+        return res.status === 200;
+      },
+      120_000,
+    );
     const readyMs = Date.now() - startedAt;
+    if (readyMs > READY_WITHIN_MS) log(`not ready until then: ${lastNotReady.slice(0, 1500)}`);
     log(`new version ready ${(readyMs / 1000).toFixed(1)} s after its start`);
     await sleep(phaseMs);
     await traffic.stop();

@@ -225,28 +225,23 @@ export function createCommandRepository(db: Db) {
     },
 
     /**
-     * The outcome about to be published for the command, kept whole so the PMS status endpoint
-     * answers what Kafka says (Partner ids included). Written before the send: a failed send is
-     * retried with the same outcome.
-     */
-    /**
-     * What was last published for the command: the status of the outcome it holds and the
-     * CloudEvent id its last outcome was published under (the trace's `outcome` step), for
-     * keptOutcomeId. Read before recordOutcome replaces the outcome.
+     * The outcome the command holds (its status) and the CloudEvent id it went out under (null
+     * when 0.1.0 wrote it), for keptOutcomeId. Read before recordOutcome replaces them.
      */
     async publishedOutcome(id: CommandIdentity): Promise<{ id: string | null; status: string | null }> {
       const rows = await db.$queryRaw<Array<{ id: string | null; status: string | null }>>`
-        SELECT (SELECT a.request_id FROM command_attempts a
-                 WHERE a.source = c.source AND a.command_type = c.command_type AND a.command_id = c.command_id
-                   AND a.kind = 'outcome' ORDER BY a.id DESC LIMIT 1) AS id,
-               c.outcome->>'status' AS status
-          FROM commands c
-         WHERE c.source = ${id.source} AND c.command_type = ${id.commandType} AND c.command_id = ${id.commandId}`;
+        SELECT outcome_id AS id, outcome->>'status' AS status FROM commands
+         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
       return rows[0] ?? { id: null, status: null };
     },
 
-    async recordOutcome(id: CommandIdentity, outcome: CommandOutcome): Promise<void> {
-      await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb
+    /**
+     * The outcome about to be published for the command, kept whole so the PMS status endpoint
+     * answers what Kafka says (Partner ids included), with the CloudEvent id it goes out under.
+     * Written before the send: a failed send is retried with the same outcome and id.
+     */
+    async recordOutcome(id: CommandIdentity, outcome: CommandOutcome, outcomeId: string): Promise<void> {
+      await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb, outcome_id = ${outcomeId}
         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
     },
 
