@@ -1,27 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/**
- * The commit the upgrade starts from: UPGRADE_FROM when given, else the newest release tag
- * (`vX.Y.Z`) older than this checkout's own version, else 82d0ee2 (round three's main, before the
- * first tag: docs/releasing.md).
- */
-export const FIRST_BASELINE = '82d0ee2';
-
-export function previousRelease(repoRoot: string): string {
-  if (process.env.UPGRADE_FROM) return process.env.UPGRADE_FROM;
-  const own = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string })
-    .version;
-  const tags = execFileSync('git', ['tag', '--list', 'v*', '--sort=-v:refname'], {
-    cwd: repoRoot,
-    encoding: 'utf8',
-  })
-    .split('\n')
-    .filter((t) => /^v\d+\.\d+\.\d+$/.test(t) && t !== `v${own}`);
-  return tags[0] ?? FIRST_BASELINE;
-}
+export { previousRelease } from '../../scripts/previous-release.js';
 
 export interface PreviousBuild {
   dir: string;

@@ -26,7 +26,7 @@ import { createTraffic, seedSandbox, writesByCommand } from './traffic.js';
  *   4. every command is applied exactly once (the sandbox's ledger), and an outcome published
  *      again has the id it was first published under.
  *
- * Prints its figures and exits 1 on any failure. Env: UPGRADE_FROM (a ref; default the newest
+ * Prints its figures and exits 1 on any failure. Env: PREVIOUS_RELEASE (a ref; default the newest
  * older release tag, else 82d0ee2), UPGRADE_BUILD_DIR (keep the previous build there between
  * runs), UPGRADE_RATE (commands/s, default 8), UPGRADE_PHASE_SECONDS (default 8), DATABASE_URL
  * (the server; a schema of its own is made), KAFKA_BROKERS. Logs: test-artifacts/upgrade/.
