@@ -205,14 +205,18 @@ async function main(): Promise<number> {
     if (readyMs > READY_WITHIN_MS) log(`not ready until then: ${lastNotReady.slice(0, 1500)}`);
     log(`new version ready ${(readyMs / 1000).toFixed(1)} s after its start`);
     await sleep(phaseMs);
-    await traffic.stop();
+    const unacknowledged = await traffic.stop();
+    failures.push(...unacknowledged.slice(0, 5));
+    if (unacknowledged.length > 5) failures.push(`... ${unacknowledged.length} never acknowledged`);
     const sent = traffic.commands.length;
     log(`${sent} commands sent; waiting for every one to be final`);
     await until(
       'every command final',
       async () => {
         const now = await states();
-        return traffic.commands.every((c) => FINAL.has(now.get(c.id) ?? ''));
+        return traffic.commands
+          .filter((c) => c.ackedAt !== undefined)
+          .every((c) => FINAL.has(now.get(c.id) ?? ''));
       },
       180_000,
     ).catch((error: Error) => failures.push(error.message));
@@ -252,11 +256,10 @@ async function main(): Promise<number> {
     // Exactly once, by the sandbox's ledger.
     const byCommand = writesByCommand((await sandbox.ledger()).writes, traffic.commands);
     const final = await states();
-    const lost = traffic.commands.filter((c) => (byCommand.get(c.id)?.length ?? 0) === 0);
-    const doubled = traffic.commands.filter((c) => (byCommand.get(c.id)?.length ?? 0) > 1);
-    const notApplied = traffic.commands.filter(
-      (c) => !['applied', 'already_applied'].includes(final.get(c.id) ?? ''),
-    );
+    const acked = traffic.commands.filter((c) => c.ackedAt !== undefined);
+    const lost = acked.filter((c) => (byCommand.get(c.id)?.length ?? 0) === 0);
+    const doubled = acked.filter((c) => (byCommand.get(c.id)?.length ?? 0) > 1);
+    const notApplied = acked.filter((c) => !['applied', 'already_applied'].includes(final.get(c.id) ?? ''));
 
     // An outcome published again keeps the id it was first published under, across the versions.
     const topics = OUTCOME_TOPICS.map((t) => `${prefix}${t}`);

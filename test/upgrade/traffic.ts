@@ -101,7 +101,7 @@ export function createTraffic(options: {
         command,
       );
     }
-    const tracked = p.finally(() => pending.delete(tracked));
+    const tracked: Promise<void> = p.finally(() => pending.delete(tracked));
     pending.add(tracked);
   }
 
@@ -121,10 +121,14 @@ export function createTraffic(options: {
     sendDeadLetters(n: number): void {
       for (let i = 0; i < n; i++) sendOne(true);
     },
-    /** Stops sending and waits until every command sent is acknowledged. */
-    async stop(): Promise<void> {
+    /** Stops sending and waits for every send to end; the errors of those never acknowledged. */
+    async stop(): Promise<string[]> {
       running = false;
-      while (pending.size > 0) await Promise.all([...pending]);
+      const errors: string[] = [];
+      while (pending.size > 0)
+        for (const r of await Promise.allSettled([...pending]))
+          if (r.status === 'rejected') errors.push((r.reason as Error).message);
+      return errors;
     },
   };
 }
