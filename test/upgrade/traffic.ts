@@ -30,6 +30,8 @@ export function createTraffic(options: {
   const signer = new Webhook(options.secret);
   const commands: SentCommand[] = [];
   const pending = new Set<Promise<void>>();
+  /** Why a command was never acknowledged, for each such one. */
+  const errors: string[] = [];
   let seq = 0;
   let running = false;
 
@@ -101,7 +103,10 @@ export function createTraffic(options: {
         command,
       );
     }
-    const tracked: Promise<void> = p.finally(() => pending.delete(tracked));
+    // Handled at once (an unhandled rejection would end the run without its clean-up).
+    const tracked: Promise<void> = p
+      .catch((error: Error) => void errors.push(error.message))
+      .finally(() => pending.delete(tracked));
     pending.add(tracked);
   }
 
@@ -124,10 +129,7 @@ export function createTraffic(options: {
     /** Stops sending and waits for every send to end; the errors of those never acknowledged. */
     async stop(): Promise<string[]> {
       running = false;
-      const errors: string[] = [];
-      while (pending.size > 0)
-        for (const r of await Promise.allSettled([...pending]))
-          if (r.status === 'rejected') errors.push((r.reason as Error).message);
+      while (pending.size > 0) await Promise.all([...pending]);
       return errors;
     },
   };
