@@ -1,7 +1,7 @@
 # rentbridge: one image for every role (`rentbridge start`, `receiver`, `relay`, ...).
 # Production is never a demo: the image's command is `start`, which needs PARTNER_API_URL (it exits 2
 # naming it otherwise) and never starts the demo; only `start --demo`, said out loud, does that.
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts ./
 # npm ci applies patches/ and generates the Prisma client (postinstall), so both come first.
@@ -11,7 +11,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./

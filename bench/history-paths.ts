@@ -40,7 +40,7 @@ export async function commandPath(db: Db): Promise<void> {
     snapshot: { status: 'active', updated_at: new Date().toISOString() } as never,
   });
   await guard.applied(id, 1, 201);
-  await guard.recordOutcome(id, { status: 'applied' } as never);
+  await guard.recordOutcome(id, { status: 'applied' } as never, `outcome.${id.commandId}.applied`);
   await insertDeliveries(db, [
     {
       source: 'acme',

@@ -15,7 +15,7 @@ import { parseDependencyTree, shortenTree } from 'dpdm';
 /** Bottom to top. The files directly in src/ are the foundation, each a room of its own. */
 export const FLOORS: readonly (readonly string[])[] = [
   ['csv-cell', 'personal-data', 'terminal-text'],
-  ['backoff', 'config', 'errors', 'log-format', 'telemetry', 'topic-prefix'],
+  ['backoff', 'config', 'errors', 'log-format', 'telemetry', 'topic-prefix', 'version'],
   ['logger', 'metrics', 'telemetry-sdk'],
   ['db', 'dev/local-servers'],
   ['audit', 'partner', 'privacy', 'retention'],

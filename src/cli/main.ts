@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { projectRoot } from '../dev/local-servers/project-root.js';
+import { rentbridgeVersion } from '../version.js';
 import { registerCallbacks } from './callbacks-program.js';
 import { registerReconcile } from './reconcile-program.js';
 import { registerErase } from './erase-program.js';
@@ -157,18 +155,12 @@ function addToolCommands(program: Command): void {
     );
 }
 
-/** The version in rentbridge's package.json (`rentbridge --version`). */
-function packageVersion(): string {
-  const manifest = join(projectRoot(), 'package.json');
-  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
-}
-
 export function buildProgram(): Command {
   const program = new Command('rentbridge')
     .description(
       'Bridges the Partner API and Kafka: webhooks and polling in, guarded writes out, dead letters for ops.',
     )
-    .version(packageVersion(), '-V, --version', 'print the version of rentbridge')
+    .version(rentbridgeVersion(), '-V, --version', 'print the version of rentbridge')
     .addHelpText(
       'after',
       '\nConfiguration is by environment variables: the README\'s "Configuration" table lists each with its default.\nREADME.md and docs/ in the project (or its repository) say more; `rentbridge <command> --help` for one command.',

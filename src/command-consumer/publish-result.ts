@@ -2,7 +2,7 @@ import type { TopicMessages } from 'kafkajs';
 import type { Completion } from '../command-types/command-type.js';
 import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter-headers.js';
 import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-contracts.js';
-import { outcomeEventId, errorCodeLabel } from '../contracts/outcomes.js';
+import { keptOutcomeId, errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
 import { PRODUCE_REQUEST } from '../kafka/kafka-client-settings.js';
 import { messagePositions, type SharedProducer } from '../kafka/shared-producer.js';
@@ -82,8 +82,10 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
     await traceOutcome(identity, record.state, async () => {
       const traceContext = traceContextFor(origin.message.headers);
       // Names the command and its result (DESIGN.md, outcome callbacks; decision 041): the same
-      // outcome published again keeps its id, another result of the command is a new event.
-      const outcomeId = outcomeEventId(record.requestIdBase, record.state);
+      // outcome published again keeps its id, another result of the command is a new event. One
+      // first published by 0.1.0 under `outcome.<base>` keeps that id (keptOutcomeId).
+      const published = await repository.publishedOutcome(identity);
+      const outcomeId = keptOutcomeId(record.requestIdBase, record.state, published);
       const trail = trailOf(origin);
       const sentOutcome = outcomeEvent(dest, outcomeId, outcome, trail, traceContext);
       const cause = { commandId: record.commandId, ceSource: acting.ceSource };
@@ -97,7 +99,7 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
         metrics.deadLetters.inc({ topic: type.topic, reason: dead.reason });
       }
       // Kept for the PMS status endpoint (GET /pms/:source/commands/:id): the same outcome as on Kafka.
-      await repository.recordOutcome(identity, outcome);
+      await repository.recordOutcome(identity, outcome, outcomeId);
       const landed = messagePositions(batches, await send(batches)).get(sentOutcome);
       // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
       // lost note costs only that line of the trace.

@@ -239,6 +239,23 @@ export function outcomeEventId(requestIdBase: string, status: string): string {
 }
 
 /**
+ * The id to publish an outcome under: the id it was first published under, across versions. The
+ * command's row keeps the outcome and the id it went out under (written before the send); an
+ * outcome published again with the same status keeps that id. A row with an outcome but no id was
+ * written by 0.1.0, which published every result as `outcome.<base>` (before decision 041): the
+ * same result keeps that id, so a consumer that drops duplicates by id sees it once. Another
+ * result, or none before, gets outcomeEventId's `outcome.<base>.<status>`.
+ */
+export function keptOutcomeId(
+  requestIdBase: string,
+  status: string,
+  published: { id: string | null; status: string | null },
+): string {
+  if (published.status !== status) return outcomeEventId(requestIdBase, status);
+  return published.id ?? `outcome.${requestIdBase}`;
+}
+
+/**
  * The `webhook-id` of an outcome's callback: its CloudEvent id. An outcome published before ids
  * named their result (`outcome.<base>`, still on the topics until retention ends) gets the status
  * appended, the webhook-id it was delivered under then: a replay is still the same delivery.

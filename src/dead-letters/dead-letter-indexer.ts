@@ -109,6 +109,8 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
       consumer = options.kafka.consumer({ groupId, maxWaitTimeInMs: 1000 });
       health = watchConsumer(consumer, {
         groupId,
+        // Indexing is ops' search, not the serving path: it catches up after readiness.
+        readyWhileJoining: true,
         // The DLQ topics rentbridge creates; kafkajs reads the pattern's matches at start.
         topics: () => COMMAND_TOPICS.map((t) => topicName(options.topicPrefix, TOPICS.dlq(t))),
       });
@@ -120,7 +122,10 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
         await consumer.disconnect().catch(() => undefined);
         throw error;
       }
-      await consumer.run({
+      // Not awaited: kafkajs's run() returns once the consumer is in its group, which after a crash
+      // waits for the broker to drop the dead process's member (its session timeout). The process
+      // is ready meanwhile (readyWhileJoining); a failed join is a crash the health check sees.
+      const running = consumer.run({
         autoCommit: false,
         // Chunk by chunk (indexChunk): one INSERT, then one offset commit each.
         eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
@@ -137,7 +142,11 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
           }
         },
       });
-      log.info({ groupId }, 'dead-letter indexer started');
+      void running.then(
+        () => log.info({ groupId }, 'dead-letter indexer in its group'),
+        (error: unknown) => log.error({ err: error }, 'dead-letter indexer did not start'),
+      );
+      log.info({ groupId }, 'dead-letter indexer started (joining its group)');
     },
     async stop() {
       await consumer?.disconnect();

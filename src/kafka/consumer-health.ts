@@ -38,9 +38,20 @@ export interface WatchedConsumer extends ConsumerHealth {
  */
 export function watchConsumer(
   consumer: Consumer,
-  options: { groupId: string; topics: () => Promise<string[]> | string[] },
+  options: {
+    groupId: string;
+    topics: () => Promise<string[]> | string[];
+    /**
+     * Ready while it joins its group the first time (not crashed, not stopped): a role whose work
+     * is not needed to serve (the dead-letter indexer) catches up after readiness. After a crash
+     * the first join waits up to the dead process's session timeout for the broker to drop its
+     * member; the process serves meanwhile. Once joined, leaving the group is not ready again.
+     */
+    readyWhileJoining?: boolean;
+  },
 ): WatchedConsumer {
   let inGroup = false;
+  let joined = false;
   let memberId: string | null = null;
   let running = true;
   let gaveUp: string | null = null;
@@ -48,6 +59,7 @@ export function watchConsumer(
   const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT } = consumer.events;
   consumer.on(GROUP_JOIN, (event) => {
     inGroup = true;
+    joined = true;
     running = true;
     gaveUp = null;
     memberId = event.payload.memberId;
@@ -78,7 +90,8 @@ export function watchConsumer(
       if (!running) return 'the consumer is stopped';
       const recent = recentCrashes();
       if (recent >= CRASHES_TO_LOOP) return `crash-looping: ${recent} crashes in the last 5 minutes`;
-      return inGroup ? true : `not in its consumer group ${options.groupId} (joining or rebalancing)`;
+      if (inGroup || (options.readyWhileJoining && !joined)) return true;
+      return `not in its consumer group ${options.groupId} (joining or rebalancing)`;
     },
     async details(admin) {
       const state: ConsumerState = {

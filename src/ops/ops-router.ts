@@ -31,6 +31,7 @@ import { createReconcileOpsRouter } from './reconcile-ops-router.js';
 import { createErasureOpsRouter } from './erasure-ops-router.js';
 import { defaultTopicSettings, type TopicSettings } from '../kafka/topic-settings.js';
 import { createRevealRouter, maskPersonalAnswers, searchIsReveal } from './reveal-router.js';
+import { rentbridgeVersion } from '../version.js';
 
 export interface OpsRouterOptions {
   db: Db;
@@ -180,6 +181,8 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
       ...(me.expiresAt && { expires_at: me.expiresAt }),
       ...(me.csrfToken && { csrf_token: me.csrfToken }),
       allowed: OPS_API_ROUTES.filter((r) => roleAllows(me.role, r.role)).map((r) => `${r.method} ${r.path}`),
+      // The console's footer shows it: which release answers (docs/releasing.md).
+      version: rentbridgeVersion(),
     });
   });
 

@@ -138,6 +138,63 @@ describe('outcome ids name the command and its result', () => {
     expect(trace.steps.find((s) => s.stage === 'outcome')?.what).toContain(`outcome ${before.id} published`);
   });
 
+  it('an outcome first published by 0.1.0 as `outcome.<base>` keeps that id when this version publishes the same result again; another result gets a new id', async () => {
+    const [record] = await h.control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+    const enrollment = Number(record!.id);
+    // The write lands, its answer is a 500 and the platform hides the payment: parked unverified.
+    await h.control.setConfig({ enrollment_payments_visible: false, report_moves_updated_at: false });
+    await h.control.addFault({
+      method: 'POST',
+      path: REPORT(enrollment),
+      kind: 'apply_then_error',
+      status: 500,
+    });
+    const id = uid('pay');
+    const event = JSON.stringify(
+      toCloudEvent({
+        id: randomUUID(),
+        source: '/webhooks/pms/acme',
+        type: COMMAND_TYPES.rentalPayment,
+        data: {
+          payment_id: id,
+          enrollment_id: enrollment,
+          amount_cents: 125_001,
+          paid_on: '2026-11-01',
+          period: '2026-11',
+        },
+      }),
+    );
+    try {
+      await h.publish(TOPICS.rentalPayments, String(enrollment), event);
+      await h.received.waitFor(outcomesOn(id));
+      // What 0.1.0 left behind when it published this outcome (as `outcome.<base>`): the outcome
+      // on the command's row, without the id it went out under (that release had no such column).
+      const legacy = `outcome.${id}`;
+      await h.database.sql.query(`UPDATE commands SET outcome_id = NULL WHERE command_id = $1`, [id]);
+      await h.control.clearFaults();
+      const letterId = await until(
+        'the indexed letter',
+        async () => (await h.database.db.deadLetter.findFirst({ where: { commandId: id } }))?.id,
+      );
+      const deps = { db: h.database.db, producer: h.producer, topicPrefix: h.kafka.prefix, logger };
+      // Redriven, still unverified: the same result, published again under the id it first had.
+      await redriveDeadLetter(deps, Number(letterId), { actor: 'ops-test' });
+      const [, again] = await h.received.waitFor(outcomesOn(id), 2);
+      expect(outcomeOf(again!).status).toBe('unverified');
+      expect(cloudEventOf(again!.message).id).toBe(legacy);
+      // The platform now shows the payment: redriven again, applied, a result 0.1.0 never published.
+      await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
+      await h.database.sql.query(`UPDATE dead_letters SET state = 'open' WHERE id = $1`, [letterId]);
+      await redriveDeadLetter(deps, Number(letterId), { actor: 'ops-test' });
+      const [, , applied] = await h.received.waitFor(outcomesOn(id), 3);
+      expect(outcomeOf(applied!).status).toBe('applied');
+      expect(cloudEventOf(applied!.message).id).toBe(outcomeEventId(id, 'applied'));
+    } finally {
+      await h.control.clearFaults();
+      await h.control.setConfig({ enrollment_payments_visible: true, report_moves_updated_at: true });
+    }
+  });
+
   it('a command whose result changes from unverified to applied: a new id, a new callback the PMS keeps', () => {
     // The callbacks' intake reads each outcome as published: one command, two results.
     const outcome = (status: string) => ({

@@ -113,4 +113,53 @@ describe('dead-letter indexer', () => {
       expect(await database.db.deadLetter.count()).toBe(2);
     });
   });
+
+  describe('when it starts while its group waits for another member (as after a crash)', () => {
+    // After the letters test: this group's letter would count among the ones it reads again.
+    it('is ready before it is in its group, catches up after; stopped, it is not ready', async () => {
+      const groupId = `${kafka.prefix}joining`;
+      const dlqTopic = `${kafka.prefix}${TOPICS.dlq(TOPICS.enrollments)}`;
+      await produceDeadLetter(kafka.kafka, dlqTopic, buildDecisionLetter(kafka.prefix));
+      // A member of the group that cannot rejoin until its message is done: the broker holds the
+      // join of any new member meanwhile, as it holds it for a killed process's member.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
+      const other = kafka.kafka.consumer({ groupId, sessionTimeout: 30_000, rebalanceTimeout: 60_000 });
+      await other.connect();
+      await other.subscribe({ topic: dlqTopic, fromBeginning: true });
+      await other.run({
+        eachMessage: async () => {
+          holding = true;
+          await held;
+        },
+      });
+      await waitFor(async () => holding);
+      const started = createDeadLetterIndexer({
+        db: database.db,
+        kafka: kafka.kafka,
+        logger,
+        topicPrefix: kafka.prefix,
+        groupId,
+      });
+      const admin = kafka.kafka.admin();
+      await admin.connect();
+      const inGroup = async () => ((await started.health().details(admin)) as { inGroup: boolean }).inGroup;
+      try {
+        await started.start();
+        // start() returned while the join waits: ready, not yet in its group.
+        expect(await inGroup()).toBe(false);
+        expect(started.health().check()).toBe(true);
+        release();
+        await waitFor(inGroup);
+        expect(started.health().check()).toBe(true);
+      } finally {
+        release();
+        await other.disconnect();
+        await admin.disconnect();
+        await started.stop();
+      }
+      expect(started.health().check()).toBe('the consumer is stopped');
+    });
+  });
 });

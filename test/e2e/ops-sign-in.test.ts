@@ -16,6 +16,7 @@ import { freePort } from '../support/free-port.js';
 import type { TestKafka } from '../support/kafka.js';
 import { ROLE_MAP, startTestProvider, type TestProvider } from '../support/oidc-provider.js';
 import { closeServer, skipWithoutChromium } from './browser.js';
+import { rentbridgeVersion } from '../../src/version.js';
 
 /**
  * #44: single sign-on against a real OpenID provider (oidc-provider), driven in Chromium: roles
@@ -120,6 +121,9 @@ describe.skipIf(skipWithoutChromium)('console sign-in with OpenID Connect', () =
     const id = await seedLetter(database.db, kafka.prefix, buildDecisionLetter(kafka.prefix));
     const { context, page } = await signIn('vera');
     await expect.poll(() => page.textContent('#whoami')).toBe('Vera Viewer · viewer');
+    // The footer names the release that answers: package.json's version.
+    expect(await page.textContent('#version')).toBe(`rentbridge ${rentbridgeVersion()}`);
+    expect(await page.isVisible('#version')).toBe(true);
     await page.click('#tab-letters');
     await page.click(`#letters-table tbody tr[data-id="${id}"]`);
     await expect.poll(() => page.textContent('#detail-title')).toBe(`Dead letter #${id}`);

@@ -119,11 +119,15 @@ describe('command status for PMS sources', () => {
     await make(registration, 'ada@example.com');
     await repo.beginWrite(registration, { attempt: 1, requestId: 'reg-1.a1', snapshot });
     const finished = await repo.finish(registration, 'applied');
-    await repo.recordOutcome(registration, {
-      ...toOutcome('customer_registration', finished),
-      pms_reference: 'tenant/7 Müller',
-      partner_customer_id: '9001',
-    });
+    await repo.recordOutcome(
+      registration,
+      {
+        ...toOutcome('customer_registration', finished),
+        pms_reference: 'tenant/7 Müller',
+        partner_customer_id: '9001',
+      },
+      'outcome.reg-1.applied',
+    );
     // globex: its own 42, never visible to acme (nor acme's to globex).
     await make({ source: 'globex', commandType: 'rental_payment', commandId: '42' }, 'app-9');
     await make({ source: 'globex', commandType: 'rental_payment', commandId: 'g-only' }, 'app-9');

@@ -225,12 +225,23 @@ export function createCommandRepository(db: Db) {
     },
 
     /**
-     * The outcome about to be published for the command, kept whole so the PMS status endpoint
-     * answers what Kafka says (Partner ids included). Written before the send: a failed send is
-     * retried with the same outcome.
+     * The outcome the command holds (its status) and the CloudEvent id it went out under (null
+     * when 0.1.0 wrote it), for keptOutcomeId. Read before recordOutcome replaces them.
      */
-    async recordOutcome(id: CommandIdentity, outcome: CommandOutcome): Promise<void> {
-      await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb
+    async publishedOutcome(id: CommandIdentity): Promise<{ id: string | null; status: string | null }> {
+      const rows = await db.$queryRaw<Array<{ id: string | null; status: string | null }>>`
+        SELECT outcome_id AS id, outcome->>'status' AS status FROM commands
+         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
+      return rows[0] ?? { id: null, status: null };
+    },
+
+    /**
+     * The outcome about to be published for the command, kept whole so the PMS status endpoint
+     * answers what Kafka says (Partner ids included), with the CloudEvent id it goes out under.
+     * Written before the send: a failed send is retried with the same outcome and id.
+     */
+    async recordOutcome(id: CommandIdentity, outcome: CommandOutcome, outcomeId: string): Promise<void> {
+      await db.$executeRaw`UPDATE commands SET outcome = ${JSON.stringify(outcome)}::jsonb, outcome_id = ${outcomeId}
         WHERE source = ${id.source} AND command_type = ${id.commandType} AND command_id = ${id.commandId}`;
     },
 

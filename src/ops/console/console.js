@@ -26,6 +26,9 @@ function showApp(isSignedIn) {
   document.body.dataset.role = me ? me.role : '';
   if (me)
     $('whoami').textContent = `${me.name} · ${me.role}${me.kind === 'break-glass' ? ' (break-glass)' : ''}`;
+  // Which release answers (GET /ops/api/session names it): the footer, once signed in.
+  $('version').hidden = !me;
+  $('version').textContent = me ? `rentbridge ${me.version}` : '';
 }
 
 async function login(event) {

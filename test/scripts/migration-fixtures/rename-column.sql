@@ -1,0 +1,1 @@
+ALTER TABLE ONLY commands RENAME COLUMN command_id TO id;

@@ -1,0 +1,1 @@
+ALTER TABLE "command_attempts" RENAME TO "command_steps";
