@@ -83,7 +83,20 @@ async function loadChoices() {
   fill('f-reason', filters.reasons);
 }
 
-export async function loadLetters() {
+/**
+ * `#letters/reason=rejected`: the overview's attention list links here with filters in the address
+ * (any of the form's field names); the form shows them, the rest reset.
+ */
+function applyAddressFilters(part) {
+  if (!part) return;
+  $('filters').reset();
+  for (const [name, value] of new URLSearchParams(part)) {
+    const field = $('filters').elements.namedItem(name);
+    if (field) field.value = value;
+  }
+}
+
+export async function loadLetters(part) {
   $('list-error').textContent = '';
   try {
     choices ??= loadChoices().catch((error) => {
@@ -91,6 +104,7 @@ export async function loadLetters() {
       throw error;
     });
     await choices;
+    applyAddressFilters(part);
     const { items, counts } = await api(`dead-letters?${filterQuery()}`);
     renderCounts(counts);
     $('letters-table')
