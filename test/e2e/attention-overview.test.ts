@@ -140,4 +140,42 @@ describe.skipIf(skipWithoutChromium)('the overview leads with what needs a perso
       .toBe(true);
     expect(consoleErrors).toEqual([]);
   });
+
+  /** Cells whose content overflows and is not an elided value whose whole text is its title. */
+  const clippedCells = () =>
+    page.locator('main table:visible td').evaluateAll((cells) =>
+      cells
+        .filter((td) => td.scrollWidth > td.clientWidth + 1 || td.scrollHeight > td.clientHeight + 1)
+        .filter((td) => !(td.classList.contains('cut') && td.getAttribute('title') === td.textContent))
+        .map((td) => `${td.closest('table')?.id ?? '?'}: ${td.textContent}`),
+    );
+
+  it('clips no table cell at 1280 px: each fits, or is elided with its whole value on hover', async () => {
+    for (const [hash, ready] of [
+      ['letters', '#letters-table tbody tr'],
+      ['audit', '#audit-table tbody tr'],
+      ['reconciliation', '#reconcile-runs'],
+      ['tokens', '#tokens-table tbody tr'],
+      ['overview', '#storage tr[data-table]'],
+    ] as const) {
+      await page.goto(`${app.base}/ops/#${hash}`);
+      await page.waitForSelector(ready);
+      expect(await clippedCells(), hash).toEqual([]);
+    }
+    // With a letter's detail open, the list keeps its width: its cells still fit.
+    await page.goto(`${app.base}/ops/#letters`);
+    await page.click('#letters-table tbody tr');
+    await page.waitForSelector('#detail:not([hidden])');
+    expect(await clippedCells()).toEqual([]);
+    const time = page.locator('#letters-table tbody tr td').nth(8);
+    expect(await time.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
+    // A topic breaks only after its dots: no line of it ends inside a name.
+    const lines = await page
+      .locator('#letters-table td.topic')
+      .first()
+      .evaluate((td) => [...td.querySelectorAll('span')].map((s) => s.getClientRects().length));
+    expect(lines.every((n) => n === 1)).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await page.isHidden('#detail')).toBe(true);
+  });
 });

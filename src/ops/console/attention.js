@@ -13,6 +13,8 @@ const STATUS_TEXT = {
   stopped: 'not running',
 };
 const TITLE = 'rentbridge ops';
+/** The band's names, short enough for one line at 1280 px (the cards below say them whole). */
+const SHORT = { consumers: 'Consumers' };
 
 /** "(3) rentbridge ops": the count is seen from another tab, as a mail client's unread count. */
 export function titleWith(count) {
@@ -66,7 +68,7 @@ export function renderBand(stages) {
           'data-status': s.status,
           title: s.note,
         },
-        el('span', { class: 'band-title' }, s.title),
+        el('span', { class: 'band-title' }, SHORT[id] ?? s.title),
         el('span', { class: `status ${s.status}` }, STATUS_TEXT[s.status]),
         el('span', { class: 'band-value mono' }, s.key ? String(s.key.value) : ''),
         el('span', { class: 'band-label muted' }, s.key ? s.key.label : ''),

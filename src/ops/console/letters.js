@@ -1,6 +1,6 @@
 /* global window, URLSearchParams */
 // The dead-letter list: the filter form, the counts by reason and code, one row per letter.
-import { $, cut, el, shortTime, topicCell } from './dom.js';
+import { $, cut, el, timeCell, topicCell } from './dom.js';
 import { openLetter, selectedLetterId } from './letter-detail.js';
 import { api, isRefused, signOut } from './session.js';
 
@@ -69,7 +69,7 @@ function letterRow(l) {
     cut(l.key),
     cut(l.commandSource),
     cut(l.commandId),
-    el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),
+    timeCell(l.lastFailureAt),
   );
 }
 
