@@ -40,9 +40,7 @@ function tableRow(t) {
     el(
       'td',
       { class: 'count', 'data-testid': `rows-${t.table}` },
-      t.rows == null
-        ? 'not estimated yet'
-        : `${t.rowsExact ? '' : 'about '}${t.rows.toLocaleString('en')}`,
+      t.rows == null ? 'not estimated yet' : `${t.rowsExact ? '' : 'about '}${t.rows.toLocaleString('en')}`,
     ),
     el('td', {}, bytes(t.tableBytes)),
     el('td', {}, bytes(t.indexBytes)),
