@@ -1,6 +1,6 @@
 /**
  * Regenerates docs/screenshots/: each page of the ops console as a newcomer sees it under the demo,
- * at 1280×800 (the first screen, and the whole page) and the overview also at 1400×900.
+ * its first screen at 1280×800, and the overview also whole and at 1400×900.
  *
  *   npx tsx scripts/screenshots.ts
  *
@@ -45,10 +45,11 @@ async function waitFor(what: string, check: () => Promise<boolean>, seconds: num
   throw new Error(`${what}: not within ${seconds} s`);
 }
 
-async function shoot(page: Page, name: string): Promise<void> {
+/** The first screen; with `full`, the whole page too (the overview's cards and tables below). */
+async function shoot(page: Page, name: string, full = false): Promise<void> {
   await page.screenshot({ path: `${OUT}/${name}.png` });
-  await page.screenshot({ path: `${OUT}/${name}-full.png`, fullPage: true });
-  console.log(`docs/screenshots/${name}.png, ${name}-full.png`);
+  if (full) await page.screenshot({ path: `${OUT}/${name}-full.png`, fullPage: true });
+  console.log(`docs/screenshots/${name}.png${full ? `, ${name}-full.png` : ''}`);
 }
 
 /** Opens a tab by its address and waits until `ready` shows. */
@@ -92,7 +93,7 @@ async function main(): Promise<void> {
     await page.click('#login-submit');
     await page.waitForSelector('#band .band-stage');
     await page.waitForTimeout(1000);
-    await shoot(page, 'overview-1280');
+    await shoot(page, 'overview-1280', true);
     await open(page, base, 'letters', '#letters-table tbody tr');
     await shoot(page, 'letters-1280');
     await page.click('#letters-table tbody tr');
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
     await shoot(page, 'tokens-1280');
     await page.setViewportSize({ width: 1400, height: 900 });
     await open(page, base, 'overview', '#band .band-stage');
-    await shoot(page, 'overview-1400');
+    await shoot(page, 'overview-1400', true);
   } catch (error) {
     console.error(log.slice(-4000));
     throw error;

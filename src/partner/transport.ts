@@ -10,7 +10,7 @@ import {
   PartnerTimeoutError,
 } from './errors.js';
 import type { Lane, RateBudget } from './rate-budget-types.js';
-import { failureKind } from './failure-classes.js';
+import { isRefusal } from './failure-classes.js';
 import { MAX_ATTEMPTS, backoffMs, retryFor } from './retry-policy.js';
 import { errorEnvelopeSchema } from './schemas.js';
 import type { TokenManager } from './token-manager.js';
@@ -255,14 +255,10 @@ export function createTransport(deps: TransportDeps): Transport {
 
       const fields = describe(failure);
       if (!retry || !failure.repeatable || attempt >= MAX_ATTEMPTS) {
-        if (isRefusal(failure)) {
-          // The platform's answer, not a failure to reach it: the command's outcome and dead
-          // letter carry it whole. At debug, with one summary a minute (the demo sends such
-          // commands on purpose: normal operation must not read as failure).
+        if (failure instanceof PartnerApiError && isRefusal(failure.status, failure.code)) {
+          // The platform's answer (the outcome carries it): debug and one summary a minute.
           log.debug({ ...fields, attempt, partnerRequestId: failure.requestId }, 'partner call refused');
-          logSummary(log, 'partner calls refused (the answer is in each outcome)').add(
-            `${failure.status} ${failure.code}`,
-          );
+          logSummary(log, 'partner calls refused (each answer in its outcome)').add(fields.code as string);
         } else {
           log.warn(
             { ...fields, attempt, partnerRequestId: failure.requestId, err: failure },
@@ -349,16 +345,4 @@ export function outgoingRequestId(requested?: string): string {
 export function toRequestId(text: string): string {
   const cleaned = text.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 128);
   return cleaned.length > 0 ? cleaned : randomUUID();
-}
-
-/**
- * A definitive answer that refuses the request (404 no such record, 409 a state it cannot move
- * from, 422 a field): a business outcome, by the one classification of spec 7.2
- * (failure-classes.ts). Authentication, throttling, a lock held, the platform's own errors and no
- * answer at all are failures someone may need to look at.
- */
-function isRefusal(failure: PartnerError): failure is PartnerApiError {
-  if (!(failure instanceof PartnerApiError) || failure.status === 403) return false;
-  const kind = failureKind(failure.status, failure.code);
-  return kind === 'rejected' || kind === 'invalid_state';
 }

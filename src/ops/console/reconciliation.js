@@ -66,6 +66,8 @@ async function showRun(id) {
   $('reconcile-items')
     .querySelector('tbody')
     .replaceChildren(...items.map(itemRow));
+  // A run with no items has no table to head (the drift line says so).
+  $('reconcile-items').hidden = items.length === 0;
   $('reconcile-run').hidden = false;
 }
 
