@@ -79,6 +79,10 @@ describe.skipIf(skipWithoutChromium)('the overview leads with what needs a perso
     for (const reason of ['rejected', 'rejected', 'exhausted'] as const) {
       await seedLetter(database.db, 'e2e.', buildDecisionLetter('e2e.', { reason, errorCode: 'x' }));
     }
+    // Two relay processes gone without stopping (their rows left behind) within ten minutes.
+    await database.sql.query(`
+      INSERT INTO role_heartbeats (role, instance, seen_at) VALUES
+        ('relay', 'host:101', now() - interval '2 minutes'), ('relay', 'host:102', now() - interval '5 minutes')`);
     // Three rows unpublished for ten minutes: past RELAY_STALL_SECONDS (120 s).
     await database.sql.query(`
       INSERT INTO outbox (event_id, topic, key, type, source, data, created_at)
@@ -98,6 +102,12 @@ describe.skipIf(skipWithoutChromium)('the overview leads with what needs a perso
       expect.arrayContaining([
         expect.objectContaining({ kind: 'not-running', count: '1', href: '#overview/consumers' }),
         expect.objectContaining({ kind: 'stalled', count: '3', href: '#overview/outbox' }),
+        expect.objectContaining({
+          kind: 'crash-loop',
+          title: 'relay: crash-looping',
+          count: '2',
+          href: '#overview/relay',
+        }),
         expect.objectContaining({
           title: 'Dead letters · rejected',
           count: '2',

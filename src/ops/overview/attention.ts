@@ -2,6 +2,7 @@ import type { Db } from '../../db/prisma.js';
 import type { OverviewRows } from './overview-repository.js';
 import type { Stage } from './overview-model.js';
 import { fmtAge } from './overview-model.js';
+import { ROLE_GONE_SECONDS } from '../role-heartbeat.js';
 
 /**
  * What needs a person now (decision 057): the overview's first list, above the flow. Each item says
@@ -15,7 +16,15 @@ import { fmtAge } from './overview-model.js';
 
 export interface AttentionItem {
   /** What kind of trouble; one item per kind and subject (a dead-letter reason, a stage, a source). */
-  kind: 'dead-letters' | 'not-running' | 'stalled' | 'throttled' | 'drift' | 'circuit' | 'source-wait';
+  kind:
+    | 'dead-letters'
+    | 'not-running'
+    | 'crash-loop'
+    | 'stalled'
+    | 'throttled'
+    | 'drift'
+    | 'circuit'
+    | 'source-wait';
   /** `danger`: the flow is stopped there; `warning`: it moves, but someone must look. */
   severity: 'danger' | 'warning';
   title: string;
@@ -33,21 +42,31 @@ export interface AttentionRows {
   drift: { runId: number; count: number; finishedAt: Date } | null;
   /** Callback endpoints paused by their breaker or disabled by a 410. */
   circuits: Array<{ source: string; state: 'open' | 'disabled'; failures: number }>;
+  /**
+   * Roles whose processes went away without stopping (their last report is over ROLE_GONE_SECONDS
+   * old: a clean stop deletes it) at least twice in the last 10 minutes: crashing and restarting.
+   */
+  crashLoops: Array<{ role: string; gone: number }>;
 }
 
 /** How many statements readAttentionRows sends (the overview reports its cost). */
-export const ATTENTION_QUERY_COUNT = 2;
+export const ATTENTION_QUERY_COUNT = 3;
 
 const SETTLED = ['confirmed', 'settled_applied'];
 
 export async function readAttentionRows(db: Db): Promise<AttentionRows> {
-  const [runs, endpoints] = await Promise.all([
+  const [runs, endpoints, crashed] = await Promise.all([
     db.$queryRaw<Array<{ id: bigint; counts: Record<string, number> | null; finished_at: Date }>>`
       SELECT id, counts, finished_at FROM reconciliation_runs
        WHERE state = 'finished' ORDER BY id DESC LIMIT 1`,
     db.$queryRaw<Array<{ source: string; breaker: string; disabled_url: string | null; failures: number }>>`
       SELECT source, breaker, disabled_url, consecutive_failures AS failures FROM callback_endpoints
        WHERE breaker = 'open' OR disabled_url IS NOT NULL ORDER BY source`,
+    db.$queryRaw<Array<{ role: string; gone: bigint }>>`
+      SELECT role, count(DISTINCT instance) AS gone FROM role_heartbeats
+       WHERE seen_at > now() - interval '10 minutes'
+         AND seen_at < now() - make_interval(secs => ${ROLE_GONE_SECONDS})
+       GROUP BY role HAVING count(DISTINCT instance) >= 2 ORDER BY role`,
   ]);
   const run = runs[0];
   const drift = run
@@ -62,6 +81,7 @@ export async function readAttentionRows(db: Db): Promise<AttentionRows> {
       state: e.disabled_url ? 'disabled' : 'open',
       failures: Number(e.failures),
     })),
+    crashLoops: crashed.map((c) => ({ role: c.role, gone: Number(c.gone) })),
   };
 }
 
@@ -129,6 +149,17 @@ export function buildAttention(stages: Stage[], rows: OverviewRows, extra: Atten
       });
     }
   }
+  for (const c of extra.crashLoops) {
+    items.push({
+      kind: 'crash-loop',
+      severity: 'danger',
+      title: `${c.role}: crash-looping`,
+      count: c.gone,
+      detail: `${c.gone} processes running it went away without stopping in the last 10 minutes: read their last log lines`,
+      href: stageHref(stageOfRole(c.role)),
+      action: 'see the stage',
+    });
+  }
   if (extra.drift) {
     items.push({
       kind: 'drift',
@@ -159,6 +190,13 @@ export function buildAttention(stages: Stage[], rows: OverviewRows, extra: Atten
   items.push(...sourceWaitItems(rows));
   // The stopped flow first, then what waits.
   return items.sort((a, b) => (a.severity === b.severity ? 0 : a.severity === 'danger' ? -1 : 1));
+}
+
+/** The stage a role runs (`consumer:<name>` runs the consumers'; `http` the receiver's). */
+function stageOfRole(role: string): Stage['id'] {
+  if (role.startsWith('consumer:')) return 'consumers';
+  if (role === 'http') return 'receiver';
+  return role as Stage['id'];
 }
 
 /** What a not-moving stage holds up: rows waiting, commands unchanged, resources stale. */
