@@ -58,9 +58,9 @@ describe.skipIf(skipWithoutChromium)('the overview leads with what needs a perso
     await page.waitForSelector('#band .band-stage');
     const shown = await page
       .locator('#band .band-stage')
-      .evaluateAll((ns) => ns.map((n) => n.getAttribute('data-stage')));
+      .evaluateAll((ns) => ns.map((n) => n.getAttribute('data-band')));
     expect(shown).toEqual(STAGES);
-    for (const id of STAGES) expect(await inFirstScreen(`#band [data-stage="${id}"]`), id).toBe(true);
+    for (const id of STAGES) expect(await inFirstScreen(`#band [data-band="${id}"]`), id).toBe(true);
     // The band is one row: every stage at the same height.
     const tops = await page
       .locator('#band .band-stage')

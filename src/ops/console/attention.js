@@ -64,7 +64,8 @@ export function renderBand(stages) {
         {
           class: `band-stage ${s.status}`,
           href: `#overview/${id}`,
-          'data-stage': id,
+          // data-band, not data-stage: `[data-stage=…]` names the stage's card below, alone.
+          'data-band': id,
           'data-status': s.status,
           title: s.note,
         },
