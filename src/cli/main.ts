@@ -163,7 +163,7 @@ export function buildProgram(): Command {
     .version(rentbridgeVersion(), '-V, --version', 'print the version of rentbridge')
     .addHelpText(
       'after',
-      '\nConfiguration is by environment variables: the README\'s "Configuration" table lists each with its default.\nREADME.md and docs/ in the project (or its repository) say more; `rentbridge <command> --help` for one command.',
+      '\nConfiguration is by environment variables: docs/configuration.md lists each with its default (the README\'s "Configure it" the most set).\nREADME.md and docs/ in the project (or its repository) say more; `rentbridge <command> --help` for one command.',
     )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()

@@ -33,7 +33,7 @@ export function startBanner(fields: BannerFields, demo: boolean): string {
     `   open ${fields.console} and sign in with the ops token`,
     '   npx rentbridge dlq list          the dead letters waiting for an operator',
     '   npx rentbridge trace <any id>    where an event or command went, step by step',
-    '   docs/first-hour.md, README.md    sending a payment or a decision yourself',
+    '   README.md, "Send a payment"      sending a payment or a decision yourself',
     '',
     ' Ctrl-C stops everything; data is kept (npm start -- --fresh starts empty)',
     rule,

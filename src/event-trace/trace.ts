@@ -85,7 +85,7 @@ export function buildTimeline(id: string, rows: TraceRows, options: TraceOptions
   const found = steps.length > 0;
   if (!found) {
     ends.push(
-      `no trace of "${id}" in PostgreSQL: not an id rentbridge has seen, or older than what it keeps (outbox rows: OUTBOX_RETENTION_HOURS = ${options.retentionHours} h)`,
+      `no trace of "${id}" in PostgreSQL: not an id rentbridge has seen, or older than what it keeps (outbox rows: OUTBOX_RETENTION_HOURS = ${options.retentionHours} h). A webhook the receiver refused is never stored: its request id is in the receiver's "webhook refused" log line (with the reason) and, for an hour, in the console's trace on the process that refused it`,
     );
   }
   if (rows.matchedAs.length > 1 && !options.as) {

@@ -7,6 +7,7 @@ import type { Db } from '../db/prisma.js';
 import { AppError } from '../errors.js';
 import { registry as processRegistry } from '../metrics.js';
 import { ID_KINDS, traceId, type IdKind } from '../event-trace/trace.js';
+import { refusalOf } from '../receiver/refusals.js';
 import { SnapshotRing } from './overview/metric-samples.js';
 import { buildOverview } from './overview/overview.js';
 
@@ -72,6 +73,13 @@ export async function readTrace(
     ...(typeof query.source === 'string' && { source: query.source }),
     ...(typeof query.type === 'string' && query.type !== '' && { commandType: query.type }),
   });
+  // A webhook this process refused: never stored, but remembered for an hour (src/receiver/refusals.ts).
+  const refused = traced.found ? null : refusalOf(id);
+  if (refused) {
+    traced.ends = [
+      `refused at the receiver: ${refused.reason} (HTTP ${refused.status} ${refused.code}, source ${refused.source}, ${refused.at.toISOString()}); nothing of it was stored, and this process keeps the refusal for an hour`,
+    ];
+  }
   // With the outcome callbacks of the commands it shows (src/callbacks/).
   return withCallbackSteps(options.db, traced);
 }

@@ -21,7 +21,7 @@ import { errorHandler, notFound } from '../http/error-envelope.js';
 import { requestId } from '../http/request-id.js';
 import { createSharedProducer, type SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
-import { createOpsAuth, identityOf } from './ops-auth.js';
+import { SESSION_COOKIE, createOpsAuth, identityOf, readCookie } from './ops-auth.js';
 import { createOidcRouter, type OidcSettings } from './oidc-router.js';
 import { OPS_API_ROUTES, roleAllows } from './ops-roles.js';
 import { createOpsTokenRouter } from './ops-token-router.js';
@@ -149,6 +149,13 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
 
   const api = express.Router();
   api.use((req, res, next) => (req.id ? next() : requestId()(req, res, next)));
+  // "Is anyone signed in?" asked with no credential at all is a question, not a refusal: the
+  // console asks it on every load, and a 401 there would be an error in the browser's console.
+  // A credential sent (a bearer, a session cookie, even an ended one) is judged as everywhere.
+  api.get('/session', (req, res, next) => {
+    if (req.header('authorization') || readCookie(req, SESSION_COOKIE)) return next();
+    res.json({ signed_in: false });
+  });
   api.use(createOpsAuth({ db, opsToken: options.opsToken, logger }));
   // A body the API cannot read is refused, never taken as "no options": a form-encoded
   // `{"dry_run":true}` (what `curl -d` sends) would otherwise redrive for real.
@@ -173,6 +180,7 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   api.get('/session', (_req, res) => {
     const me = identityOf(res);
     res.json({
+      signed_in: true,
       kind: me.kind,
       name: me.name,
       actor: me.actor,
@@ -297,6 +305,10 @@ export function createOpsRouter(options: OpsRouterOptions): OpsRouter {
   router.use('/vendor', createConsoleVendorRouter());
   // Single sign-on: /ops/auth/login, /callback, /logout, /methods (src/ops/oidc-router.ts).
   router.use('/auth', createOidcRouter({ db, logger, ...(options.oidc && { oidc: options.oidc }) }));
+  // A browser asks for favicon.ico whatever the page names: the console's one icon, as SVG.
+  router.get('/favicon.ico', (_req, res) => {
+    res.type('image/svg+xml').sendFile(join(consoleDir(), 'favicon.svg'));
+  });
   router.use(express.static(consoleDir(), { index: 'index.html', fallthrough: true }));
   router.close = async () => {
     await own?.close();

@@ -88,3 +88,15 @@ export function failureKind(status: number | null, code: string | null): Failure
   if (byCode?.statuses.includes(status)) return byCode.kind;
   return classByStatus(status).kind;
 }
+
+/**
+ * A definitive answer that refuses the request (404 no such record, 409 a state it cannot move
+ * from, 422 a field): a business outcome, logged as one. Authentication and permission,
+ * throttling, a lock held, the platform's own errors and no answer at all are failures someone
+ * may need to look at.
+ */
+export function isRefusal(status: number, code: string | null): boolean {
+  if (status === 403) return false;
+  const kind = failureKind(status, code);
+  return kind === 'rejected' || kind === 'invalid_state';
+}

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Logger } from '../logger.js';
+import { logSummary, type Logger } from '../logger.js';
 import { exposeMetrics, metrics } from '../metrics.js';
 import {
   PartnerApiError,
@@ -10,6 +10,7 @@ import {
   PartnerTimeoutError,
 } from './errors.js';
 import type { Lane, RateBudget } from './rate-budget-types.js';
+import { isRefusal } from './failure-classes.js';
 import { MAX_ATTEMPTS, backoffMs, retryFor } from './retry-policy.js';
 import { errorEnvelopeSchema } from './schemas.js';
 import type { TokenManager } from './token-manager.js';
@@ -254,10 +255,16 @@ export function createTransport(deps: TransportDeps): Transport {
 
       const fields = describe(failure);
       if (!retry || !failure.repeatable || attempt >= MAX_ATTEMPTS) {
-        log.warn(
-          { ...fields, attempt, partnerRequestId: failure.requestId, err: failure },
-          'partner call failed',
-        );
+        if (failure instanceof PartnerApiError && isRefusal(failure.status, failure.code)) {
+          // The platform's answer (the outcome carries it): debug and one summary a minute.
+          log.debug({ ...fields, attempt, partnerRequestId: failure.requestId }, 'partner call refused');
+          logSummary(log, 'partner calls refused (each answer in its outcome)').add(fields.code as string);
+        } else {
+          log.warn(
+            { ...fields, attempt, partnerRequestId: failure.requestId, err: failure },
+            'partner call failed',
+          );
+        }
         throw failure;
       }
       const delay = retryDelay(failure, attempt, random);

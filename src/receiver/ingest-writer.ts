@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 import { OUTBOX_CHANNEL, type Tx } from '../outbox/outbox-repository.js';
 import { createRelayWaker } from '../outbox/relay-waker.js';
 import type { IngestItem, MessageItem, StateChangeItem } from './ingest-items.js';
+import { conflictingCommand, type EarlierCommand } from './command-conflict.js';
 import { writeMessages } from './message-writer.js';
 import { insertReceipts, receiptKey } from './receipt-repository.js';
 
@@ -41,6 +42,11 @@ export interface IngestWriter {
    * locked or a PostgreSQL that does not answer fails it, as it would fail the writes.
    */
   probe(): Promise<void>;
+  /**
+   * The command already in PostgreSQL under this item's identity with other content, if any
+   * (src/receiver/command-conflict.ts): the receiver answers 409 for it.
+   */
+  conflictOf?(item: IngestItem): Promise<EarlierCommand | null>;
   /** Waits for the writes in hand. */
   close(): Promise<void>;
 }
@@ -230,6 +236,7 @@ export function createIngestWriter(options: IngestWriterOptions): IngestWriter {
         pump();
       });
     },
+    conflictOf: (item) => conflictingCommand(pool, item),
     async probe() {
       let timer: NodeJS.Timeout | undefined;
       try {

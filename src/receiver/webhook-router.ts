@@ -7,6 +7,7 @@ import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import { DEFAULT_MAX_BATCH_BYTES, messageBytes, toKafkaMessage } from '../outbox/outbox-message.js';
 import type { IngestItem, IngestWriter } from './ingest-writer.js';
 import { routePartnerEvent, routePmsEvent, unstorableText, type Delivery } from './route-event.js';
+import { rememberRefusal } from './refusals.js';
 import { createVerifier, type Verifier } from './signature.js';
 import { createTypeLabeler, unroutedAnswer } from './unrouted-answer.js';
 import { traceWebhook } from '../telemetry.js';
@@ -66,6 +67,17 @@ function reply(res: Response, status: number, body: object): void {
   res.end(text);
 }
 
+/**
+ * Why a webhook was refused, as its answer says it: which header is missing, that no signature
+ * matched, which field failed and how (the schema's words: fields and expected types, never the
+ * values sent). One line, bounded.
+ */
+function refusalReason(error: AppError): string {
+  const errors = Array.isArray(error.extra.errors) ? (error.extra.errors as unknown[]).map(String) : [];
+  const text = errors.length ? `${error.message}: ${errors.join('; ')}` : error.message;
+  return text.length > 300 ? `${text.slice(0, 299)}…` : text;
+}
+
 /** The `result` label of rentbridge_webhooks_total for a known source. */
 const WEBHOOK_RESULTS = [
   'accepted',
@@ -74,6 +86,7 @@ const WEBHOOK_RESULTS = [
   'invalid',
   'unauthorized',
   'too_large',
+  'conflict',
   'unavailable',
   'error',
 ] as const;
@@ -147,6 +160,22 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
     reply(res, 202, unroutedAnswer(ids.source, ids.eventId));
   }
 
+  /**
+   * A command id already in PostgreSQL with other content: 409, never a 202 for what can only
+   * become a dead letter (src/receiver/command-conflict.ts). The look-up failing is no answer:
+   * the write that follows meets the same PostgreSQL, and the consumer still judges.
+   */
+  async function refuseConflict(item: IngestItem): Promise<void> {
+    const earlier = await writer.conflictOf?.(item).catch(() => null);
+    if (!earlier) return;
+    throw new AppError(
+      409,
+      'conflicting_duplicate',
+      `command ${JSON.stringify(earlier.commandId)} (${earlier.commandType}) of source ${JSON.stringify(earlier.source)} was received before with other content and is ${earlier.state}: send a change as a new command with its own id`,
+      { extra: { command_id: earlier.commandId, command_state: earlier.state } },
+    );
+  }
+
   async function handle(
     req: Request,
     res: Response,
@@ -187,6 +216,7 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
           );
         }
       }
+      await refuseConflict(item);
       let written: Awaited<ReturnType<IngestWriter['write']>>;
       try {
         written = await traceWebhook(item, () => writer.write(item));
@@ -221,7 +251,20 @@ export function createWebhookRouter(deps: WebhookRouterDeps): Router {
       reply(res, 202, { accepted: true, ...(written.eventId ? { event_id: written.eventId } : {}) });
     } catch (error) {
       if (!(error instanceof AppError)) result = 'error';
-      else logger.info({ ...ids, webhookId, status: error.status, code: error.code }, 'webhook refused');
+      else {
+        if (error.code === 'conflicting_duplicate') result = 'conflict';
+        const reason = refusalReason(error);
+        logger.info({ ...ids, webhookId, status: error.status, code: error.code, reason }, 'webhook refused');
+        if (error.status < 500)
+          rememberRefusal({
+            requestId: req.id,
+            source: verifier ? source : 'unknown',
+            status: error.status,
+            code: error.code,
+            reason,
+            at: new Date(),
+          });
+      }
       throw error;
     } finally {
       // Unknown sources share one label: a caller must not be able to grow the metric's series.

@@ -56,8 +56,16 @@ export async function markPass(db: Db, table: string, behind: boolean): Promise<
 
 export interface TableStorage {
   table: string;
-  /** Rows, as PostgreSQL's statistics estimate them (no count: that would read the table). */
+  /** Rows, as PostgreSQL's statistics estimate them (0 where it has none yet). */
   rowsEstimate: number;
+  /**
+   * Rows as the console shows them: counted for a table up to EXACT_COUNT_BYTES (a count of a small
+   * table is cheap, and the planner's estimate of one is often missing or stale: 0 for a table
+   * that holds rows), else the estimate; null when a large table has no estimate yet.
+   */
+  rows: number | null;
+  /** `rows` was counted, not estimated. */
+  rowsExact: boolean;
   tableBytes: number;
   indexBytes: number;
   /** The pruner's bookkeeping; null for a table it does not prune (or has not yet). */
@@ -66,6 +74,9 @@ export interface TableStorage {
   prunedTotal: number;
   behind: boolean;
 }
+
+/** Tables up to this size are counted (a few milliseconds each); larger ones are estimated. */
+export const EXACT_COUNT_BYTES = 16 * 1024 * 1024;
 
 /** The size of each table of rentbridge's schema, with its pruning state: the console's "Data and retention". */
 export async function tableStorage(db: Db): Promise<TableStorage[]> {
@@ -81,7 +92,7 @@ export async function tableStorage(db: Db): Promise<TableStorage[]> {
       behind: boolean | null;
     }>
   >`
-    SELECT c.relname::text AS table, greatest(c.reltuples, 0)::float8 AS rows,
+    SELECT c.relname::text AS table, c.reltuples::float8 AS rows,
            pg_table_size(c.oid) AS table_bytes, pg_indexes_size(c.oid) AS index_bytes,
            s.last_pass_at, s.last_pruned_at, s.pruned_total, s.behind
       FROM pg_class c
@@ -89,9 +100,21 @@ export async function tableStorage(db: Db): Promise<TableStorage[]> {
       LEFT JOIN retention_state s ON s.table_name = c.relname
      WHERE c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\\_prisma%'
      ORDER BY c.relname`;
-  return rows.map((r) => ({
+  const counts = await Promise.all(
+    rows.map(async (r) => {
+      if (Number(r.table_bytes) > EXACT_COUNT_BYTES) return null;
+      // The name comes from pg_class, quoted as an identifier.
+      const [row] = await db.$queryRawUnsafe<Array<{ n: bigint }>>(
+        `SELECT count(*) AS n FROM "${r.table.replaceAll('"', '""')}"`,
+      );
+      return Number(row?.n ?? 0);
+    }),
+  );
+  return rows.map((r, i) => ({
     table: r.table,
-    rowsEstimate: Math.round(r.rows),
+    rowsEstimate: Math.max(0, Math.round(r.rows)),
+    rows: counts[i] ?? (r.rows >= 0 ? Math.round(r.rows) : null),
+    rowsExact: counts[i] != null,
     tableBytes: Number(r.table_bytes),
     indexBytes: Number(r.index_bytes),
     lastPassAt: r.last_pass_at,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
@@ -9,6 +10,7 @@ import { commandOutcomeSchema, type CommandOutcome } from '../../src/contracts/o
 import { REQUEST_ID_PATTERN } from '../../src/http/request-id.js';
 import { createLogger } from '../../src/logger.js';
 import { traceId } from '../../src/event-trace/trace.js';
+import { routePmsEvent } from '../../src/receiver/route-event.js';
 import { buildSecret, send, type TestReceiver } from '../receiver/webhooks.js';
 import { useApp } from '../support/app.js';
 import { ajvErrors, loadContracts, type Contracts } from '../support/contracts.js';
@@ -138,7 +140,27 @@ describe('command identity: source + command type + command id', () => {
       expect(again[1]).toEqual(again[0]); // the same outcome, the same CloudEvent id
 
       // 5. acme: payment 42, same enrollment, another amount: a conflict, never taken for step 2.
-      const w5 = await webhook('acme', 'rent_payment.received', payment(E1, 99_900));
+      // The receiver has the first in PostgreSQL: it says so at once (409), stores nothing...
+      const known = await send(
+        receiver.url,
+        '/webhooks/pms/acme',
+        { type: 'rent_payment.received', data: payment(E1, 99_900) },
+        { secret: secrets.acme },
+      );
+      expect(known.status).toBe(409);
+      expect(known.json.error).toMatchObject({ code: 'conflicting_duplicate', command_id: '42' });
+      // ...and where it cannot know (the first still on its way, moments apart), the copy is
+      // stored as the receiver stores any, and the consumer refuses it.
+      const w5 = `msg_${randomUUID()}`;
+      await receiver.writer.write(
+        routePmsEvent({
+          source: 'pms:acme',
+          path: '/webhooks/pms/acme',
+          webhookId: w5,
+          requestId: `req-${randomUUID()}`,
+          body: { type: 'rent_payment.received', data: payment(E1, 99_900) },
+        }),
+      );
       const all = await outcomes('acme', 'rental_payment', '42', 3);
       const refused = all[2]!;
       expect(refused).toMatchObject({

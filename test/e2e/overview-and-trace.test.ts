@@ -454,7 +454,7 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
 
   describe('when the window is a laptop, a wide screen or a narrow one', () => {
     // 1280 and 1400: laptops (at 1400 the Partner API card used to be cut off); 1920: a wide
-    // screen; 600: a narrow window, where the stages wrap into one column.
+    // screen; 600: a narrow window, where the cards stand in one column and the band in two rows.
     for (const width of [1280, 1400, 1920, 600]) {
       it(`shows every stage whole at ${width} px, with no sideways scroll`, async () => {
         await page.setViewportSize({ width, height: 1000 });
@@ -539,12 +539,14 @@ describe.skipIf(skipWithoutChromium)('console overview and trace in a real brows
           // Nothing inside a card (a chart, a long figure) sticks out of it.
           expect(stage.widest, stage.id).toBeLessThanOrEqual(stage.right + 1);
         }
-        const pipelineTops = await page
-          .locator('#pipeline .stage')
+        const bandTops = await page
+          .locator('#band .band-stage')
           .evaluateAll((nodes) => nodes.map((n) => Math.round(n.getBoundingClientRect().top)));
-        // From 1280 px the six stages of the flow stand in one row; narrow, one under the other.
-        if (width >= 1280) expect(new Set(pipelineTops).size).toBe(1);
-        else expect(new Set(pipelineTops).size).toBe(6);
+        // The flow stands in one band (decision 057): one row of eight from 1280 px; narrow, two
+        // rows of four. The stage cards below fill as many columns as fit.
+        expect(bandTops).toHaveLength(8);
+        if (width >= 1280) expect(new Set(bandTops).size).toBe(1);
+        else expect(new Set(bandTops).size).toBe(2);
       });
     }
     it('goes back to the default width', async () => {

@@ -170,8 +170,8 @@ describe('ops access', () => {
       }
     };
     walk((routers[0] as unknown as { stack: Layer[] }).stack);
-    // Outside /ops/api: the console's redirect and sign-in (no role: they are how one gets one).
-    const outside = new Set(['GET /', 'GET /methods']);
+    // Outside /ops/api: the console's redirect, its icon and sign-in (no role: they are how one gets one).
+    const outside = new Set(['GET /', 'GET /favicon.ico', 'GET /methods']);
     const table = new Set(OPS_API_ROUTES.map((r) => `${r.method} ${r.path}`));
     const api = [...served].filter((r) => !outside.has(r));
     expect(api.filter((r) => !table.has(r))).toEqual([]);

@@ -342,3 +342,31 @@ describe('partner client', () => {
     });
   });
 });
+
+describe('a refusal by the platform, in the log (issue 54: the demo read as failing)', () => {
+  it('is a debug line, not a warning; a call the platform fails to answer is still a warning', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = {
+      write(chunk: string) {
+        for (const line of chunk.split('\n').filter(Boolean)) lines.push(JSON.parse(line) as never);
+      },
+    };
+    const logged = createLogger({ level: 'debug' }, sink);
+    const { client } = buildClient({ logger: logged });
+    // 404: no such application, the platform's definitive answer (the demo sends such on purpose).
+    await expect(
+      client.approveApplication(999_999_999, { decision_id: 'd-1' } as never),
+    ).rejects.toBeInstanceOf(PartnerApiError);
+    const about = (msg: string) => lines.filter((l) => l.msg === msg);
+    expect(about('partner call failed')).toEqual([]);
+    expect(about('partner call refused')[0]).toMatchObject({
+      status: 404,
+      code: 'not_found',
+      level: 'debug',
+    });
+    // No answer at all: someone may need to look.
+    const { client: unreachable } = buildClient({ logger: logged, baseUrl: 'http://127.0.0.1:9' });
+    await expect(unreachable.bankAccounts()).rejects.toBeInstanceOf(PartnerNetworkError);
+    expect(about('partner call failed')[0]).toMatchObject({ level: 'warn' });
+  }, 60_000);
+});

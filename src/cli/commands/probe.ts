@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { sourceKeys } from '../../partner/source-partners.js';
 import { runProbe, probeTable } from '../../partner-probe/probe.js';
+import { partnerApiUrl } from '../demo-partner.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 
 export interface ProbeCliOptions {
@@ -20,8 +21,6 @@ export interface ProbeCliOptions {
  */
 export async function probe(opts: ProbeCliOptions): Promise<void> {
   const config = loadConfigOrExit();
-  if (!config.PARTNER_API_URL)
-    throw new UsageError('PARTNER_API_URL is not set: point it at the Partner API to probe');
   if (opts.write) {
     // Never writes against production: only a base URL the configuration declares a sandbox.
     if (config.PARTNER_ENVIRONMENT !== 'sandbox') {
@@ -40,8 +39,10 @@ export async function probe(opts: ProbeCliOptions): Promise<void> {
   if (amount !== undefined && (!Number.isInteger(amount) || amount <= 0))
     throw new UsageError('--amount-cents must be a positive integer');
 
+  // Checked after the options: a usage error is told before the network is asked anything.
+  const baseUrl = await partnerApiUrl(config, (line) => process.stderr.write(`probe: ${line}\n`));
   const report = await runProbe({
-    baseUrl: config.PARTNER_API_URL,
+    baseUrl,
     accessKey: config.PARTNER_ACCESS_KEY,
     secretKey: config.PARTNER_SECRET_KEY,
     enhancedSecurity: config.PARTNER_ENHANCED_SECURITY,

@@ -3,8 +3,10 @@ import { formatRun, REPORT_FORMATS, type ReportFormat } from '../../reconcile/re
 import { RECONCILED_TYPES } from '../../reconcile/reconcile-repository.js';
 import { isDrift, type ReconcileScope } from '../../reconcile/reconcile-types.js';
 import { reconcilerOf } from '../../app/reconcile-role.js';
+import { partnerApiUrl } from '../demo-partner.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
+import { toolLogger } from '../tool-logger.js';
 
 export interface ReconcileCliOptions {
   since?: string;
@@ -52,7 +54,11 @@ export function parseReconcileOptions(
  */
 export async function reconcile(opts: ReconcileCliOptions): Promise<void> {
   const { scope, format } = parseReconcileOptions(opts);
-  const root = createCompositionRoot(loadConfigOrExit());
+  const config = loadConfigOrExit();
+  // Where the Partner API is, before the run is stored: a usage error is never a failed run.
+  const url = await partnerApiUrl(config, (line) => process.stderr.write(`reconcile: ${line}\n`));
+  const root = createCompositionRoot(config, toolLogger(config));
+  root.usePartnerUrl(url);
   await requireMigrated(root.config.DATABASE_URL, root.logger);
   let drift = false;
   try {

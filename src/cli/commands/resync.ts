@@ -1,8 +1,10 @@
 import { createCompositionRoot } from '../../app/composition-root.js';
 import { isResource, RESOURCES } from '../../partner/resources.js';
 import type { ResyncProgress } from '../../resync/resync.js';
+import { partnerApiUrl } from '../demo-partner.js';
 import { loadConfigOrExit, UsageError } from '../process.js';
 import { requireMigrated } from '../require-migrated.js';
+import { toolLogger } from '../tool-logger.js';
 
 /**
  * `rentbridge resync [--resource R] [--restart]`: republishes the current state of every record
@@ -14,7 +16,10 @@ export async function resyncCommand(opts: { resource?: string; restart?: boolean
   if (resource !== undefined && !isResource(resource)) {
     throw new UsageError(`unknown resource "${resource}"; valid resources: ${RESOURCES.join(', ')}`);
   }
-  const root = createCompositionRoot(loadConfigOrExit());
+  const config = loadConfigOrExit();
+  const url = await partnerApiUrl(config, (line) => process.stderr.write(`resync: ${line}\n`));
+  const root = createCompositionRoot(config, toolLogger(config));
+  root.usePartnerUrl(url);
   await requireMigrated(root.config.DATABASE_URL, root.logger);
   let stopping = false;
   const onSignal = () => {

@@ -25,7 +25,11 @@ function showApp(isSignedIn) {
   // CSS hides what the role cannot do ([data-needs] in console.css); the server refuses it anyway.
   document.body.dataset.role = me ? me.role : '';
   if (me)
-    $('whoami').textContent = `${me.name} · ${me.role}${me.kind === 'break-glass' ? ' (break-glass)' : ''}`;
+    // The break-glass token's name is "break-glass": said once ("break-glass · admin").
+    $('whoami').textContent =
+      me.kind === 'break-glass' && me.name !== 'break-glass'
+        ? `${me.name} · ${me.role} (break-glass)`
+        : `${me.name} · ${me.role}`;
   // Which release answers (GET /ops/api/session names it): the footer, once signed in.
   $('version').hidden = !me;
   $('version').textContent = me ? `rentbridge ${me.version}` : '';
@@ -62,12 +66,13 @@ function route() {
   for (const t of TABS) $(t).hidden = t !== tab;
   if (tab !== 'overview') stopOverview();
   if (tab !== 'tokens') forgetNewToken();
-  if (tab === 'overview') void startOverview();
-  else if (tab === 'trace') void showTrace(rest.length ? decodeURIComponent(rest.join('/')) : '');
+  const part = rest.length ? decodeURIComponent(rest.join('/')) : '';
+  if (tab === 'overview') void startOverview(part);
+  else if (tab === 'trace') void showTrace(part);
   else if (tab === 'audit') void loadAudit();
-  else if (tab === 'reconciliation') void loadReconciliation();
+  else if (tab === 'reconciliation') void loadReconciliation(part);
   else if (tab === 'tokens') void loadTokens();
-  else void loadLetters();
+  else void loadLetters(part);
 }
 
 function wire() {

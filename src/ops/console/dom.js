@@ -64,15 +64,23 @@ export function cut(text, cls = 'mono') {
   return el('td', { class: `${cls} cut`, title: value }, value);
 }
 
-/** The whole topic, allowed to wrap after its dots (a topic is never cut). */
+/**
+ * The whole topic, wrapping only after its dots (a topic is never cut): each part between dots
+ * keeps to one line, so `application-decisions` is never broken at its hyphen.
+ */
 export function topicCell(topic) {
   const td = el('td', { class: 'mono topic', title: topic || '' });
   const parts = String(topic || '–').split('.');
   parts.forEach((part, i) => {
-    td.append(document.createTextNode(i < parts.length - 1 ? `${part}.` : part));
+    td.append(el('span', { class: 'nowrap' }, i < parts.length - 1 ? `${part}.` : part));
     if (i < parts.length - 1) td.append(el('wbr'));
   });
   return td;
+}
+
+/** A time whole, to the second, on one line (`2026-11-28 22:14:05Z`), the ISO value on hover. */
+export function timeCell(iso) {
+  return el('td', { class: 'mono nowrap', title: iso || '' }, fmtTime(iso));
 }
 
 export function pretty(value) {

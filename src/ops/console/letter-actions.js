@@ -1,6 +1,7 @@
+/* global document */
 // Redrive and discard of the letter the panel shows. Redrive asks first.
 import { $ } from './dom.js';
-import { openLetter, selectedLetterId } from './letter-detail.js';
+import { closeLetter, openLetter, selectedLetterId } from './letter-detail.js';
 import { loadLetters } from './letters.js';
 import { api } from './session.js';
 
@@ -73,4 +74,8 @@ export function wireLetterActions() {
   $('redrive-yes').addEventListener('click', () => void redrive());
   $('redrive-no').addEventListener('click', cancelRedrive);
   $('discard').addEventListener('click', () => void discard());
+  $('detail-close').addEventListener('click', closeLetter);
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && !$('detail').hidden) closeLetter();
+  });
 }

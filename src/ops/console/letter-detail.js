@@ -120,6 +120,13 @@ async function revealLetter(id) {
   renderLetter(item, true);
 }
 
+/** The detail lies over the list's right side (the list keeps the whole width): closed by ✕ or Esc. */
+export function closeLetter() {
+  selectedId = null;
+  $('detail').hidden = true;
+  for (const tr of $('letters-table').querySelectorAll('tbody tr.selected')) tr.classList.remove('selected');
+}
+
 export async function openLetter(id) {
   selectedId = id;
   for (const tr of $('letters-table').querySelectorAll('tbody tr')) {

@@ -1,6 +1,6 @@
 /* global window, URLSearchParams */
 // The dead-letter list: the filter form, the counts by reason and code, one row per letter.
-import { $, cut, el, shortTime, topicCell } from './dom.js';
+import { $, cut, el, timeCell, topicCell } from './dom.js';
 import { openLetter, selectedLetterId } from './letter-detail.js';
 import { api, isRefused, signOut } from './session.js';
 
@@ -69,7 +69,7 @@ function letterRow(l) {
     cut(l.key),
     cut(l.commandSource),
     cut(l.commandId),
-    el('td', { class: 'mono', title: l.lastFailureAt || '' }, shortTime(l.lastFailureAt)),
+    timeCell(l.lastFailureAt),
   );
 }
 
@@ -83,7 +83,20 @@ async function loadChoices() {
   fill('f-reason', filters.reasons);
 }
 
-export async function loadLetters() {
+/**
+ * `#letters/reason=rejected`: the overview's attention list links here with filters in the address
+ * (any of the form's field names); the form shows them, the rest reset.
+ */
+function applyAddressFilters(part) {
+  if (!part) return;
+  $('filters').reset();
+  for (const [name, value] of new URLSearchParams(part)) {
+    const field = $('filters').elements.namedItem(name);
+    if (field) field.value = value;
+  }
+}
+
+export async function loadLetters(part) {
   $('list-error').textContent = '';
   try {
     choices ??= loadChoices().catch((error) => {
@@ -91,6 +104,7 @@ export async function loadLetters() {
       throw error;
     });
     await choices;
+    applyAddressFilters(part);
     const { items, counts } = await api(`dead-letters?${filterQuery()}`);
     renderCounts(counts);
     $('letters-table')

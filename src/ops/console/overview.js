@@ -6,11 +6,12 @@ import { $, el } from './dom.js';
 import { api, isRefused, signOut } from './session.js';
 import { startCallbacks, stopCallbacks } from './callbacks.js';
 import { startStorage, stopStorage } from './storage.js';
+import { renderAttention, renderBand, scrollToPart } from './attention.js';
 
 const REFRESH_MS = 10000;
-const PIPELINE = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner'];
-const SIDE = ['poller', 'dead-letters'];
-const SIDE_LINKS = { poller: 'Partner API → poller → outbox', 'dead-letters': 'consumers → dead letters' };
+const STAGES = ['receiver', 'outbox', 'relay', 'kafka', 'consumers', 'partner', 'poller', 'dead-letters'];
+/** A legend lists this many series; the rest fold under "N more" (the card stays its content's size). */
+const LEGEND_SHOWN = 6;
 const COLORS = ['#2459d1', '#1f8a4c', '#c23a3a', '#b7791f', '#7b4bc4', '#14858f', '#8a5a2b', '#d14a8b'];
 const STATUS_TEXT = {
   moving: 'moving',
@@ -57,18 +58,27 @@ function chartNode(chart, minutes) {
   const plot = el('div', { class: 'chart-plot' });
   box.append(plot);
   const legend = el('div', { class: 'chart-legend' });
-  chart.series.forEach((s, i) => {
+  const items = chart.series.map((s, i) =>
+    el(
+      'span',
+      { class: 'legend-item' },
+      el('i', { class: `swatch c${i % COLORS.length}` }),
+      ...breakable(s.name, '._/'),
+      ' ',
+      el('b', {}, legendValue(chart, s.values)),
+    ),
+  );
+  legend.append(...items.slice(0, LEGEND_SHOWN));
+  if (items.length > LEGEND_SHOWN) {
     legend.append(
       el(
-        'span',
-        { class: 'legend-item' },
-        el('i', { class: `swatch c${i % COLORS.length}` }),
-        ...breakable(s.name, '._/'),
-        ' ',
-        el('b', {}, legendValue(chart, s.values)),
+        'details',
+        { class: 'legend-more' },
+        el('summary', {}, `${items.length - LEGEND_SHOWN} more`),
+        ...items.slice(LEGEND_SHOWN),
       ),
     );
-  });
+  }
   box.append(legend);
   // Drawn once the box is in the page, so uPlot knows its width.
   window.requestAnimationFrame(() => {
@@ -157,21 +167,10 @@ async function loadOverview() {
     for (const u of charts) u.destroy();
     charts = [];
     const byId = Object.fromEntries(data.stages.map((s) => [s.id, s]));
-    const flow = [];
-    PIPELINE.forEach((id, i) => {
-      if (i > 0) flow.push(el('div', { class: 'arrow', 'aria-hidden': 'true' }, '→'));
-      if (byId[id]) flow.push(stageNode(byId[id], data.minutes));
-    });
-    $('pipeline').replaceChildren(...flow);
-    $('pipeline-side').replaceChildren(
-      ...SIDE.filter((id) => byId[id]).map((id) =>
-        el(
-          'div',
-          { class: 'side-stage' },
-          el('div', { class: 'side-link muted' }, SIDE_LINKS[id]),
-          stageNode(byId[id], data.minutes),
-        ),
-      ),
+    renderAttention(data.attention ?? []);
+    renderBand(data.stages);
+    $('pipeline').replaceChildren(
+      ...STAGES.filter((id) => byId[id]).map((id) => stageNode(byId[id], data.minutes)),
     );
     $('overview-meta').textContent =
       `refreshed ${data.generatedAt.slice(11, 19)} UTC · every ${REFRESH_MS / 1000} s · ${data.cost.queries} queries, ${data.cost.ms} ms`;
@@ -184,14 +183,19 @@ async function loadOverview() {
   }
 }
 
-/** Shows the overview now and every REFRESH_MS while the page is visible. */
-export async function startOverview() {
+/** Shows the overview now and every REFRESH_MS while the page is visible; `part`: a card to show. */
+export async function startOverview(part) {
+  if (overviewTimer) {
+    scrollToPart(part);
+    return;
+  }
   stopOverview();
   // The outcome callbacks' card (callbacks.js) is part of the overview.
   startCallbacks();
   // Each table's size and last pruning (storage.js), below the callbacks.
   startStorage();
   await loadOverview();
+  scrollToPart(part);
   overviewTimer = window.setInterval(() => {
     if (!document.hidden) void loadOverview();
   }, REFRESH_MS);

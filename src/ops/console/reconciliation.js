@@ -66,14 +66,19 @@ async function showRun(id) {
   $('reconcile-items')
     .querySelector('tbody')
     .replaceChildren(...items.map(itemRow));
+  // A run with no items has no table to head (the drift line says so).
+  $('reconcile-items').hidden = items.length === 0;
   $('reconcile-run').hidden = false;
 }
 
-export async function loadReconciliation() {
+/** The latest runs, and one run's items: `#reconciliation/<id>`'s, else the latest's. */
+export async function loadReconciliation(part) {
   const { items } = await api('reconciliation/runs?limit=50');
   $('reconcile-runs')
     .querySelector('tbody')
     .replaceChildren(...items.map(runRow));
   $('reconcile-run').hidden = true;
-  if (items[0]) await showRun(items[0].id);
+  const wanted = Number(part);
+  if (Number.isInteger(wanted) && wanted > 0) await showRun(wanted);
+  else if (items[0]) await showRun(items[0].id);
 }

@@ -23,7 +23,8 @@ export function forgetToken() {
 /** Asks the server who this is (cookie or stored token); null when nobody is signed in. */
 export async function loadSession() {
   try {
-    me = await api('session');
+    const session = await api('session');
+    me = session.signed_in ? session : null;
   } catch {
     me = null;
   }

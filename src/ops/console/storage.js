@@ -1,5 +1,5 @@
 /* global window, document */
-// "Data and retention" on the overview: each table's size (rows as PostgreSQL estimates them,
+// "Data and retention" on the overview: each table's size (rows counted, or estimated for a large one,
 // table and index bytes), its retention and when the pruner last deleted from it
 // (GET /ops/api/storage; docs/retention.md). Refreshed every minute: sizes move slowly.
 import { $, el, table } from './dom.js';
@@ -36,7 +36,12 @@ function tableRow(t) {
     { 'data-table': t.table, class: t.behind ? 'attention' : '' },
     el('td', { class: 'mono' }, t.table),
     el('td', {}, t.retention),
-    el('td', {}, t.rowsEstimate.toLocaleString('en')),
+    // Small tables are counted; only a large one's figure is the planner's estimate ("about").
+    el(
+      'td',
+      { class: 'count', 'data-testid': `rows-${t.table}` },
+      t.rows == null ? 'not estimated yet' : `${t.rowsExact ? '' : 'about '}${t.rows.toLocaleString('en')}`,
+    ),
     el('td', {}, bytes(t.tableBytes)),
     el('td', {}, bytes(t.indexBytes)),
     el('td', { 'data-testid': `pruned-${t.table}` }, t.pruned ? when(t.lastPrunedAt) : 'by its owner'),
@@ -48,7 +53,7 @@ async function loadStorage() {
   const card = storageCard();
   try {
     const { tables, totalBytes } = await api('storage');
-    const columns = ['table', 'retention', 'rows (est.)', 'table', 'indexes', 'last pruned', ''];
+    const columns = ['table', 'retention', 'rows', 'table', 'indexes', 'last pruned', ''];
     card.replaceChildren(
       el('h2', {}, 'Data and retention'),
       el(

@@ -97,7 +97,8 @@ export function outboxAndRelayStages(
     note: relayState === 'stalled' ? stalledNote : `last publish ${lastPublish} ago`,
     figures: [
       { label: 'published, last hour', value: publishedHour },
-      { label: 'publish rate (rows/s, last minute)', value: ratePerSecond },
+      // Rows, not a rounded rate: a few rows a minute read "0/s" beside "last publish 0 s ago".
+      { label: 'published, last 60 s', value: rows.outbox.publishedLastMinute },
       { label: 'last publish', value: `${lastPublish} ago` },
     ],
     charts: [{ title: 'relay lag (s, created → published, max per minute)', unit: 's', series: lag }],

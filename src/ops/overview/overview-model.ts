@@ -27,6 +27,8 @@ export interface Stage {
   /** Why the status, in a few words. */
   note: string;
   figures: Array<{ label: string; value: string | number }>;
+  /** Its one figure on the overview's band (src/ops/overview/key-figures.ts). */
+  key?: { label: string; value: string | number };
   charts: Chart[];
 }
 

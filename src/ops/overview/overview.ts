@@ -15,6 +15,8 @@ import {
 } from './work-stages.js';
 import { POLLER_STALE_SECONDS } from '../../poller/pass-staleness.js';
 import { COMMAND_STUCK_SECONDS, DEFAULT_RELAY_STALL_SECONDS } from './stage-rules.js';
+import { ATTENTION_QUERY_COUNT, buildAttention, readAttentionRows, type AttentionItem } from './attention.js';
+import { keyFigure } from './key-figures.js';
 
 export type { Chart, Series, Stage } from './overview-model.js';
 
@@ -30,6 +32,8 @@ export interface Overview {
   /** Minute starts (epoch seconds), oldest first: the x axis of every chart. */
   minutes: number[];
   stages: Stage[];
+  /** What needs a person now, the stopped flow first (src/ops/overview/attention.ts); empty: nothing. */
+  attention: AttentionItem[];
   cost: { queries: number; ms: number };
   rules: {
     relayStallSeconds: number;
@@ -63,10 +67,11 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
   const relayStallSeconds = deps.relayStallSeconds ?? DEFAULT_RELAY_STALL_SECONDS;
   const minutes = minuteAxis(now);
   const started = performance.now();
-  const [rows, outboxFlow, passes] = await Promise.all([
+  const [rows, outboxFlow, passes, attentionRows] = await Promise.all([
     readOverviewRows(deps.db, { stuckAfterSeconds: COMMAND_STUCK_SECONDS }),
     readOutboxFlow(deps.db),
     readPollerPasses(deps.db, new Date(minutes[0]! * 1000)),
+    readAttentionRows(deps.db),
   ]);
   const ms = Math.round((performance.now() - started) * 10) / 10;
   deps.ring.add(await takeSnapshot(deps.registry, Math.floor(now / 1000)));
@@ -97,11 +102,14 @@ export async function buildOverview(deps: OverviewDeps): Promise<Overview> {
 
   const ratePerSecond = Math.round(rows.outbox.publishedLastMinute / 60);
   const backlog = rows.outbox.backlog;
+  const stages = [receiver, outbox, relay, kafka, consumers, partner, poller, deadLetters];
+  for (const stage of stages) stage.key = keyFigure(stage, rows);
   return {
     generatedAt: new Date(now).toISOString(),
     minutes,
-    stages: [receiver, outbox, relay, kafka, consumers, partner, poller, deadLetters],
-    cost: { queries: OVERVIEW_QUERY_COUNT + MORE_QUERIES, ms },
+    stages,
+    attention: buildAttention(stages, rows, attentionRows),
+    cost: { queries: OVERVIEW_QUERY_COUNT + MORE_QUERIES + ATTENTION_QUERY_COUNT, ms },
     rules: {
       relayStallSeconds,
       commandStuckSeconds: COMMAND_STUCK_SECONDS,
