@@ -127,6 +127,16 @@ export function createCompositionRoot(
       db: runtime.db,
       limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE,
       logger,
+      shares: {
+        weights: config.PMS_WEIGHTS,
+        sources: [
+          ...new Set([
+            ...Object.keys(config.PMS_WEBHOOK_SECRETS),
+            ...Object.keys(config.PMS_WEIGHTS),
+            ...Object.keys(config.PMS_PARTNER_KEYS),
+          ]),
+        ],
+      },
     });
     const client = createPartnerClient({
       baseUrl: partnerUrl,

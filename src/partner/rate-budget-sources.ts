@@ -1,0 +1,91 @@
+import type { Db } from '../db/prisma.js';
+import type { Logger } from '../logger.js';
+import { type BudgetSourceReading, exposeMetrics, scrapeHooks } from '../metrics.js';
+
+/** The label of requests made for no PMS source (the poller, resync, the console's reads). */
+export const NO_SOURCE = 'none';
+
+/** How the budget shares itself by source (issue 52, decision 055). */
+export interface SourceShares {
+  /** PMS_WEIGHTS: a source's weight in the round-robin; a source not named weighs 1. */
+  weights?: Readonly<Record<string, number>>;
+  /** The configured sources: their series on /metrics start at 0, before their first request. */
+  sources?: readonly string[];
+}
+
+export function weightOf(shares: SourceShares, source: string | undefined): number {
+  if (source === undefined) return 1;
+  const weight = shares.weights?.[source];
+  return weight !== undefined && weight > 0 ? weight : 1;
+}
+
+/**
+ * Reads, per source, every process's waiters and the window's slots: what /metrics shows per source
+ * (commands waiting, the oldest wait, the requests used) and the console's Partner API stage.
+ */
+export async function readBudgetSources(
+  db: Db,
+  budget: string,
+  windowSeconds: number,
+  sources: readonly string[] = [],
+): Promise<BudgetSourceReading[]> {
+  const rows = await db.$queryRaw<
+    { source: string | null; waiting: number; oldest_s: number | null; used: number }[]
+  >`
+    WITH w AS (
+      SELECT source, count(*)::int AS waiting,
+             extract(epoch FROM clock_timestamp() - min(since))::float8 AS oldest_s
+      FROM rate_budget_waiters
+      WHERE budget = ${budget} AND lane <> 'poll' AND expires_at > clock_timestamp()
+      GROUP BY source),
+    u AS (
+      SELECT source, count(*)::int AS used FROM rate_budget_slots
+      WHERE budget = ${budget} AND lane IN ('write', 'readback')
+        AND taken_at > clock_timestamp() - make_interval(secs => ${windowSeconds}::float8)
+      GROUP BY source)
+    SELECT coalesce(w.source, u.source) AS source, coalesce(w.waiting, 0) AS waiting,
+           w.oldest_s, coalesce(u.used, 0) AS used
+    FROM w FULL JOIN u ON w.source IS NOT DISTINCT FROM u.source`;
+  const bySource = new Map<string, BudgetSourceReading>(
+    sources.map((source) => [source, { source, waiting: 0, oldestWaitSeconds: 0, used: 0 }]),
+  );
+  for (const row of rows) {
+    const source = row.source ?? NO_SOURCE;
+    bySource.set(source, {
+      source,
+      waiting: row.waiting,
+      oldestWaitSeconds: Math.max(0, row.oldest_s ?? 0),
+      used: row.used,
+    });
+  }
+  return [...bySource.values()].sort((a, b) => a.source.localeCompare(b.source));
+}
+
+/**
+ * Puts the per-source gauges on /metrics, read at scrape time: one query for the three of them
+ * (kept for a second), and a failed read shows the configured sources at their last value rather
+ * than failing the scrape.
+ */
+export function exposeBudgetSources(options: {
+  db: Db;
+  budget: string;
+  windowSeconds: number;
+  sources: readonly string[];
+  logger: Logger;
+}): void {
+  exposeMetrics('budgetSources');
+  let cached: { at: number; reading: Promise<BudgetSourceReading[]> } | undefined;
+  let last: BudgetSourceReading[] = [];
+  scrapeHooks.budgetSources = () => {
+    if (!cached || Date.now() - cached.at > 1000) {
+      const reading = readBudgetSources(options.db, options.budget, options.windowSeconds, options.sources)
+        .then((r) => (last = r))
+        .catch((error: unknown) => {
+          options.logger.warn({ err: error }, 'rate budget could not read its shares by source');
+          return last;
+        });
+      cached = { at: Date.now(), reading };
+    }
+    return cached.reading;
+  };
+}
