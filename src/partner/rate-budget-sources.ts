@@ -32,20 +32,17 @@ export async function readBudgetSources(
   const rows = await db.$queryRaw<
     { source: string | null; waiting: number; oldest_s: number | null; used: number }[]
   >`
-    WITH w AS (
-      SELECT source, count(*)::int AS waiting,
-             extract(epoch FROM clock_timestamp() - min(since))::float8 AS oldest_s
+    SELECT source, sum(waiting)::int AS waiting, max(oldest_s)::float8 AS oldest_s, sum(used)::int AS used
+    FROM (
+      SELECT source, 1 AS waiting, extract(epoch FROM clock_timestamp() - since) AS oldest_s, 0 AS used
       FROM rate_budget_waiters
       WHERE budget = ${budget} AND lane <> 'poll' AND expires_at > clock_timestamp()
-      GROUP BY source),
-    u AS (
-      SELECT source, count(*)::int AS used FROM rate_budget_slots
+      UNION ALL
+      SELECT source, 0, NULL, 1 FROM rate_budget_slots
       WHERE budget = ${budget} AND lane IN ('write', 'readback')
         AND taken_at > clock_timestamp() - make_interval(secs => ${windowSeconds}::float8)
-      GROUP BY source)
-    SELECT coalesce(w.source, u.source) AS source, coalesce(w.waiting, 0) AS waiting,
-           w.oldest_s, coalesce(u.used, 0) AS used
-    FROM w FULL JOIN u ON w.source IS NOT DISTINCT FROM u.source`;
+    ) x
+    GROUP BY source`;
   const bySource = new Map<string, BudgetSourceReading>(
     sources.map((source) => [source, { source, waiting: 0, oldestWaitSeconds: 0, used: 0 }]),
   );

@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { registry } from '../../src/metrics.js';
+import { createRateBudget } from '../../src/partner/rate-budget.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+const run = promisify(execFile);
+const WORKER = fileURLToPath(new URL('./support/share-worker.ts', import.meta.url));
+const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const logger = createLogger({ level: 'silent' });
+const WINDOW_MS = 1000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+interface Worker {
+  source: string;
+  weight: number;
+  loops: number;
+}
+
+/**
+ * Each worker is its own process taking write slots for its source from `loops` loops at once, on
+ * one budget of 10 a (shortened) window. Returns each source's share of the slots taken while both
+ * were busy: after each had taken its first slot and a window had passed (the first window fills
+ * before anyone waits), until the first of them stopped.
+ */
+async function shares(budget: string, workers: Worker[]): Promise<Record<string, number>> {
+  const startAt = Date.now() + 8000;
+  const results = await Promise.all(
+    workers.map(async (w) => {
+      const env = {
+        ...process.env,
+        DATABASE_URL: database.url,
+        BUDGET_NAME: budget,
+        LIMIT: '10',
+        WINDOW_MS: String(WINDOW_MS),
+        SOURCE: w.source,
+        WEIGHT: String(w.weight),
+        LOOPS: String(w.loops),
+        START_AT: String(startAt),
+        STOP_AT: String(startAt + 12_000),
+      };
+      const out = (await run(TSX, [WORKER], { env })).stdout.trim().split('\n').at(-1)!;
+      return { source: w.source, taken: (JSON.parse(out) as { taken: number[] }).taken };
+    }),
+  );
+  const from = Math.max(...results.map((r) => r.taken[0] ?? Infinity)) + WINDOW_MS;
+  const to = Math.min(...results.map((r) => r.taken.at(-1) ?? -Infinity));
+  const busy = results.map((r) => ({ source: r.source, n: r.taken.filter((t) => t >= from && t <= to).length }));
+  const total = busy.reduce((a, b) => a + b.n, 0);
+  // Enough slots in the busy time to tell a share from chance (10 a second for several seconds).
+  expect(total).toBeGreaterThanOrEqual(30);
+  console.log(budget, busy, results.map((r) => r.taken.length));
+  return Object.fromEntries(busy.map((b) => [b.source, b.n / total]));
+}
+
+describe('rate budget shared by source', () => {
+  describe('when two processes wait for slots for two sources, one with four times the waiters of the other', () => {
+    it('serves the two sources round-robin: half the slots each, not four to one', async () => {
+      const share = await shares('shares-equal', [
+        { source: 'bigpms', weight: 1, loops: 8 },
+        { source: 'smallpms', weight: 1, loops: 2 },
+      ]);
+      expect(share.smallpms).toBeGreaterThanOrEqual(0.4);
+      expect(share.smallpms).toBeLessThanOrEqual(0.6);
+    }, 60_000);
+  });
+
+  describe('when a source weighs 3 (PMS_WEIGHTS) and the other 1, with twice its waiters', () => {
+    it('gives the heavier source three slots to one', async () => {
+      const share = await shares('shares-weighted', [
+        { source: 'acme', weight: 3, loops: 3 },
+        { source: 'globex', weight: 1, loops: 6 },
+      ]);
+      expect(share.acme).toBeGreaterThanOrEqual(0.68);
+      expect(share.acme).toBeLessThanOrEqual(0.82);
+    }, 60_000);
+  });
+
+  describe('on /metrics', () => {
+    const line = (text: string, name: string, source: string) =>
+      new RegExp(`^${name}\\{source="${source}"\\} ([0-9.e+-]+)$`, 'm').exec(text)?.[1];
+
+    it('shows per source the requests used, the commands waiting and the oldest wait, every configured source from 0', async () => {
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 2,
+        logger,
+        name: 'shares-metrics',
+        shares: { sources: ['acme', 'globex', 'initech'] },
+      });
+      await budget.acquire('write', undefined, 'acme');
+      await budget.acquire('readback', undefined, 'acme');
+      // The window is full: globex's write waits, and is seen waiting from every process.
+      const waiting = new AbortController();
+      const globex = budget.acquire('write', waiting.signal, 'globex').catch(() => undefined);
+      let text = '';
+      for (let i = 0; i < 200; i++) {
+        text = await registry.metrics();
+        if (Number(line(text, 'rentbridge_rate_budget_source_oldest_wait_seconds', 'globex') ?? 0) > 0) break;
+        await sleep(50);
+      }
+      waiting.abort();
+      await globex;
+      expect(line(text, 'rentbridge_rate_budget_source_used', 'acme')).toBe('2');
+      expect(line(text, 'rentbridge_rate_budget_source_used', 'initech')).toBe('0');
+      expect(line(text, 'rentbridge_rate_budget_source_waiting', 'globex')).toBe('1');
+      expect(line(text, 'rentbridge_rate_budget_source_waiting', 'initech')).toBe('0');
+      expect(Number(line(text, 'rentbridge_rate_budget_source_oldest_wait_seconds', 'globex'))).toBeGreaterThan(0);
+      expect(text).toMatch(/^rentbridge_rate_budget_source_requests_total\{source="acme",lane="readback"\} 1$/m);
+      expect(text).toMatch(/^rentbridge_rate_budget_source_requests_total\{source="initech",lane="write"\} 0$/m);
+    }, 30_000);
+  });
+});
