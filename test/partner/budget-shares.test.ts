@@ -11,7 +11,7 @@ const run = promisify(execFile);
 const WORKER = fileURLToPath(new URL('./support/share-worker.ts', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const logger = createLogger({ level: 'silent' });
-const WINDOW_MS = 1000;
+const WINDOW_MS = 2000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let database: TestDatabase;
@@ -30,7 +30,8 @@ interface Worker {
 
 /**
  * Each worker is its own process taking write slots for its source from `loops` loops at once, on
- * one budget of 10 a (shortened) window. Returns each source's share of the slots taken while both
+ * one budget of 20 a (shortened) window of 2 s (ten slots a second; 20 in a window, so a 3:1 share
+ * is whole: 15 and 5). Returns each source's share of the slots taken while both
  * were busy: after each had taken its first slot and a window had passed (the first window fills
  * before anyone waits), until the first of them stopped.
  */
@@ -42,7 +43,7 @@ async function shares(budget: string, workers: Worker[]): Promise<Record<string,
         ...process.env,
         DATABASE_URL: database.url,
         BUDGET_NAME: budget,
-        LIMIT: '10',
+        LIMIT: '20',
         WINDOW_MS: String(WINDOW_MS),
         SOURCE: w.source,
         WEIGHT: String(w.weight),
@@ -60,7 +61,6 @@ async function shares(budget: string, workers: Worker[]): Promise<Record<string,
   const total = busy.reduce((a, b) => a + b.n, 0);
   // Enough slots in the busy time to tell a share from chance (10 a second for several seconds).
   expect(total).toBeGreaterThanOrEqual(30);
-  console.log(budget, busy, results.map((r) => r.taken.length));
   return Object.fromEntries(busy.map((b) => [b.source, b.n / total]));
 }
 
