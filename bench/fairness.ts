@@ -118,7 +118,9 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
   const schema = `bench_fair_${randomBytes(4).toString('hex')}`;
   const databaseUrl = withSchema(base, schema);
   const prefix = `fair${randomBytes(3).toString('hex')}.`;
-  const secrets = Object.fromEntries(sources.map((s) => [s.name, `whsec_${randomBytes(24).toString('base64')}`]));
+  const secrets = Object.fromEntries(
+    sources.map((s) => [s.name, `whsec_${randomBytes(24).toString('base64')}`]),
+  );
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -136,7 +138,11 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
   };
   await execFileP(TSX, [CLI, 'migrate'], { env });
 
-  const kafka = new Kafka({ clientId: 'bench-fairness', brokers: kafkaBrokers(), logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({
+    clientId: 'bench-fairness',
+    brokers: kafkaBrokers(),
+    logLevel: logLevel.NOTHING,
+  });
   const payments = new Map<string, Payment>();
   const outcomes = new Map<string, number>();
   const errors: string[] = [];
@@ -190,9 +196,13 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
   try {
     await reader.connect();
     for (let i = 0; ; i++) {
-      const topics = await kafka.admin().listTopics().catch(() => [] as string[]);
+      const topics = await kafka
+        .admin()
+        .listTopics()
+        .catch(() => [] as string[]);
       if (topics.includes(`${prefix}outcomes.rental-payments`)) break;
-      if (i > 600 || child.exitCode !== null) throw new Error(`rentbridge start did not create its topics: ${errors.join('\n')}`);
+      if (i > 600 || child.exitCode !== null)
+        throw new Error(`rentbridge start did not create its topics: ${errors.join('\n')}`);
       await sleep(500);
     }
     await reader.subscribe({ topic: `${prefix}outcomes.rental-payments`, fromBeginning: true });
@@ -208,7 +218,9 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     // Started: the poller's first pass over the enrollments is done, and one payment went through.
     for (let i = 0; ; i++) {
       const { rows } = await db
-        .query(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.poller_passes WHERE resource = 'enrollments'`)
+        .query(
+          `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.poller_passes WHERE resource = 'enrollments'`,
+        )
         .catch(() => ({ rows: [{ n: 0 }] }));
       if ((rows[0] as { n: number }).n > 0) break;
       if (i > 600 || child.exitCode !== null) throw new Error(`no poller pass: ${errors.join('\n')}`);
@@ -227,7 +239,9 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     const started = Date.now();
     const progress = setInterval(() => {
       const done = [...payments.values()].filter((p) => p.outcomeAt).length;
-      console.log(`  ${label}: ${done} of ${total} outcomes, ${proxy.counts.requests - before.requests} requests, ${proxy.counts.throttled - before.throttled} 429s`);
+      console.log(
+        `  ${label}: ${done} of ${total} outcomes, ${proxy.counts.requests - before.requests} requests, ${proxy.counts.throttled - before.throttled} 429s`,
+      );
     }, 15_000);
     await Promise.all(
       sources.map(async (s) => {
@@ -275,11 +289,16 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     const served = Object.values(busy.served).reduce((a, b) => a + b, 0);
     figures[`${label}: busy window (every source waiting), s`] = ((busy.to - busy.from) / 1000).toFixed(1);
     figures[`${label}: writes in the busy window by source`] = sources
-      .map((s) => `${s.name} ${busy.served[s.name]} (${((100 * busy.served[s.name]!) / Math.max(1, served)).toFixed(1)} %)`)
+      .map(
+        (s) =>
+          `${s.name} ${busy.served[s.name]} (${((100 * busy.served[s.name]!) / Math.max(1, served)).toFixed(1)} %)`,
+      )
       .join(', ');
-    figures[`${label}: Jain's fairness index over the busy window (served / weighted max-min share)`] = busy.jain;
-    figures[`${label}: Partner requests per payment (${requests} requests, ${proxy.counts.writes - before.writes} writes)`] =
-      requests / total;
+    figures[`${label}: Jain's fairness index over the busy window (served / weighted max-min share)`] =
+      busy.jain;
+    figures[
+      `${label}: Partner requests per payment (${requests} requests, ${proxy.counts.writes - before.writes} writes)`
+    ] = requests / total;
     figures[`${label}: 429 answers`] = proxy.counts.throttled - before.throttled;
     const ours = new Set(payments.keys());
     const mineEnrollments = new Set([...ours].map((id) => enrollmentOf.get(id)));
@@ -323,7 +342,10 @@ export async function run(): Promise<BenchResult> {
     const sources = SCENARIOS[name];
     if (!sources) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
     const scaled = sources.map((s) => ({ ...s, payments: Math.max(1, Math.round(s.payments * scale)) }));
-    Object.assign(figures, await scenario(`${name} (${variant}${scale === 1 ? '' : `, scale ${scale}`})`, scaled));
+    Object.assign(
+      figures,
+      await scenario(`${name} (${variant}${scale === 1 ? '' : `, scale ${scale}`})`, scaled),
+    );
   }
   return {
     name: 'fairness',

@@ -31,7 +31,7 @@ const BENCHES: Record<string, { module: string; what: string }> = {
   },
   fairness: {
     module: './fairness.js',
-    what: 'PMS sources of different sizes through one budget: a small source beside a month-end burst, two bursts weighted 3:1; latency per source, burst time vs its minimum, requests per payment, 429s, Jain\'s index (issue 52)',
+    what: "PMS sources of different sizes through one budget: a small source beside a month-end burst, two bursts weighted 3:1; latency per source, burst time vs its minimum, requests per payment, 429s, Jain's index (issue 52)",
   },
   sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
   commands: {

@@ -205,7 +205,7 @@ export const metrics = {
   }),
   budgetSourceUsed: new Gauge({
     name: 'rentbridge_rate_budget_source_used',
-    help: 'Partner API requests (writes and read-backs) of each PMS source in the shared budget\'s last minute, every process together',
+    help: "Partner API requests (writes and read-backs) of each PMS source in the shared budget's last minute, every process together",
     labelNames: ['source'] as const,
     registers: r,
     async collect() {

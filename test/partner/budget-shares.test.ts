@@ -57,7 +57,10 @@ async function shares(budget: string, workers: Worker[]): Promise<Record<string,
   );
   const from = Math.max(...results.map((r) => r.taken[0] ?? Infinity)) + WINDOW_MS;
   const to = Math.min(...results.map((r) => r.taken.at(-1) ?? -Infinity));
-  const busy = results.map((r) => ({ source: r.source, n: r.taken.filter((t) => t >= from && t <= to).length }));
+  const busy = results.map((r) => ({
+    source: r.source,
+    n: r.taken.filter((t) => t >= from && t <= to).length,
+  }));
   const total = busy.reduce((a, b) => a + b.n, 0);
   // Enough slots in the busy time to tell a share from chance (10 a second for several seconds).
   expect(total).toBeGreaterThanOrEqual(30);
@@ -116,9 +119,15 @@ describe('rate budget shared by source', () => {
       expect(line(text, 'rentbridge_rate_budget_source_used', 'initech')).toBe('0');
       expect(line(text, 'rentbridge_rate_budget_source_waiting', 'globex')).toBe('1');
       expect(line(text, 'rentbridge_rate_budget_source_waiting', 'initech')).toBe('0');
-      expect(Number(line(text, 'rentbridge_rate_budget_source_oldest_wait_seconds', 'globex'))).toBeGreaterThan(0);
-      expect(text).toMatch(/^rentbridge_rate_budget_source_requests_total\{source="acme",lane="readback"\} 1$/m);
-      expect(text).toMatch(/^rentbridge_rate_budget_source_requests_total\{source="initech",lane="write"\} 0$/m);
+      expect(
+        Number(line(text, 'rentbridge_rate_budget_source_oldest_wait_seconds', 'globex')),
+      ).toBeGreaterThan(0);
+      expect(text).toMatch(
+        /^rentbridge_rate_budget_source_requests_total\{source="acme",lane="readback"\} 1$/m,
+      );
+      expect(text).toMatch(
+        /^rentbridge_rate_budget_source_requests_total\{source="initech",lane="write"\} 0$/m,
+      );
     }, 30_000);
   });
 });

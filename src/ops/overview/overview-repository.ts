@@ -48,7 +48,13 @@ export interface OverviewRows {
    * Per PMS source (null: calls made for none), its writes and read-backs in the last minute and
    * its commands waiting for a slot, with the oldest wait (issue 52).
    */
-  budgetSources: Array<{ budget: string; source: string | null; used: number; waiting: number; oldestSeconds: number | null }>;
+  budgetSources: Array<{
+    budget: string;
+    source: string | null;
+    used: number;
+    waiting: number;
+    oldestSeconds: number | null;
+  }>;
   budgetPausedUntil: Date | null;
 }
 
@@ -121,9 +127,7 @@ export async function readOverviewRows(
         FROM poller_cursors ORDER BY resource`,
     // Slots by lane and source, and (lane `waiting`) the waiters of writes and read-backs by
     // source: one statement, so the overview's count of them stays what it was.
-    db.$queryRaw<
-      { budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }[]
-    >`
+    db.$queryRaw<{ budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }[]>`
       SELECT budget, lane, source, count(*) AS n, NULL::float8 AS oldest FROM rate_budget_slots
        WHERE taken_at > now() - interval '1 minute' GROUP BY 1, 2, 3
       UNION ALL
@@ -197,7 +201,13 @@ function budgetSources(
   for (const r of rows) {
     if (r.lane === 'poll' || r.lane === 'external') continue;
     const k = `${r.budget}|${r.source ?? ''}`;
-    const line = by.get(k) ?? { budget: r.budget, source: r.source, used: 0, waiting: 0, oldestSeconds: null };
+    const line = by.get(k) ?? {
+      budget: r.budget,
+      source: r.source,
+      used: 0,
+      waiting: 0,
+      oldestSeconds: null,
+    };
     if (r.lane === 'waiting') {
       line.waiting += num(r.n);
       line.oldestSeconds = r.oldest;

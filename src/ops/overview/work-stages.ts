@@ -118,7 +118,10 @@ function sourceShares(lines: StageContext['rows']['budgetSources']) {
       const share = all > 0 ? Math.round((100 * l.used) / all) : 0;
       const waiting =
         l.waiting > 0 ? ` · ${l.waiting} waiting, oldest ${fmtAge(Math.round(l.oldestSeconds ?? 0))}` : '';
-      return { label: `share of source ${l.source}, last minute`, value: `${l.used} requests (${share} %)${waiting}` };
+      return {
+        label: `share of source ${l.source}, last minute`,
+        value: `${l.used} request${l.used === 1 ? '' : 's'} (${share} %)${waiting}`,
+      };
     });
 }
 
