@@ -67,12 +67,15 @@ const weightsBySource = z
       return z.NEVER;
     }
   })
-  .pipe(
-    z.record(
-      z.string().regex(/^[a-z0-9_-]+$/i, 'a source name (letters, digits, _ and -)'),
-      z.number().positive('a weight above 0').max(1000, 'a weight of at most 1000'),
-    ),
-  );
+  .pipe(z.record(z.string(), z.number().positive('a weight above 0').max(1000, 'a weight of at most 1000')))
+  .superRefine((weights, ctx) => {
+    for (const source of Object.keys(weights))
+      if (!/^[a-z0-9_-]+$/i.test(source))
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${source}" is not a source name (letters, digits, _ and -)`,
+        });
+  });
 
 const secretList = z
   .string()
