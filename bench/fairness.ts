@@ -236,7 +236,6 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     await sleep(62_000);
 
     const before = { ...proxy.counts };
-    const started = Date.now();
     const progress = setInterval(() => {
       const done = [...payments.values()].filter((p) => p.outcomeAt).length;
       console.log(

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../logger.js';
 import { resolveLogFormat } from '../log-format.js';
 import {
   createPartnerClient,
+  budgetShares,
   createRateBudget,
   type PartnerClient,
   type RateBudget,
@@ -127,16 +128,7 @@ export function createCompositionRoot(
       db: runtime.db,
       limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE,
       logger,
-      shares: {
-        weights: config.PMS_WEIGHTS,
-        sources: [
-          ...new Set([
-            ...Object.keys(config.PMS_WEBHOOK_SECRETS),
-            ...Object.keys(config.PMS_WEIGHTS),
-            ...Object.keys(config.PMS_PARTNER_KEYS),
-          ]),
-        ],
-      },
+      shares: budgetShares(config),
     });
     const client = createPartnerClient({
       baseUrl: partnerUrl,

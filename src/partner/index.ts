@@ -1,6 +1,6 @@
 export * from './assumptions.js';
 export { budgetSource, forBudgetSource } from './budget-source.js';
-export { NO_SOURCE, readBudgetSources, type SourceShares } from './rate-budget-sources.js';
+export { budgetShares, NO_SOURCE, readBudgetSources, type SourceShares } from './rate-budget-sources.js';
 export * from './endpoints.js';
 export * from './errors.js';
 export * from './partner-client.js';

@@ -1,3 +1,4 @@
+import type { Config } from '../config/config.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
 import { type BudgetSourceReading, exposeMetrics, scrapeHooks } from '../metrics.js';
@@ -11,6 +12,16 @@ export interface SourceShares {
   weights?: Readonly<Record<string, number>>;
   /** The configured sources: their series on /metrics start at 0, before their first request. */
   sources?: readonly string[];
+}
+
+/** The deployment's shares: PMS_WEIGHTS, and every source the configuration names. */
+export function budgetShares(
+  config: Pick<Config, 'PMS_WEIGHTS' | 'PMS_WEBHOOK_SECRETS' | 'PMS_PARTNER_KEYS'>,
+): SourceShares {
+  const named = [config.PMS_WEBHOOK_SECRETS, config.PMS_WEIGHTS, config.PMS_PARTNER_KEYS].flatMap(
+    Object.keys,
+  );
+  return { weights: config.PMS_WEIGHTS, sources: [...new Set(named)].sort() };
 }
 
 export function weightOf(shares: SourceShares, source: string | undefined): number {

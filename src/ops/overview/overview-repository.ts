@@ -125,8 +125,6 @@ export async function readOverviewRows(
     >`SELECT resource, last_started_at, last_succeeded_at, last_failed_at, last_error,
              pass_pages, pass_page_count, last_page_at, stale_after_seconds
         FROM poller_cursors ORDER BY resource`,
-    // Slots by lane and source, and (lane `waiting`) the waiters of writes and read-backs by
-    // source: one statement, so the overview's count of them stays what it was.
     db.$queryRaw<{ budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }[]>`
       SELECT budget, lane, source, count(*) AS n, NULL::float8 AS oldest FROM rate_budget_slots
        WHERE taken_at > now() - interval '1 minute' GROUP BY 1, 2, 3
@@ -194,6 +192,10 @@ function aggregate<R extends { n: bigint }>(rows: R[], key: (r: R) => string): A
   return [...by.values()];
 }
 
+/**
+ * The budget's rows come as slots by lane and source, and (lane `waiting`) the waiters of writes
+ * and read-backs by source: one statement, so the overview's count of statements stays as it was.
+ */
 function budgetSources(
   rows: Array<{ budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }>,
 ): OverviewRows['budgetSources'] {
