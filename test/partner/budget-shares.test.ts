@@ -1,13 +1,11 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { registry } from '../../src/metrics.js';
 import { createRateBudget } from '../../src/partner/rate-budget.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
-const run = promisify(execFile);
 const WORKER = fileURLToPath(new URL('./support/share-worker.ts', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const logger = createLogger({ level: 'silent' });
@@ -36,10 +34,9 @@ interface Worker {
  * before anyone waits), until the first of them stopped.
  */
 async function shares(budget: string, workers: Worker[]): Promise<Record<string, number>> {
-  const startAt = Date.now() + 8000;
-  const results = await Promise.all(
-    workers.map(async (w) => {
-      const env = {
+  const children = workers.map((w) => {
+    const child = spawn(TSX, [WORKER], {
+      env: {
         ...process.env,
         DATABASE_URL: database.url,
         BUDGET_NAME: budget,
@@ -48,11 +45,27 @@ async function shares(budget: string, workers: Worker[]): Promise<Record<string,
         SOURCE: w.source,
         WEIGHT: String(w.weight),
         LOOPS: String(w.loops),
-        START_AT: String(startAt),
-        STOP_AT: String(startAt + 12_000),
-      };
-      const out = (await run(TSX, [WORKER], { env })).stdout.trim().split('\n').at(-1)!;
-      return { source: w.source, taken: (JSON.parse(out) as { taken: number[] }).taken };
+        SECONDS: '12',
+      },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const ready = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.startsWith('ready\n')) resolve();
+      }),
+    );
+    const done = new Promise<string>((resolve) => child.once('exit', () => resolve(out)));
+    return { source: w.source, child, ready, done };
+  });
+  // Every worker connected first: then all start together.
+  await Promise.all(children.map((c) => c.ready));
+  for (const c of children) c.child.stdin.end('go\n');
+  const results = await Promise.all(
+    children.map(async (c) => {
+      const line = (await c.done).trim().split('\n').at(-1)!;
+      return { source: c.source, taken: (JSON.parse(line) as { taken: number[] }).taken };
     }),
   );
   const from = Math.max(...results.map((r) => r.taken[0] ?? Infinity)) + WINDOW_MS;

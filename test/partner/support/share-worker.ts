@@ -1,7 +1,9 @@
 /**
  * A process taking slots of a shared rate budget for one PMS source, from several loops at once
  * (the shares-by-source test). Env: DATABASE_URL, BUDGET_NAME, LIMIT, WINDOW_MS, SOURCE, WEIGHT,
- * LOOPS, START_AT and STOP_AT (epoch ms). Prints one JSON line: when each slot was taken (epoch ms).
+ * LOOPS, SECONDS. Prints `ready` once connected, starts when a line comes on its standard input
+ * (the test starts every worker at once, however long each took to start), and prints one JSON line:
+ * when each slot was taken (epoch ms).
  */
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';
@@ -24,11 +26,12 @@ const budget = createRateBudget({
   safetyMs: 0,
   shares: { weights: { [source]: Number(env('WEIGHT')) } },
 });
-const startAt = Number(env('START_AT'));
-const stopAt = Number(env('STOP_AT'));
 const taken: number[] = [];
 
-await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
+await db.$queryRaw`SELECT 1`;
+process.stdout.write('ready\n');
+await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+const stopAt = Date.now() + Number(env('SECONDS')) * 1000;
 await Promise.all(
   Array.from({ length: Number(env('LOOPS')) }, async () => {
     for (;;) {
