@@ -66,6 +66,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './payment-path.js',
     what: 'the files and folders of src/ one rental payment runs through, from its Kafka message to its outcome (V8 coverage; issue 40)',
   },
+  'slow-record': {
+    module: './slow-record.js',
+    what: "other records' payments behind one record held 5 s, all in one partition: publish to outcome, one command at a time (the old order per partition) vs order per record (issue 52)",
+  },
   relay: {
     module: './relay-drain.js',
     what: 'relay draining a 100k backlog vs a plain idempotent producer; command wait and receiver acks/s meanwhile (issue 33)',

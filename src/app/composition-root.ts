@@ -290,7 +290,8 @@ export function createCompositionRoot(
         partners: bySource(),
         logger,
         topicPrefix: config.KAFKA_TOPIC_PREFIX,
-        partitionsConsumedConcurrently: config.KAFKA_TOPIC_PARTITIONS,
+        concurrency: config.CONSUMER_CONCURRENCY,
+        readAhead: config.CONSUMER_READ_AHEAD,
         sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
         // The guard's processing bound comes from the configured assumption (PARTNER_MAX_PROCESSING_MS).
         guard: { maxProcessingMs: config.PARTNER_MAX_PROCESSING_MS, ...options.guard },

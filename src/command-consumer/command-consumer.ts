@@ -1,4 +1,4 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { AnyCommandType } from '../command-types/command-type.js';
 import type { Db } from '../db/prisma.js';
 import { DEAD_LETTER_REASONS } from '../dead-letters/dead-letter-headers.js';
@@ -24,16 +24,19 @@ import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
 import type { SourcePartners } from '../partner/source-partners.js';
 import { traceCommand } from '../telemetry.js';
 import { createResultPublisher } from './publish-result.js';
-import { createCommandHandler } from './run-command.js';
+import { createCommandHandler, parseCommandMessage } from './run-command.js';
+import { createReadAhead } from './read-ahead.js';
+import { commandSourceOf, targetIdOf } from '../contracts/command-contracts.js';
 import { destinationsOf } from './outcome-events.js';
 
 /**
  * The consumer of one command type (a row of src/command-types/command-types.ts): one Kafka consumer on
- * its topic, messages of one partition in order (they are keyed by the target record, so one
- * record's commands run in sequence), partitions in parallel. Each message is handled
- * (src/command-consumer/run-command.ts), and only once what it publishes is on Kafka is its
- * offset committed. A crash in between redelivers the message; the guard finds it final and
- * publishes the outcome again without writing.
+ * its topic that reads ahead of the commands it applies and applies commands for different target
+ * records at once, one record's commands one at a time in arrival order
+ * (src/command-consumer/read-ahead.ts, decision 054). Each message is handled
+ * (src/command-consumer/run-command.ts), and a partition's offset is committed only up to its oldest
+ * command whose outcome or dead letter is not yet on Kafka. A crash in between redelivers those
+ * messages; the guard finds the final ones and publishes their outcomes again without writing.
  */
 
 export interface CommandConsumerDeps {
@@ -59,8 +62,13 @@ export interface CommandConsumerDeps {
   producer?: SharedProducer;
   /** Default `<topicPrefix>rentbridge.<name>`. */
   groupId?: string;
-  /** Partitions processed at once. Default 3. */
-  partitionsConsumedConcurrently?: number;
+  /** CONSUMER_CONCURRENCY: commands applied at once (for different target records). Default 8. */
+  concurrency?: number;
+  /**
+   * CONSUMER_READ_AHEAD: messages held by the consumer (waiting and being applied); past it the
+   * partitions pause. Default 2000.
+   */
+  readAhead?: number;
   /** Kafka session time-out: how soon a dead member's partitions move on. Default kafkajs's 30 s. */
   sessionTimeoutMs?: number;
   guard?: GuardOptions;
@@ -82,7 +90,7 @@ export interface CommandConsumer {
   /** In its group, not crash-looping, its lag: for /readyz. */
   readonly health: ConsumerHealth;
   start(): Promise<void>;
-  /** Finishes the command in hand, then leaves the group. */
+  /** Commits what is final, leaves the commands in hand as they are (their rows keep their state), leaves the group. */
   stop(): Promise<void>;
 }
 
@@ -135,9 +143,9 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
   const { topic } = dest;
   const logger = deps.logger.child({ component: 'consumer', consumer: type.name, topic });
   const repository = createCommandRepository(deps.db);
-  const concurrency = deps.partitionsConsumedConcurrently ?? 3;
-  // eachMessage handles one command per partition at a time; twice that many connections, so an
-  // unlock still on its way never delays the partition's next command.
+  const concurrency = deps.concurrency ?? 8;
+  // Twice as many connections as commands at once, so an unlock still on its way never delays the
+  // next command.
   const locks = createCommandLocks({ databaseUrl: deps.databaseUrl, logger, max: 2 * concurrency });
   const stopping = new AbortController();
   const consumer: Consumer = deps.kafka.consumer({
@@ -156,11 +164,11 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
   const gate = createThrottleGate({
     onPause: (until) => {
       logger.warn({ until: until.toISOString() }, 'throttled: pausing the consumer');
-      consumer.pause([{ topic }]);
+      readAhead.throttled(true);
     },
     onResume: () => {
       logger.info('resuming after throttle');
-      consumer.resume([{ topic }]);
+      readAhead.throttled(false);
     },
   });
   const handle = createCommandHandler({
@@ -175,6 +183,28 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     finals: logSummary(logger, 'commands applied (count by state)'),
   });
 
+  const readAhead = createReadAhead({
+    consumer,
+    topic,
+    logger,
+    orderOf: (message, partition) => orderOf(type, message, partition),
+    run: (partition, message) => {
+      const log = logger.child({ partition, offset: message.offset });
+      return traceCommand(type.name, message, () => handle({ partition, message }, log));
+    },
+    maxHeld: Math.max(deps.readAhead ?? 2000, concurrency),
+    concurrency,
+    signal: stopping.signal,
+    onBug: (error) => {
+      // Decision 021: a bug is not retried in a loop that would hide it. Nothing past the command
+      // is committed; the consumer stops and says why on /readyz until a restart with fixed code.
+      logger.error({ err: error }, 'consumer stopped: a command failed with an error that is not retried');
+      health.fail(error instanceof Error ? error.message : String(error));
+      void consumer.stop().catch(() => undefined);
+    },
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => readAhead.joined());
+
   return {
     groupId,
     health,
@@ -184,26 +214,13 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
       await consumer.subscribe({ topic, fromBeginning: true });
       await consumer.run({
         autoCommit: false,
-        partitionsConsumedConcurrently: concurrency,
-        eachMessage: async ({ partition, message, heartbeat }) => {
-          const log = logger.child({ partition, offset: message.offset });
-          // A command may wait minutes (Retry-After, back-off, a slow partner): keep the
-          // membership alive meanwhile so the partition is not handed to another member.
-          const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
-          try {
-            await traceCommand(type.name, message, () => handle({ partition, message }, log));
-          } finally {
-            clearInterval(beat);
-          }
-          // Only after the outcome / dead letter is on Kafka.
-          await consumer.commitOffsets([
-            { topic, partition, offset: (BigInt(message.offset) + 1n).toString() },
-          ]);
-        },
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => readAhead.eachBatch(payload),
       });
-      logger.info({ groupId }, 'consumer started');
+      logger.info({ groupId, concurrency }, 'consumer started');
     },
     async stop() {
+      await readAhead.close();
       stopping.abort();
       gate.close();
       await consumer.disconnect();
@@ -213,4 +230,21 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
       logger.info({ groupId }, 'consumer stopped');
     },
   };
+}
+
+/**
+ * The record a message is about, which orders it: its command's target (a registration's
+ * normalized e-mail, else the enrollment, application or customer id), else its Kafka key (the
+ * producer's word for it), else nothing shared (an unreadable message orders nothing); and its
+ * source. Held in memory only: a key may be personal data (an e-mail) and is never logged.
+ */
+function orderOf(type: AnyCommandType, message: KafkaMessage, partition: number) {
+  const parsed = parseCommandMessage(type, { partition, message });
+  if (parsed.ok)
+    return { key: `t:${targetIdOf(type, parsed.command)}`, source: commandSourceOf(parsed.ceSource) };
+  const key =
+    message.key && message.key.length > 0
+      ? `k:${message.key.toString()}`
+      : `m:${partition}:${message.offset}`;
+  return { key, source: '' };
 }

@@ -156,6 +156,17 @@ export const configSchema = z
      */
     SNAPSHOT_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
     /**
+     * Commands a command consumer applies at once, for different target records (one record's
+     * commands always one at a time, in arrival order; decision 054). Default 8.
+     */
+    CONSUMER_CONCURRENCY: positiveInt.max(64).default(8),
+    /**
+     * Messages a command consumer holds ahead of the ones it applies (waiting and running); past it
+     * its partitions pause until half is done. Deep enough to reach past a month-end burst of one source
+     * to another source's commands (a held command costs about 2 kB). Default 2000.
+     */
+    CONSUMER_READ_AHEAD: positiveInt.max(20_000).default(2000),
+    /**
      * Which environment PARTNER_API_URL is (spec: separate sandbox and production environments).
      * `rentbridge probe --write` runs only when this says `sandbox`. Unset: not declared.
      */

@@ -23,6 +23,14 @@ export interface ConsumerHealth {
   details(admin: Admin): Promise<ConsumerState>;
 }
 
+export interface WatchedConsumer extends ConsumerHealth {
+  /**
+   * The consumer's own code gave up (a command consumer stops itself on a bug, decision 021, as
+   * kafkajs does on an error it does not restart after): reported until the process restarts.
+   */
+  fail(reason: string): void;
+}
+
 /**
  * Follows a kafkajs consumer's instrumentation events (join, rebalance, crash, stop) so /readyz
  * tells whether this process consumes: in its group, not crash-looping, and how far behind.
@@ -31,7 +39,7 @@ export interface ConsumerHealth {
 export function watchConsumer(
   consumer: Consumer,
   options: { groupId: string; topics: () => Promise<string[]> | string[] },
-): ConsumerHealth {
+): WatchedConsumer {
   let inGroup = false;
   let memberId: string | null = null;
   let running = true;
@@ -61,6 +69,10 @@ export function watchConsumer(
   };
 
   return {
+    fail(reason) {
+      crashes.push(Date.now());
+      gaveUp = reason;
+    },
     check() {
       if (gaveUp) return `the consumer crashed and will not restart: ${gaveUp}`;
       if (!running) return 'the consumer is stopped';

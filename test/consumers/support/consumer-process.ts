@@ -1,10 +1,11 @@
 /**
  * A command consumer in its own process, so a test can SIGKILL it mid-write. Configured by
- * environment: DATABASE_URL, KAFKA_BROKERS, KAFKA_TOPIC_PREFIX, PARTNER_API_URL, GROUP_ID.
+ * environment: DATABASE_URL, KAFKA_BROKERS, KAFKA_TOPIC_PREFIX, PARTNER_API_URL, GROUP_ID, and
+ * COMMAND_TYPE (a command type's name; default application-decisions).
  * Prints `ready` once the consumer has started.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import { applicationDecisions } from '../../../src/command-types/application-decisions/application-decisions.js';
+import { commandTypeByName } from '../../../src/command-types/command-types.js';
 import { createCommandConsumer } from '../../../src/command-consumer/command-consumer.js';
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';
@@ -16,7 +17,9 @@ const env = (name: string) => {
   return v;
 };
 const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-const consumer = createCommandConsumer(applicationDecisions, {
+const type = commandTypeByName(process.env.COMMAND_TYPE ?? 'application-decisions');
+if (!type) throw new Error(`no command type ${process.env.COMMAND_TYPE}`);
+const consumer = createCommandConsumer(type, {
   kafka: new Kafka({
     clientId: 'consumer-process',
     brokers: env('KAFKA_BROKERS').split(','),

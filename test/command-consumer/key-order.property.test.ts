@@ -1,0 +1,192 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createKeyOrder, type Held } from '../../src/command-consumer/key-order.js';
+
+/**
+ * The command consumer's scheduling core (src/command-consumer/key-order.ts, decision 054) over
+ * random interleavings of what Kafka and the running commands do: messages of three partitions
+ * arriving in partition order (and some fetched twice), commands starting and ending in any order,
+ * commits that land or fail, and partitions revoked (a rebalance), after which Kafka reads them
+ * again from the committed offset. Whatever the interleaving:
+ * - a record's command starts only after each earlier command for that record has ended;
+ * - a committed offset never passes a command that has not ended, and never goes back;
+ * - nothing is lost: once Kafka has delivered everything and every command has ended, each
+ *   partition's committed offset is its end, and every message was applied.
+ */
+
+type Step =
+  | { do: 'deliver'; partition: number }
+  | { do: 'refetch'; partition: number; back: number }
+  | { do: 'start' }
+  | { do: 'finish'; pick: number }
+  | { do: 'commit'; partition: number; lands: boolean }
+  | { do: 'revoke'; partition: number };
+
+const PARTITIONS = 3;
+const partition = fc.integer({ min: 0, max: PARTITIONS - 1 });
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: partition.map((p) => ({ do: 'deliver' as const, partition: p })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ partition, back: fc.integer({ min: 1, max: 4 }) })
+      .map((r) => ({ do: 'refetch' as const, ...r })),
+  },
+  { weight: 5, arbitrary: fc.constant({ do: 'start' as const }) },
+  { weight: 5, arbitrary: fc.nat().map((pick) => ({ do: 'finish' as const, pick })) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ partition, lands: fc.boolean() }).map((r) => ({ do: 'commit' as const, ...r })),
+  },
+  { weight: 1, arbitrary: partition.map((p) => ({ do: 'revoke' as const, partition: p })) },
+);
+
+/** Each partition's log: the key (target record) of each offset. Keys live in one partition, as Kafka keys do. */
+const logs = fc.array(fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 0, maxLength: 25 }), {
+  minLength: PARTITIONS,
+  maxLength: PARTITIONS,
+});
+
+interface Msg {
+  partition: number;
+  offset: number;
+}
+
+function run(log: number[][], steps: Step[]) {
+  const order = createKeyOrder<Msg>();
+  const keyOf = (p: number, o: number) => `p${p}-k${log[p]![o]}`;
+  const sourceOf = (p: number, o: number) => `s${log[p]![o]! % 2}`;
+  const fetchPos = log.map(() => 0);
+  const committed = log.map(() => 0);
+  /** Messages applied at least once (ended), by partition. */
+  const applied = log.map(() => new Set<number>());
+  const running: Held<Msg>[] = [];
+
+  const startOne = () => {
+    const held = order.start();
+    if (!held) return false;
+    const { partition: p, offset: o } = held.item;
+    // Every earlier command of the same record has ended before this one starts.
+    for (let earlier = 0; earlier < o; earlier++) {
+      if (keyOf(p, earlier) === held.key)
+        expect(applied[p]!.has(earlier), `p${p} offset ${earlier} ended before ${o}`).toBe(true);
+    }
+    // One command at a time per record.
+    expect(running.some((r) => r.key === held.key)).toBe(false);
+    running.push(held);
+    return true;
+  };
+  const finishAt = (i: number) => {
+    const [held] = running.splice(i, 1);
+    order.finish(held!);
+    applied[held!.item.partition]!.add(held!.item.offset);
+  };
+  const commit = (p: number, lands: boolean) => {
+    const offset = order.commitFor(p);
+    if (offset === undefined) return;
+    const o = Number(offset);
+    if (!lands) return order.commitFailed(p);
+    // Never past a command that has not ended; never back.
+    for (let before = 0; before < o; before++)
+      expect(applied[p]!.has(before), `p${p} committed ${o} past ${before}`).toBe(true);
+    expect(o).toBeGreaterThanOrEqual(committed[p]!);
+    committed[p] = o;
+  };
+  const deliver = (p: number, o: number) => {
+    order.add(p, BigInt(o), keyOf(p, o), sourceOf(p, o), { partition: p, offset: o });
+  };
+
+  for (const s of steps) {
+    switch (s.do) {
+      case 'deliver':
+        if (fetchPos[s.partition]! < log[s.partition]!.length) deliver(s.partition, fetchPos[s.partition]!++);
+        break;
+      case 'refetch': {
+        // A fetch that returns messages already held: taken once.
+        const o = fetchPos[s.partition]! - s.back;
+        if (o >= 0)
+          expect(
+            order.add(s.partition, BigInt(o), keyOf(s.partition, o), sourceOf(s.partition, o), {
+              partition: s.partition,
+              offset: o,
+            }),
+          ).toBe(false);
+        break;
+      }
+      case 'start':
+        startOne();
+        break;
+      case 'finish':
+        if (running.length > 0) finishAt(s.pick % running.length);
+        break;
+      case 'commit':
+        commit(s.partition, s.lands);
+        break;
+      case 'revoke':
+        // The partition comes back (here or elsewhere) from its committed offset.
+        order.revoke(s.partition);
+        fetchPos[s.partition] = committed[s.partition]!;
+        break;
+    }
+    expect(order.held()).toBe(order.waiting() + order.running());
+    expect(order.running()).toBe(running.length);
+  }
+
+  // Drain: Kafka delivers the rest, every command runs and ends, every partition commits.
+  for (;;) {
+    let moved = false;
+    for (let p = 0; p < PARTITIONS; p++)
+      while (fetchPos[p]! < log[p]!.length) {
+        deliver(p, fetchPos[p]!++);
+        moved = true;
+      }
+    while (startOne()) moved = true;
+    if (running.length > 0) {
+      finishAt(0);
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  for (let p = 0; p < PARTITIONS; p++) {
+    commit(p, true);
+    expect(applied[p]!.size).toBe(log[p]!.length);
+    if (log[p]!.length > 0 || committed[p]! > 0) expect(committed[p]).toBe(log[p]!.length);
+  }
+  expect(order.held()).toBe(0);
+}
+
+describe('the command consumer key order (pure core)', () => {
+  it('keeps each record in arrival order, never commits past an unfinished command, loses nothing', () => {
+    fc.assert(
+      fc.property(logs, fc.array(step, { maxLength: 300 }), (log, steps) => run(log, steps)),
+      { numRuns: 400 },
+    );
+  });
+
+  it('lets another record overtake a slow one, in the same partition', () => {
+    const order = createKeyOrder<string>();
+    order.add(0, 10n, 'slow', 'pms', 'pay-1');
+    order.add(0, 11n, 'slow', 'pms', 'pay-2');
+    order.add(0, 12n, 'other', 'pms', 'other-1');
+    order.add(0, 13n, 'slow', 'pms', 'decision');
+    const first = order.start()!;
+    expect(first.item).toBe('pay-1');
+    // pay-2 and the decision wait for pay-1; the other record's command does not.
+    expect(order.start()!.item).toBe('other-1');
+    expect(order.start()).toBeUndefined();
+    order.finish(first);
+    // Nothing committed past pay-1 while it ran; once it ended, up to pay-2 (not yet final).
+    expect(order.commitFor(0)).toBe(11n);
+    expect(order.start()!.item).toBe('pay-2');
+  });
+
+  it("starts a small source's command before more of a bursting source's, whatever came first", () => {
+    const order = createKeyOrder<string>();
+    for (let i = 0; i < 10; i++) order.add(i % 3, BigInt(i), `big-${i}`, 'bigpms', `big-${i}`);
+    order.add(1, 100n, 'small-1', 'smallpms', 'small-1');
+    expect(order.start()!.item).toBe('big-0');
+    // bigpms has one running, smallpms none: the next free slot is smallpms's.
+    expect(order.start()!.item).toBe('small-1');
+    expect(order.start()!.item).toBe('big-1');
+  });
+});
