@@ -65,7 +65,9 @@ const SCENARIOS: Record<string, Source[]> = {
 
 /** Forwards to the sandbox, counting every Partner request by status (the recording proxy). */
 function recordingProxy(target: string) {
-  const counts = { requests: 0, writes: 0, throttled: 0 };
+  // `reads`: GETs of enrollments (the payments' snapshots, and the poller's pass over them); the
+  // rest of `requests` is the poller's other resources (applications every 60 s, ...).
+  const counts = { requests: 0, writes: 0, reads: 0, throttled: 0 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -83,6 +85,7 @@ function recordingProxy(target: string) {
           if (partner) {
             counts.requests++;
             if (req.method === 'POST') counts.writes++;
+            else if (req.url!.startsWith('/partner/v1/enrollments')) counts.reads++;
             if (answer.status === 429) counts.throttled++;
           }
           const body = Buffer.from(await answer.arrayBuffer());
