@@ -184,7 +184,8 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     const id = `msg_${randomUUID()}`;
     const sentAt = Date.now();
     payments.set(paymentId, { source, sentAt });
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
+      // A connection reset on a loaded machine is sent again, with the same webhook-id (deduplicated).
       const res = await fetch(`${receiver}/webhooks/pms/${source}`, {
         method: 'POST',
         headers: {
@@ -194,13 +195,22 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
           'webhook-signature': signers[source]!.sign(id, new Date(sentAt), body),
         },
         body,
+      }).catch((error: unknown) => {
+        if (attempt >= 10) throw error;
+        return null;
       });
+      if (!res) {
+        await sleep(200);
+        continue;
+      }
       if (res.status < 300) return paymentId;
       if (res.status !== 503) throw new Error(`receiver answered ${res.status}: ${await res.text()}`);
       await sleep(200);
     }
   }
 
+  let progress: NodeJS.Timeout | undefined;
+  let sampler: NodeJS.Timeout | undefined;
   try {
     await reader.connect();
     for (let i = 0; ; i++) {
@@ -243,8 +253,30 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     // The window empties of the start-up's requests: each scenario starts on a whole budget.
     await sleep(62_000);
 
+    // Each second, which sources have commands waiting for the budget and their requests in its
+    // window (the per-source gauges of /metrics): the budget's own view of its shares.
+    const samples: Array<{ at: number; waiting: Record<string, number>; used: Record<string, number> }> = [];
+    sampler = setInterval(() => {
+      void fetch(`${receiver}/metrics`)
+        .then((r) => r.text())
+        .then((text) => {
+          const read = (name: string) =>
+            Object.fromEntries(
+              sources.map((s) => [
+                s.name,
+                Number(new RegExp(`^${name}\\{source="${s.name}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0),
+              ]),
+            );
+          samples.push({
+            at: Date.now(),
+            waiting: read('rentbridge_rate_budget_source_waiting'),
+            used: read('rentbridge_rate_budget_source_used'),
+          });
+        })
+        .catch(() => undefined);
+    }, 1000);
     const before = { ...proxy.counts };
-    const progress = setInterval(() => {
+    progress = setInterval(() => {
       const done = [...payments.values()].filter((p) => p.outcomeAt).length;
       console.log(
         `  ${label}: ${done} of ${total} outcomes, ${proxy.counts.requests - before.requests} requests, ${proxy.counts.throttled - before.throttled} 429s`,
@@ -272,6 +304,7 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     const deadline = Date.now() + 20 * 60_000;
     while ([...payments.values()].some((p) => !p.outcomeAt) && Date.now() < deadline) await sleep(200);
     clearInterval(progress);
+    clearInterval(sampler);
     await sleep(3000); // a duplicate outcome, if any, has time to show
     const requests = proxy.counts.requests - before.requests;
     const figures: Record<string, number | string> = {};
@@ -301,6 +334,31 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
           `${s.name} ${busy.served[s.name]} (${((100 * busy.served[s.name]!) / Math.max(1, served)).toFixed(1)} %)`,
       )
       .join(', ');
+    // The seconds in which every source had a command waiting for a slot (from /metrics): the
+    // budget decided who went next; its shares of the window then, and the writes in those seconds.
+    const contended = samples.filter((x) => sources.every((s) => (x.waiting[s.name] ?? 0) > 0));
+    if (contended.length > 0) {
+      const inContended = (t: number) => contended.some((x) => t > x.at - 1000 && t <= x.at);
+      const writesThen = Object.fromEntries(
+        sources.map((s) => [
+          s.name,
+          bySource[s.name]!.filter((p) => p.outcomeAt && inContended(p.outcomeAt)).length,
+        ]),
+      );
+      const allThen = Object.values(writesThen).reduce((a, b) => a + b, 0);
+      const usedSum = (name: string) => contended.reduce((a, x) => a + (x.used[name] ?? 0), 0);
+      const usedAll = sources.reduce((a, s) => a + usedSum(s.name), 0);
+      figures[`${label}: seconds in which every source had commands waiting for a slot (/metrics)`] =
+        contended.length;
+      figures[
+        `${label}: in those seconds, each source's share of the window's requests (/metrics) / of the writes`
+      ] = sources
+        .map(
+          (s) =>
+            `${s.name} ${((100 * usedSum(s.name)) / Math.max(1, usedAll)).toFixed(1)} % / ${((100 * writesThen[s.name]!) / Math.max(1, allThen)).toFixed(1)} %`,
+        )
+        .join(', ');
+    } else figures[`${label}: seconds in which every source had commands waiting for a slot (/metrics)`] = 0;
     figures[`${label}: Jain's fairness index over the busy window (served / weighted max-min share)`] =
       busy.jain;
     figures[
@@ -322,6 +380,8 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
       `${applied} / ${total}, ${twice}, ${outcomeCounts.filter((n) => n === 0).length} / ${outcomeCounts.filter((n) => n > 1).length}`;
     return figures;
   } finally {
+    clearInterval(progress);
+    clearInterval(sampler);
     if (child.exitCode === null) child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     await exited;
