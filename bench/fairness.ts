@@ -411,7 +411,10 @@ export async function run(): Promise<BenchResult> {
     const scaled = sources.map((s) => ({ ...s, payments: Math.max(1, Math.round(s.payments * scale)) }));
     Object.assign(
       figures,
-      await scenario(`${name} (${variant}${scale === 1 ? '' : `, scale ${scale}`})`, scaled),
+      await scenario(
+        `${name} (${variant}${scale === 1 ? '' : `, scale ${scale}`}${LIMIT === 650 ? '' : `, ${LIMIT}/min`})`,
+        scaled,
+      ),
     );
   }
   return {
