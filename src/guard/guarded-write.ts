@@ -1,6 +1,6 @@
 import type { Logger, LogSummary } from '../logger.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
-import { forBudgetSource } from '../partner/budget-source.js';
+import { forBudgetSource } from '../partner/partner-client.js';
 import type { CommandIdentity } from '../contracts/command-contracts.js';
 import type { CommandLocks } from './store/command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';

@@ -1,5 +1,4 @@
 export * from './assumptions.js';
-export { budgetSource, forBudgetSource } from './budget-source.js';
 export { budgetShares, NO_SOURCE, readBudgetSources, type SourceShares } from './rate-budget-sources.js';
 export * from './endpoints.js';
 export * from './errors.js';

@@ -8,7 +8,7 @@ export interface RateBudget {
   /**
    * Waits for a slot in the rolling one-minute window, behind every higher lane that waits, and
    * within its lane in turn with the other sources that wait (`source`: the PMS source the call
-   * is made for; default the scope's, src/partner/budget-source.ts).
+   * is made for; default the scope's, src/partner/partner-client.ts).
    */
   acquire(lane: Lane, signal?: AbortSignal, source?: string): Promise<void>;
   /** After a 429: no process takes a slot before `until`. Called by the one handler of a 429 only (throttle.ts). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/prisma.js';
 import { type Logger, logSummary } from '../logger.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
-import { budgetSource } from './budget-source.js';
+import { budgetSource } from './partner-client.js';
 import { LANES, LANE_RANK, type Lane, type RateBudget } from './rate-budget-types.js';
 import { exposeBudgetSources, NO_SOURCE, type SourceShares, weightOf } from './rate-budget-sources.js';
 import { sleep } from './transport.js';
@@ -26,7 +26,7 @@ import { sleep } from './transport.js';
  *   every ~window/limit. A burst of writes beyond the reserve then waits a fraction of a second
  *   for the next freed slot instead of the end of a poller's burst (decision 015);
  * - shares by source (issue 52, decision 055): every slot and waiter carries the PMS source the
- *   call is made for (src/partner/budget-source.ts); among the waiters of one lane, the next
+ *   call is made for (src/partner/partner-client.ts); among the waiters of one lane, the next
  *   free slots go to the sources furthest below their weighted share of the window's writes and
  *   read-backs (`PMS_WEIGHTS`): round-robin by source while several wait;
  * - a 429 writes `paused_until` into rate_budget_state: no process takes a slot before it;

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { registry } from '../../src/metrics.js';
+import { forBudgetSource } from '../../src/partner/partner-client.js';
 import { createRateBudget } from '../../src/partner/rate-budget.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -101,6 +102,27 @@ describe('rate budget shared by source', () => {
       expect(share.acme).toBeGreaterThanOrEqual(0.68);
       expect(share.acme).toBeLessThanOrEqual(0.82);
     }, 60_000);
+  });
+
+  describe("when a call is made in a source's scope (the guard runs each command in its own)", () => {
+    it('counts its slot to that source, and a call outside any scope to none', async () => {
+      const budget = createRateBudget({ db: database.db, limitPerMinute: 10, logger, name: 'shares-scope' });
+      await forBudgetSource('acme', async () => {
+        await budget.acquire('write');
+        await budget.acquire('readback');
+      });
+      await budget.acquire('write');
+      await budget.acquire('poll', undefined, 'acme'); // the poll lane takes no share
+      const { rows } = await database.sql.query<{ lane: string; source: string | null }>(
+        `SELECT lane, source FROM rate_budget_slots WHERE budget = 'shares-scope' ORDER BY id`,
+      );
+      expect(rows).toEqual([
+        { lane: 'write', source: 'acme' },
+        { lane: 'readback', source: 'acme' },
+        { lane: 'write', source: null },
+        { lane: 'poll', source: null },
+      ]);
+    });
   });
 
   describe('on /metrics', () => {
