@@ -223,4 +223,36 @@ describe('a command consumer keeps order per record, not per partition', () => {
       if (w.applied) applied.set(w.path, (applied.get(w.path) ?? 0) + 1);
     expect(targets.map((e) => applied.get(REPORT(e)) ?? 0)).toEqual(targets.map(() => 1));
   });
+
+  it('rebalanced while records are open (a second member joins), applies each payment once', async () => {
+    await h.control.setConfig({ max_processing_ms: MAX_PROCESSING_MS });
+    const groupId = `rentbridge.rental-payments.${randomBytes(4).toString('hex')}`;
+    running.push(await h.startConsumer(rentalPayments, { groupId, guard: GUARD, sessionTimeoutMs: 6000 }));
+    const targets = await enrollments(12);
+    const slow = targets.slice(0, 3);
+    for (const e of slow)
+      await h.control.addFault({ method: 'POST', path: REPORT(e), kind: 'delay', delay_ms: 4000, times: 1 });
+    // Spread over the partitions by their keys, as the receiver publishes them.
+    const ids: string[] = [];
+    for (const e of targets)
+      ids.push(
+        await h.payment({
+          payment_id: uid('reb'),
+          enrollment_id: e,
+          amount_cents: 700,
+          paid_on: '2026-11-02',
+        }),
+      );
+    // The slow writes are held by the sandbox when the group rebalances.
+    await expect
+      .poll(async () => (await h.control.faults()).length, { timeout: 10_000, interval: 20 })
+      .toBe(0);
+    running.push(await h.startConsumer(rentalPayments, { groupId, guard: GUARD, sessionTimeoutMs: 6000 }));
+
+    for (const id of ids) expect((await h.outcomesOf(id))[0]?.status).toBe('applied');
+    const applied = new Map<string, number>();
+    for (const w of (await h.control.ledger()).writes)
+      if (w.applied) applied.set(w.path, (applied.get(w.path) ?? 0) + 1);
+    expect(targets.map((e) => applied.get(REPORT(e)) ?? 0)).toEqual(targets.map(() => 1));
+  });
 });
