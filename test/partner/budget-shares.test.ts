@@ -62,6 +62,21 @@ async function shares(budget: string, workers: Worker[]): Promise<Record<string,
   });
   // Every worker connected first: then all start together.
   await Promise.all(children.map((c) => c.ready));
+  // The window filled evenly first (a slot every 100 ms, for no source), as a saturated budget's
+  // is: its slots then free one at a time. Slots taken all at once would free all at once, and in
+  // such a cluster each source takes as many as it has waiters (decision 055, consequences).
+  const filler = createRateBudget({
+    db: database.db,
+    limitPerMinute: 20,
+    logger,
+    name: budget,
+    windowMs: WINDOW_MS,
+    safetyMs: 0,
+  });
+  for (let i = 0; i < 20; i++) {
+    await filler.acquire('write');
+    await sleep(WINDOW_MS / 20);
+  }
   for (const c of children) c.child.stdin.end('go\n');
   const results = await Promise.all(
     children.map(async (c) => {
