@@ -29,6 +29,10 @@ const BENCHES: Record<string, { module: string; what: string }> = {
     module: './writes-650.js',
     what: 'a month-end burst at the real 650/min (time vs N/650 min, 429s) and the unknown share under the fault mix, before and after (issue 43)',
   },
+  fairness: {
+    module: './fairness.js',
+    what: "PMS sources of different sizes through one budget: a small source beside a month-end burst, two bursts weighted 3:1; latency per source, burst time vs its minimum, requests per payment, 429s, Jain's index (issue 52)",
+  },
   sync: { module: './sync.js', what: 'poller: first and incremental pass over many records (issue 6)' },
   commands: {
     module: './commands.js',

@@ -40,7 +40,26 @@ const r: Registry[] = [];
  */
 export const scrapeHooks: {
   roleLastSeen?: (set: (role: string, seconds: number) => void) => Promise<void>;
+  /** The shared budget's reading per source (src/partner/rate-budget-sources.ts), one query per scrape. */
+  budgetSources?: () => Promise<BudgetSourceReading[]>;
 } = {};
+
+/** One source's line of the shared budget, read from PostgreSQL (every process's waiters and slots). */
+export interface BudgetSourceReading {
+  source: string;
+  waiting: number;
+  oldestWaitSeconds: number;
+  used: number;
+}
+
+async function setFromBudgetSources(
+  gauge: Gauge<'source'>,
+  value: (reading: BudgetSourceReading) => number,
+): Promise<void> {
+  const readings = (await scrapeHooks.budgetSources?.()) ?? [];
+  gauge.reset();
+  for (const reading of readings) gauge.set({ source: reading.source }, value(reading));
+}
 
 export const metrics = {
   webhooks: new Counter({
@@ -172,6 +191,39 @@ export const metrics = {
     buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60],
     registers: r,
   }),
+  budgetSourceWaiting: new Gauge({
+    name: 'rentbridge_rate_budget_source_waiting',
+    help: 'Commands of each PMS source waiting for a slot of the shared budget (a write or a read-back), in every process',
+    labelNames: ['source'] as const,
+    registers: r,
+    async collect() {
+      await setFromBudgetSources(this, (x) => x.waiting);
+    },
+  }),
+  budgetSourceOldestWait: new Gauge({
+    name: 'rentbridge_rate_budget_source_oldest_wait_seconds',
+    help: 'How long the longest-waiting command of each PMS source has waited for its slot (0: none waits), in every process',
+    labelNames: ['source'] as const,
+    registers: r,
+    async collect() {
+      await setFromBudgetSources(this, (x) => x.oldestWaitSeconds);
+    },
+  }),
+  budgetSourceUsed: new Gauge({
+    name: 'rentbridge_rate_budget_source_used',
+    help: "Partner API requests (writes and read-backs) of each PMS source in the shared budget's last minute, every process together",
+    labelNames: ['source'] as const,
+    registers: r,
+    async collect() {
+      await setFromBudgetSources(this, (x) => x.used);
+    },
+  }),
+  budgetSourceRequests: new Counter({
+    name: 'rentbridge_rate_budget_source_requests_total',
+    help: 'Partner API requests this process took slots for, by PMS source and lane (write, readback)',
+    labelNames: ['source', 'lane'] as const,
+    registers: r,
+  }),
   throttled: new Counter({
     name: 'rentbridge_partner_throttled_total',
     help: '429 responses received from the Partner API',
@@ -245,6 +297,13 @@ export const METRIC_GROUPS = {
     metrics.budgetWaitSeconds,
     metrics.throttled,
     metrics.partnerLatency,
+  ],
+  /** The process whose budget is the deployment's (not the customer tokens' budget): per source. */
+  budgetSources: [
+    metrics.budgetSourceWaiting,
+    metrics.budgetSourceOldestWait,
+    metrics.budgetSourceUsed,
+    metrics.budgetSourceRequests,
   ],
   commands: [metrics.commands, metrics.commandsRefused, metrics.readBacks, metrics.deadLetters],
   deadLetterIndex: [metrics.deadLettersIndexed],

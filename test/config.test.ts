@@ -72,6 +72,28 @@ describe('configuration', () => {
     });
   });
 
+  describe('when PMS_WEIGHTS gives sources their weights in the budget', () => {
+    it('parses them, and names what is wrong with a bad one', () => {
+      expect(loadConfig({ PMS_WEIGHTS: '{"acme":3,"globex":0.5}' }).PMS_WEIGHTS).toEqual({
+        acme: 3,
+        globex: 0.5,
+      });
+      expect(loadConfig({}).PMS_WEIGHTS).toEqual({});
+      const problemsOf = (value: string) => {
+        try {
+          loadConfig({ PMS_WEIGHTS: value });
+        } catch (e) {
+          return (e as ConfigError).problems.join('\n');
+        }
+        return '';
+      };
+      expect(problemsOf('{"acme":3')).toMatch(/PMS_WEIGHTS: must be JSON, e.g. \{"acme":3\}/);
+      expect(problemsOf('{"acme":0}')).toMatch(/PMS_WEIGHTS.*a weight above 0/);
+      expect(problemsOf('{"acme":"3"}')).toMatch(/PMS_WEIGHTS/);
+      expect(problemsOf('{"a b":1}')).toMatch(/PMS_WEIGHTS: "a b" is not a source name/);
+    });
+  });
+
   describe('rentbridge with a bad KAFKA_BROKERS', () => {
     it('exits 2 naming the variable', async () => {
       const result = await runCli(['relay'], { KAFKA_BROKERS: 'not a broker' });

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../logger.js';
 import { resolveLogFormat } from '../log-format.js';
 import {
   createPartnerClient,
+  budgetShares,
   createRateBudget,
   type PartnerClient,
   type RateBudget,
@@ -127,6 +128,7 @@ export function createCompositionRoot(
       db: runtime.db,
       limitPerMinute: config.PARTNER_RATE_LIMIT_PER_MINUTE,
       logger,
+      shares: budgetShares(config),
     });
     const client = createPartnerClient({
       baseUrl: partnerUrl,

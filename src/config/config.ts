@@ -57,6 +57,27 @@ const partnerKeysBySource = secretJson('{"acme":{"access_key":"...","secret_key"
   ),
 );
 
+/** PMS_WEIGHTS: source name → its weight in the shared budget's round-robin (issue 52). */
+const weightsBySource = z
+  .string()
+  .transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"acme":3}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string(), z.number().positive('a weight above 0').max(1000, 'a weight of at most 1000')))
+  .superRefine((weights, ctx) => {
+    for (const source of Object.keys(weights))
+      if (!/^[a-z0-9_-]+$/i.test(source))
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${source}" is not a source name (letters, digits, _ and -)`,
+        });
+  });
+
 const secretList = z
   .string()
   .transform((v) =>
@@ -199,6 +220,12 @@ export const configSchema = z
     PMS_PARTNER_KEYS: partnerKeysBySource.default({}),
     /** `trusted`: two or more PMS sources may share a Partner API key (they trust each other). Unset: refused. */
     PMS_SHARED_PARTNER_KEY: sharedPartnerKeySetting,
+    /**
+     * Each PMS source's weight in the shared budget, JSON: {"acme":3}. While several sources have
+     * commands waiting, slots go round-robin by source in these proportions; a source not named
+     * weighs 1. Default {} (every source 1).
+     */
+    PMS_WEIGHTS: weightsBySource.default({}),
     /** Outcome callbacks per PMS source (PMS_CALLBACKS, CALLBACK_*): src/config/callback-config.ts. */
     ...callbackSettings,
     ...retentionSettings,

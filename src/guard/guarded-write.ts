@@ -1,5 +1,6 @@
 import type { Logger, LogSummary } from '../logger.js';
 import { PARTNER_MAX_PROCESSING_MS_DEFAULT } from '../partner/assumptions.js';
+import { forBudgetSource } from '../partner/partner-client.js';
 import type { CommandIdentity } from '../contracts/command-contracts.js';
 import type { CommandLocks } from './store/command-lock.js';
 import type { CommandRecord, CommandRepository, FailureInput } from './store/command-repository.js';
@@ -139,7 +140,9 @@ export async function guardedWrite<C>(deps: GuardDeps<C>, input: GuardInput<C>):
   const owned: EffectContext<C>['owned'] = {};
   let result: GuardResult;
   try {
-    result = await walk(deps, input, owned);
+    // Every Partner call of the walk (snapshot, write, read-backs) is counted to the command's
+    // source in the shared budget, which shares its slots by source (issue 52).
+    result = await forBudgetSource(input.source, () => walk(deps, input, owned));
   } catch (error) {
     // A lock still being tried is released once it comes (if it comes).
     const lock = owned.lock ?? (await owned.taking?.catch(() => null));

@@ -1,4 +1,5 @@
 export * from './assumptions.js';
+export { budgetShares, NO_SOURCE, readBudgetSources, type SourceShares } from './rate-budget-sources.js';
 export * from './endpoints.js';
 export * from './errors.js';
 export * from './partner-client.js';

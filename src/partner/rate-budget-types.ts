@@ -5,8 +5,12 @@ export const LANE_RANK: Record<Lane, number> = { write: 0, readback: 1, poll: 2 
 
 /** The request budget every process on one egress IP shares (spec 8). */
 export interface RateBudget {
-  /** Waits for a slot in the rolling one-minute window, behind every higher lane that waits. */
-  acquire(lane: Lane, signal?: AbortSignal): Promise<void>;
+  /**
+   * Waits for a slot in the rolling one-minute window, behind every higher lane that waits, and
+   * within its lane in turn with the other sources that wait (`source`: the PMS source the call
+   * is made for; default the scope's, src/partner/partner-client.ts).
+   */
+  acquire(lane: Lane, signal?: AbortSignal, source?: string): Promise<void>;
   /** After a 429: no process takes a slot before `until`. Called by the one handler of a 429 only (throttle.ts). */
   pauseUntil(until: Date): Promise<void>;
   /** The API reported `remaining` requests left in its window (another system may share the IP). */

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/prisma.js';
 import { type Logger, logSummary } from '../logger.js';
 import { exposeMetrics, metrics, startAtZero } from '../metrics.js';
+import { budgetSource } from './partner-client.js';
 import { LANES, LANE_RANK, type Lane, type RateBudget } from './rate-budget-types.js';
+import { exposeBudgetSources, NO_SOURCE, type SourceShares, weightOf } from './rate-budget-sources.js';
 import { sleep } from './transport.js';
 
 /**
@@ -23,6 +25,10 @@ import { sleep } from './transport.js';
  *   the window) in any `pollPaceMs`, so its slots age out of the window evenly too and one frees
  *   every ~window/limit. A burst of writes beyond the reserve then waits a fraction of a second
  *   for the next freed slot instead of the end of a poller's burst (decision 015);
+ * - shares by source (issue 52, decision 055): every slot and waiter carries the PMS source the
+ *   call is made for (src/partner/partner-client.ts); among the waiters of one lane, the next
+ *   free slots go to the sources furthest below their weighted share of the window's writes and
+ *   read-backs (`PMS_WEIGHTS`): round-robin by source while several wait;
  * - a 429 writes `paused_until` into rate_budget_state: no process takes a slot before it;
  * - when the API reports `X-RateLimit-Remaining`, requests it counted beyond ours (another system
  *   on the same IP) are added as `external` slots, which age out of the window like ours.
@@ -51,6 +57,11 @@ export interface RateBudgetOptions {
   safetyMs?: number;
   /** The API's window. Default 60 000 ms (spec 8); tests shorten it. */
   windowMs?: number;
+  /**
+   * Weights by source, and the sources shown on /metrics per source (the deployment's budget
+   * only: the customer tokens' budget leaves it unset).
+   */
+  shares?: SourceShares;
 }
 
 type Take =
@@ -72,6 +83,12 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   const { db, limitPerMinute: limit } = options;
   exposeMetrics('partner');
   startAtZero(metrics.budgetWaitSeconds, { lane: LANES });
+  if (options.shares) {
+    startAtZero(metrics.budgetSourceRequests, {
+      source: options.shares.sources ?? [],
+      lane: ['write', 'readback'],
+    });
+  }
   const name = options.name ?? 'partner-api';
   const windowMs = (options.windowMs ?? 60_000) + (options.safetyMs ?? 1000);
   const windowSeconds = windowMs / 1000;
@@ -83,6 +100,9 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   const paceCap = Math.max(1, Math.ceil((limit * paceMs) / windowMs));
   const lockKey = `rate_budget:${name}`;
   const log = options.logger.child({ component: 'rate-budget', budget: name, limitPerMinute: limit });
+  const shares = options.shares ?? {};
+  if (options.shares)
+    exposeBudgetSources({ db, budget: name, windowSeconds, sources: shares.sources ?? [], logger: log });
   const waits = logSummary(log, 'rate budget slots taken after waiting more than 1 s (count by lane)');
   let lastStateLog = 0;
 
@@ -122,12 +142,14 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   // One statement, run on its own (no interactive transaction): the function takes the budget's
   // advisory lock, applies the rules and returns; the lock ends with the statement, so it is held
   // for the function's own work, never across a round trip (migration 20261127200000, issue 43).
-  async function tryTake(lane: Lane, waiterId: string): Promise<Take> {
+  async function tryTake(lane: Lane, waiterId: string, source: string | undefined): Promise<Take> {
+    // The poll lane takes no share: it keeps its own reserve and pace.
+    const slotSource = lane === 'poll' ? null : (source ?? null);
     const [row] = await db.$queryRaw<TakeRow[]>`
       SELECT * FROM rate_budget_try_take(
         ${name}, ${lane}, ${LANE_RANK[lane]}::int, ${waiterId}, ${limit}::int, ${windowSeconds}::float8,
         ${reserveFloor}::int, ${horizonMs}::float8, ${paceSeconds}::float8, ${paceCap}::int,
-        ${WAITER_TTL_SECONDS}::float8)`;
+        ${WAITER_TTL_SECONDS}::float8, ${slotSource}::text, ${weightOf(shares, source)}::float8)`;
     if (!row) throw new Error('rate_budget_try_take returned no row');
     if (row.reason !== 'paused') {
       setGauges(
@@ -147,7 +169,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
     capacity,
     reserve,
 
-    async acquire(lane, signal) {
+    async acquire(lane, signal, forSource) {
+      const source = forSource ?? budgetSource();
       const started = performance.now();
       const waiterId = randomUUID();
       let waited = false;
@@ -157,7 +180,7 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
           signal?.throwIfAborted();
           let take: Take;
           try {
-            take = await tryTake(lane, waiterId);
+            take = await tryTake(lane, waiterId, source);
             failures = 0;
           } catch (error) {
             // Taking a slot never fails the caller's work: the attempt is retried (issue 43).
@@ -176,6 +199,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
           if (take.taken) {
             const seconds = (performance.now() - started) / 1000;
             metrics.budgetWaitSeconds.observe({ lane }, seconds);
+            if (lane !== 'poll' && options.shares)
+              metrics.budgetSourceRequests.inc({ source: source ?? NO_SOURCE, lane });
             // Every slot, for `npm run bench -- budget` (LOG_LEVEL=trace): exact wait percentiles per lane.
             log.trace(
               { lane, waitedMs: Math.round(seconds * 1000), used: take.used },

@@ -44,6 +44,17 @@ export interface OverviewRows {
     staleAfterSeconds: number | null;
   }>;
   budget: Array<{ budget: string; lane: string; n: number }>;
+  /**
+   * Per PMS source (null: calls made for none), its writes and read-backs in the last minute and
+   * its commands waiting for a slot, with the oldest wait (issue 52).
+   */
+  budgetSources: Array<{
+    budget: string;
+    source: string | null;
+    used: number;
+    waiting: number;
+    oldestSeconds: number | null;
+  }>;
   budgetPausedUntil: Date | null;
 }
 
@@ -114,9 +125,12 @@ export async function readOverviewRows(
     >`SELECT resource, last_started_at, last_succeeded_at, last_failed_at, last_error,
              pass_pages, pass_page_count, last_page_at, stale_after_seconds
         FROM poller_cursors ORDER BY resource`,
-    db.$queryRaw<{ budget: string; lane: string; n: bigint }[]>`
-      SELECT budget, lane, count(*) AS n FROM rate_budget_slots
-       WHERE taken_at > now() - interval '1 minute' GROUP BY 1, 2`,
+    db.$queryRaw<{ budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }[]>`
+      SELECT budget, lane, source, count(*) AS n, NULL::float8 AS oldest FROM rate_budget_slots
+       WHERE taken_at > now() - interval '1 minute' GROUP BY 1, 2, 3
+      UNION ALL
+      SELECT budget, 'waiting', source, count(*), extract(epoch FROM now() - min(since))::float8
+        FROM rate_budget_waiters WHERE expires_at > now() AND lane <> 'poll' GROUP BY 1, 3`,
     db.$queryRaw<{ paused_until: Date | null }[]>`
       SELECT max(paused_until) AS paused_until FROM rate_budget_state WHERE paused_until > now()`,
   ]);
@@ -158,9 +172,51 @@ export async function readOverviewRows(
       lastPageAt: r.last_page_at,
       staleAfterSeconds: r.stale_after_seconds,
     })),
-    budget: budget.map((r) => ({ budget: r.budget, lane: r.lane, n: num(r.n) })),
+    budget: aggregate(
+      budget.filter((r) => r.lane !== 'waiting'),
+      (r) => `${r.budget}|${r.lane}`,
+    ).map(([r, n]) => ({ budget: r.budget, lane: r.lane, n })),
+    budgetSources: budgetSources(budget),
     budgetPausedUntil: paused[0]?.paused_until ?? null,
   };
+}
+
+/** Sums `n` of the rows that share a key (the slots' rows come per source too). */
+function aggregate<R extends { n: bigint }>(rows: R[], key: (r: R) => string): Array<[R, number]> {
+  const by = new Map<string, [R, number]>();
+  for (const r of rows) {
+    const k = key(r);
+    const had = by.get(k);
+    by.set(k, [had?.[0] ?? r, (had?.[1] ?? 0) + num(r.n)]);
+  }
+  return [...by.values()];
+}
+
+/**
+ * The budget's rows come as slots by lane and source, and (lane `waiting`) the waiters of writes
+ * and read-backs by source: one statement, so the overview's count of statements stays as it was.
+ */
+function budgetSources(
+  rows: Array<{ budget: string; lane: string; source: string | null; n: bigint; oldest: number | null }>,
+): OverviewRows['budgetSources'] {
+  const by = new Map<string, OverviewRows['budgetSources'][number]>();
+  for (const r of rows) {
+    if (r.lane === 'poll' || r.lane === 'external') continue;
+    const k = `${r.budget}|${r.source ?? ''}`;
+    const line = by.get(k) ?? {
+      budget: r.budget,
+      source: r.source,
+      used: 0,
+      waiting: 0,
+      oldestSeconds: null,
+    };
+    if (r.lane === 'waiting') {
+      line.waiting += num(r.n);
+      line.oldestSeconds = r.oldest;
+    } else line.used += num(r.n);
+    by.set(k, line);
+  }
+  return [...by.values()];
 }
 
 /** How many SQL statements one overview refresh sends (reported with the overview). */

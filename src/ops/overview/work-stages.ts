@@ -91,6 +91,7 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
         };
       }),
       { label: '429s since start (this process)', value: ctx.latest.throttled ?? 0 },
+      ...sourceShares(rows.budgetSources),
       ...sourceKeys.map(({ source, key }) => ({
         label: `key of source ${source}`,
         value:
@@ -115,6 +116,28 @@ export async function partnerStage(ctx: StageContext, registry: Registry): Promi
       { title: 'errors per minute (endpoint status, this process)', series: [...errors, ...throttled] },
     ],
   };
+}
+
+/**
+ * Each PMS source's share of the writes and read-backs of the last minute, and its commands waiting
+ * for a slot (issue 52: the budget is shared by source, PMS_WEIGHTS).
+ */
+function sourceShares(lines: StageContext['rows']['budgetSources']) {
+  const total = new Map<string, number>();
+  for (const l of lines) total.set(l.budget, (total.get(l.budget) ?? 0) + l.used);
+  return lines
+    .filter((l) => l.source !== null)
+    .sort((a, b) => a.source!.localeCompare(b.source!))
+    .map((l) => {
+      const all = total.get(l.budget) ?? 0;
+      const share = all > 0 ? Math.round((100 * l.used) / all) : 0;
+      const waiting =
+        l.waiting > 0 ? ` · ${l.waiting} waiting, oldest ${fmtAge(Math.round(l.oldestSeconds ?? 0))}` : '';
+      return {
+        label: `share of source ${l.source}, last minute`,
+        value: `${l.used} request${l.used === 1 ? '' : 's'} (${share} %)${waiting}`,
+      };
+    });
 }
 
 /**
