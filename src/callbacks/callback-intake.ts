@@ -1,6 +1,6 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
-import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
+import { watchConsumer, type ConsumerHealth, type WatchedConsumer } from '../kafka/consumer-health.js';
 import { callbackWebhookId } from '../contracts/outcomes.js';
 import { OUTCOME_TOPICS, topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
@@ -102,7 +102,7 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
   const sources = new Set(options.sources);
   const topics = OUTCOME_TOPICS.map((t) => topicName(options.topicPrefix, t));
   let consumer: Consumer | undefined;
-  let health: ConsumerHealth | undefined;
+  let health: WatchedConsumer | undefined;
 
   return {
     groupId,
@@ -113,12 +113,16 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
     async start() {
       // A stop waits for the fetch in flight: 1 s instead of kafkajs's 5 s long poll.
       consumer = options.kafka.consumer({ groupId, maxWaitTimeInMs: 1000 });
-      health = watchConsumer(consumer, { groupId, topics: () => topics });
+      const watched = watchConsumer(consumer, { groupId, topics: () => topics, readyWhileJoining: true });
+      health = watched;
       await consumer.connect();
       // From the beginning on a group's first start: no outcome published before it is missed.
       await consumer.subscribe({ topics, fromBeginning: true });
       const c = consumer;
-      await consumer.run({
+      // Not awaited, as the command consumers: the first join after a crash waits out the dead
+      // member's session while the process serves (readyWhileJoining).
+      watched.joining();
+      const running = consumer.run({
         autoCommit: false,
         eachBatch: async ({ batch, heartbeat }) => {
           const rows = batch.messages.flatMap((m) => deliveryOf(m, sources, options.maxAgeMs) ?? []);
@@ -138,7 +142,14 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
           await heartbeat();
         },
       });
-      log.info({ groupId, sources: [...sources] }, 'callback intake started');
+      void running.then(
+        () => log.info({ groupId }, 'callback intake in its group'),
+        (error: unknown) => {
+          log.error({ err: error }, 'callback intake did not start');
+          watched.fail(error instanceof Error ? error.message : String(error));
+        },
+      );
+      log.info({ groupId, sources: [...sources] }, 'callback intake started (joining its group)');
     },
     async stop() {
       await consumer?.disconnect();

@@ -156,7 +156,9 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     maxWaitTimeInMs: 1000,
     ...(deps.sessionTimeoutMs && { sessionTimeout: deps.sessionTimeoutMs, heartbeatInterval: 1000 }),
   });
-  const health = watchConsumer(consumer, { groupId, topics: () => [topic] });
+  // Ready while it first joins: after a crash the join waits out the dead member's session, and
+  // the commands meanwhile wait in Kafka (decision 059).
+  const health = watchConsumer(consumer, { groupId, topics: () => [topic], readyWhileJoining: true });
   const producer = deps.producer ?? createSharedProducer(deps.kafka);
   countFromZero(type);
   // A 429 pauses the rate budget in the Partner client's transport, for every process sharing it;
@@ -212,12 +214,23 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
       await producer.get();
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: true });
-      await consumer.run({
+      // Not awaited: run() returns once the consumer is in its group, which after a crash waits for
+      // the broker to drop the dead process's member (its session timeout). The process serves
+      // meanwhile (readyWhileJoining); a join that fails stops the consumer and says so on /readyz.
+      health.joining();
+      const running = consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
         eachBatch: (payload) => readAhead.eachBatch(payload),
       });
-      logger.info({ groupId, concurrency }, 'consumer started');
+      void running.then(
+        () => logger.info({ groupId, concurrency }, 'consumer in its group'),
+        (error: unknown) => {
+          logger.error({ err: error }, 'consumer did not start');
+          health.fail(error instanceof Error ? error.message : String(error));
+        },
+      );
+      logger.info({ groupId, concurrency }, 'consumer started (joining its group)');
     },
     async stop() {
       await readAhead.close();

@@ -2,7 +2,7 @@ import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import { commandContracts } from '../contracts/command-contracts.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
-import { watchConsumer, type ConsumerHealth } from '../kafka/consumer-health.js';
+import { watchConsumer, type ConsumerHealth, type WatchedConsumer } from '../kafka/consumer-health.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import { exposeMetrics, metrics, startAtZero, topicLabel } from '../metrics.js';
 import { traceIndexing } from '../telemetry.js';
@@ -56,7 +56,7 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
   const log = options.logger.child({ component: 'dead-letter-indexer' });
   const groupId = options.groupId ?? `${options.topicPrefix}rentbridge.dead-letter-indexer`;
   let consumer: Consumer | undefined;
-  let health: ConsumerHealth | undefined;
+  let health: WatchedConsumer | undefined;
   exposeMetrics('deadLetterIndex');
   // The letters of every command topic, by every reason, from 0 (src/metrics.ts).
   startAtZero(metrics.deadLettersIndexed, { topic: COMMAND_TOPICS, reason: DEAD_LETTER_REASONS });
@@ -107,13 +107,14 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
     async start() {
       // A stop waits for the fetch in flight: 1 s instead of kafkajs's 5 s long poll.
       consumer = options.kafka.consumer({ groupId, maxWaitTimeInMs: 1000 });
-      health = watchConsumer(consumer, {
+      const watched = watchConsumer(consumer, {
         groupId,
         // Indexing is ops' search, not the serving path: it catches up after readiness.
         readyWhileJoining: true,
         // The DLQ topics rentbridge creates; kafkajs reads the pattern's matches at start.
         topics: () => COMMAND_TOPICS.map((t) => topicName(options.topicPrefix, TOPICS.dlq(t))),
       });
+      health = watched;
       try {
         await consumer.connect();
         await consumer.subscribe({ topics: [dlqTopicPattern(options.topicPrefix)], fromBeginning: true });
@@ -125,6 +126,7 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
       // Not awaited: kafkajs's run() returns once the consumer is in its group, which after a crash
       // waits for the broker to drop the dead process's member (its session timeout). The process
       // is ready meanwhile (readyWhileJoining); a failed join is a crash the health check sees.
+      watched.joining();
       const running = consumer.run({
         autoCommit: false,
         // Chunk by chunk (indexChunk): one INSERT, then one offset commit each.

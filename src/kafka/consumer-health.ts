@@ -3,6 +3,8 @@ import type { Admin, Consumer } from 'kafkajs';
 /** Crashes within this window that make a consumer "crash-looping". */
 const CRASH_WINDOW_MS = 5 * 60_000;
 const CRASHES_TO_LOOP = 3;
+/** The longest first join counted as ready (readyWhileJoining): past the 60 s rebalance timeout (kafka-client-settings.ts). */
+const JOIN_GRACE_MS = 90_000;
 
 export interface ConsumerState {
   groupId: string;
@@ -29,6 +31,8 @@ export interface WatchedConsumer extends ConsumerHealth {
    * kafkajs does on an error it does not restart after): reported until the process restarts.
    */
   fail(reason: string): void;
+  /** Its first join begins (connected, subscribed, run() called): from here readyWhileJoining counts. */
+  joining(): void;
 }
 
 /**
@@ -42,14 +46,16 @@ export function watchConsumer(
     groupId: string;
     topics: () => Promise<string[]> | string[];
     /**
-     * Ready while it joins its group the first time (not crashed, not stopped): a role whose work
-     * is not needed to serve (the dead-letter indexer) catches up after readiness. After a crash
-     * the first join waits up to the dead process's session timeout for the broker to drop its
-     * member; the process serves meanwhile. Once joined, leaving the group is not ready again.
+     * Ready while it joins its group the first time (not crashed, not stopped), for at most
+     * JOIN_GRACE_MS: after a crash the first join waits up to the dead process's session timeout
+     * for the broker to drop its member, and the process serves meanwhile (its receiver takes
+     * webhooks, its backlog waits in Kafka, nothing is lost). A first join slower than the grace is
+     * work that does not start: not ready. Once joined, leaving the group is not ready again.
      */
     readyWhileJoining?: boolean;
   },
 ): WatchedConsumer {
+  let joiningSince: number | null = null;
   let inGroup = false;
   let joined = false;
   let memberId: string | null = null;
@@ -81,6 +87,9 @@ export function watchConsumer(
   };
 
   return {
+    joining() {
+      joiningSince ??= Date.now();
+    },
     fail(reason) {
       crashes.push(Date.now());
       gaveUp = reason;
@@ -90,7 +99,9 @@ export function watchConsumer(
       if (!running) return 'the consumer is stopped';
       const recent = recentCrashes();
       if (recent >= CRASHES_TO_LOOP) return `crash-looping: ${recent} crashes in the last 5 minutes`;
-      if (inGroup || (options.readyWhileJoining && !joined)) return true;
+      if (inGroup) return true;
+      const inGrace = joiningSince !== null && Date.now() - joiningSince < JOIN_GRACE_MS;
+      if (options.readyWhileJoining && !joined && inGrace) return true;
       return `not in its consumer group ${options.groupId} (joining or rebalancing)`;
     },
     async details(admin) {
