@@ -93,7 +93,7 @@ export async function eraseDeadLetters(
   tx: Tx,
   fp: Footprint,
 ): Promise<{ rows: number; topics: Map<string, number>; targets: string[] }> {
-  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds];
+  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds, ...fp.applicationIds];
   const rows = await tx.$queryRaw<
     {
       id: bigint;
@@ -190,7 +190,7 @@ export async function eraseCallbacks(
 /** Reconciliation items of the person's commands or records: evidence and reason scrubbed. */
 export async function eraseReconciliation(tx: Tx, fp: Footprint): Promise<number> {
   const { sources, types, ids } = identities(fp.commands);
-  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds];
+  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds, ...fp.applicationIds];
   const rows = await tx.$queryRaw<{ id: bigint; target_id: string; reason: string; evidence: unknown }[]>`
     SELECT i.id, i.target_id, i.reason, i.evidence FROM reconciliation_items i
       JOIN unnest(${sources}::text[], ${types}::text[], ${ids}::text[]) AS v(s, t, c)
@@ -211,12 +211,19 @@ export async function eraseReconciliation(tx: Tx, fp: Footprint): Promise<number
 /**
  * Audit entries about the person's commands, dead letters or callbacks: their details emptied and
  * marked erased; the digest the chain covers stays (decision 053), so `audit verify` still holds.
+ * An entry is the person's by its target (a dead letter, a callback, `command:source/type/id`) or
+ * by the (source, command id) its details name: a command id is unique per source only, so another
+ * source's entry with the same id keeps its details.
  */
 export async function eraseAuditDetails(tx: Tx, fp: Footprint, targets: string[]): Promise<number> {
+  const { sources, ids } = identities(fp.commands);
+  const commandTargets = fp.commands.map((c) => `command:${c.source}/${c.commandType}/${c.commandId}`);
   const erased = await tx.$executeRaw`
     UPDATE audit_log SET details = ${json({ erased: true })}::jsonb, details_erased_at = now()
      WHERE details_erased_at IS NULL
-       AND (details->>'commandId' = ANY(${fp.commands.map((c) => c.commandId)}::text[])
-            OR target = ANY(${targets}::text[]))`;
+       AND (target = ANY(${[...targets, ...commandTargets]}::text[])
+            OR EXISTS (SELECT 1 FROM unnest(${sources}::text[], ${ids}::text[]) AS v(s, i)
+                        WHERE details->>'commandId' = v.i
+                          AND coalesce(details->>'source', details->>'commandSource', details->>'command_source') = v.s))`;
   return erased;
 }

@@ -11,7 +11,7 @@ import {
   eraseDeadLetters,
   eraseReconciliation,
 } from './erase-commands.js';
-import { eraseOutbox, eraseSnapshots, eraseVersions, noteErased } from './erase-records.js';
+import { eraseOutbox, eraseSnapshots, eraseUnrouted, eraseVersions, noteErased } from './erase-records.js';
 import { findFootprint } from './erasure-find.js';
 import { topicLines, type ErasureReceipt } from './erasure-receipt.js';
 
@@ -95,6 +95,7 @@ async function eraseIn(tx: Prisma.TransactionClient, topics: TopicSettings, requ
   const reconciled = await eraseReconciliation(tx, fp);
   const audit = await eraseAuditDetails(tx, fp, [...letters.targets, ...callbacks.targets]);
   const outbox = await eraseOutbox(tx, fp);
+  const unrouted = await eraseUnrouted(tx, fp);
   const snapshots = await eraseSnapshots(tx, fp);
   const versions = await eraseVersions(tx, fp);
   const tombstones = await noteErased(tx, fp);
@@ -104,6 +105,7 @@ async function eraseIn(tx: Prisma.TransactionClient, topics: TopicSettings, requ
     at: at.toISOString(),
     customers: fp.customerIds.length,
     enrollments: fp.enrollmentIds.length,
+    applications: fp.applicationIds.length,
     tables: {
       commands,
       command_attempts: attempts,
@@ -112,7 +114,7 @@ async function eraseIn(tx: Prisma.TransactionClient, topics: TopicSettings, requ
       callback_attempts: callbacks.attempts,
       reconciliation_items: reconciled,
       audit_log: audit,
-      outbox: outbox.deleted,
+      outbox: outbox.deleted + unrouted.deleted + unrouted.scrubbed,
       snapshot_reads: snapshots,
       published_versions: versions.versions,
       known_records: versions.known,
@@ -122,6 +124,7 @@ async function eraseIn(tx: Prisma.TransactionClient, topics: TopicSettings, requ
       deadLetterTopics: letters.topics,
       tombstones,
       reconciled,
+      unrouted: unrouted.found,
     }),
     pending: fp.commands
       .filter((c) => !c.final)

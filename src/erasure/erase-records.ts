@@ -3,6 +3,7 @@ import { tombstone } from '../changes/record-changes.js';
 import { TOPICS } from '../kafka/topics.js';
 import { insertOutboxRows } from '../outbox/outbox-repository.js';
 import type { Footprint } from './erasure-find.js';
+import { scrubJson } from './scrub.js';
 
 type Tx = Prisma.TransactionClient;
 
@@ -13,7 +14,18 @@ type Tx = Prisma.TransactionClient;
  * `partner.*` topic. In the caller's transaction.
  */
 
-const RECORD_TOPICS = ['partner.customers', 'partner.enrollments'];
+const RECORD_TOPICS = ['partner.customers', 'partner.enrollments', 'partner.applications'];
+
+type RecordResource = 'customers' | 'enrollments' | 'applications';
+
+/** The person's Partner records as (resource, id). */
+function recordsOf(fp: Footprint): Array<[RecordResource, string]> {
+  return [
+    ...fp.customerIds.map((id) => ['customers', id] as [RecordResource, string]),
+    ...fp.enrollmentIds.map((id) => ['enrollments', id] as [RecordResource, string]),
+    ...fp.applicationIds.map((id) => ['applications', id] as [RecordResource, string]),
+  ];
+}
 
 /**
  * Outbox rows about the person, by key or by the changelog's e-mail and customer indexes. Published
@@ -22,7 +34,7 @@ const RECORD_TOPICS = ['partner.customers', 'partner.enrollments'];
  * still on its way: pending).
  */
 export async function eraseOutbox(tx: Tx, fp: Footprint): Promise<{ deleted: number; pending: number }> {
-  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds];
+  const keys = [...fp.emailKeys, ...fp.customerIds, ...fp.enrollmentIds, ...fp.applicationIds];
   const lower = fp.email.toLowerCase();
   const rows = await tx.$queryRaw<{ id: bigint; topic: string; done: boolean }[]>`
     SELECT id, topic, (published_at IS NOT NULL OR parked_at IS NOT NULL) AS done FROM outbox
@@ -32,10 +44,38 @@ export async function eraseOutbox(tx: Tx, fp: Footprint): Promise<{ deleted: num
      WHERE topic = 'partner.customers' AND lower(data->'record'->>'email') = ${lower}
     UNION
     SELECT id, topic, (published_at IS NOT NULL OR parked_at IS NOT NULL) FROM outbox
-     WHERE topic = 'partner.enrollments' AND data->'record'->>'customer_id' = ANY(${fp.customerIds}::text[])`;
+     WHERE topic IN ('partner.enrollments', 'partner.applications')
+       AND data->'record'->>'customer_id' = ANY(${fp.customerIds}::text[])`;
   const gone = rows.filter((r) => r.done || r.topic.startsWith('partner.')).map((r) => r.id);
   if (gone.length > 0) await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${gone}::bigint[])`;
   return { deleted: gone.length, pending: rows.length - gone.length };
+}
+
+/**
+ * Validly signed events of an unknown type kept for their sender (`inbound.unrouted`) whose body
+ * carries the e-mail: a published or parked row is deleted; one still to be published loses its
+ * values (its body scrubbed, its prebuilt message dropped so the relay builds it from the scrubbed
+ * body). The topic is small and has no index on the body: its rows are read by topic. Answers the
+ * rows found (the copies the topic may still hold until its retention), deleted and scrubbed.
+ */
+export async function eraseUnrouted(
+  tx: Tx,
+  fp: Footprint,
+): Promise<{ found: number; deleted: number; scrubbed: number }> {
+  const pattern = `%${fp.email.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const rows = await tx.$queryRaw<{ id: bigint; data: unknown; done: boolean }[]>`
+    SELECT id, data, (published_at IS NOT NULL OR parked_at IS NOT NULL) AS done FROM outbox
+     WHERE topic = ${TOPICS.unrouted} AND lower(data::text) LIKE ${pattern}
+     FOR UPDATE`;
+  const gone = rows.filter((r) => r.done).map((r) => r.id);
+  if (gone.length > 0) await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${gone}::bigint[])`;
+  const waiting = rows.filter((r) => !r.done);
+  for (const r of waiting) {
+    await tx.$executeRaw`
+      UPDATE outbox SET data = ${JSON.stringify(scrubJson(r.data, fp.needles))}::jsonb, message_value = NULL
+       WHERE id = ${r.id}`;
+  }
+  return { found: rows.length, deleted: gone.length, scrubbed: waiting.length };
 }
 
 /**
@@ -47,7 +87,8 @@ export async function eraseSnapshots(tx: Tx, fp: Footprint): Promise<number> {
     UPDATE snapshot_reads SET record = NULL, asked_at = NULL, page = NULL, per_page = NULL
      WHERE record IS NOT NULL
        AND ((resource = 'customers' AND record_id = ANY(${fp.customerIds}::text[]))
-            OR (resource = 'enrollments' AND record_id = ANY(${fp.enrollmentIds}::text[])))`;
+            OR (resource = 'enrollments' AND record_id = ANY(${fp.enrollmentIds}::text[]))
+            OR (resource = 'applications' AND record_id = ANY(${fp.applicationIds}::text[])))`;
   const byEmail = await tx.$executeRaw`
     DELETE FROM snapshot_reads
      WHERE (resource = 'customers' AND lower(record->>'email') = ${fp.email.toLowerCase()})
@@ -57,8 +98,9 @@ export async function eraseSnapshots(tx: Tx, fp: Footprint): Promise<number> {
 
 /** The dedupe's versions and the known state of the records: ids and times, dropped with them. */
 export async function eraseVersions(tx: Tx, fp: Footprint): Promise<{ versions: number; known: number }> {
-  const resources = [...fp.customerIds.map(() => 'customers'), ...fp.enrollmentIds.map(() => 'enrollments')];
-  const ids = [...fp.customerIds, ...fp.enrollmentIds];
+  const records = recordsOf(fp);
+  const resources = records.map((r) => r[0]);
+  const ids = records.map((r) => r[1]);
   const versions = await tx.$executeRaw`
     DELETE FROM published_versions p USING unnest(${resources}::text[], ${ids}::text[]) AS v(resource, id)
      WHERE p.resource = v.resource AND p.record_id = v.id`;
@@ -77,10 +119,7 @@ export async function noteErased(tx: Tx, fp: Footprint): Promise<Map<string, num
     INSERT INTO erased_people (email_digest) VALUES (${fp.digest})
     ON CONFLICT (email_digest) DO UPDATE
       SET last_erased_at = now(), erasures = erased_people.erasures + 1`;
-  const records: Array<['customers' | 'enrollments', string]> = [
-    ...fp.customerIds.map((id) => ['customers', id] as ['customers', string]),
-    ...fp.enrollmentIds.map((id) => ['enrollments', id] as ['enrollments', string]),
-  ];
+  const records = recordsOf(fp);
   if (records.length > 0) {
     await tx.$executeRaw`
       INSERT INTO erased_records (resource, record_id, email_digest)

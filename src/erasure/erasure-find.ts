@@ -18,7 +18,8 @@ export interface PersonCommand {
  * What rentbridge holds about one person, found from the e-mail by index (never a scan): the
  * customer records that carry it (stored list reads, changelog rows still in the outbox,
  * registrations' outcomes, and the ids an earlier erasure recorded), the enrollments of those
- * customers, and every command about the e-mail, the customers or the enrollments.
+ * customers, their applications, and every command about the e-mail, the customers, the enrollments
+ * or the applications.
  */
 export interface Footprint {
   email: string;
@@ -29,6 +30,8 @@ export interface Footprint {
   emailKeys: string[];
   customerIds: string[];
   enrollmentIds: string[];
+  /** The customers' applications (an application names its applicant by `customer_id`). */
+  applicationIds: string[];
   commands: PersonCommand[];
   needles: Needles;
 }
@@ -92,7 +95,26 @@ export async function findFootprint(tx: Tx, email: string): Promise<Footprint> {
   const enrollmentIds = [...enrollments];
   const payments = await commandsOf(tx, 'rental_payment', enrollmentIds);
 
-  const commands = [...registrations, ...enrollmentCommands, ...payments].map((c) => ({
+  // Applications name their applicant by customer_id (spec 4.3, the sandbox): the stored list
+  // reads and changelog rows of the customers' applications, and the ids an earlier erasure kept.
+  const applicationIds = [
+    ...new Set([
+      ...prior.filter((r) => r.resource === 'applications').map((r) => r.id),
+      ...ids(
+        await tx.$queryRaw<{ id: string }[]>`
+          SELECT record_id AS id FROM snapshot_reads
+           WHERE resource = 'applications' AND record->>'customer_id' = ANY(${customerIds}::text[])`,
+      ),
+      ...ids(
+        await tx.$queryRaw<{ id: string }[]>`
+          SELECT key AS id FROM outbox
+           WHERE topic = 'partner.applications' AND data->'record'->>'customer_id' = ANY(${customerIds}::text[])`,
+      ),
+    ]),
+  ];
+  const decisions = await commandsOf(tx, 'application_decision', applicationIds);
+
+  const commands = [...registrations, ...enrollmentCommands, ...payments, ...decisions].map((c) => ({
     source: c.source,
     commandType: c.command_type,
     commandId: c.command_id,
@@ -106,6 +128,7 @@ export async function findFootprint(tx: Tx, email: string): Promise<Footprint> {
     emailKeys,
     customerIds,
     enrollmentIds,
+    applicationIds,
     commands,
     needles: needlesOf(lower, values),
   };

@@ -16,6 +16,7 @@ export interface ErasureReceipt {
   at: string;
   customers: number;
   enrollments: number;
+  applications: number;
   tables: Record<string, number>;
   topics: Array<{ topic: string; tombstones: number; copies: number; removed_by: string | null }>;
   pending: Array<{ source: string; command_type: string; command_id: string; state: string }>;
@@ -24,7 +25,8 @@ export interface ErasureReceipt {
 
 /**
  * The topics that may hold a copy: each of the person's commands' command and outcome topics, the
- * DLQ topics of their dead letters, the changelogs of their records. The date is the latest: now
+ * DLQ topics of their dead letters, the changelogs of their records, inbound.unrouted when one of
+ * its events carried the e-mail. The date is the latest: now
  * plus what the topic keeps (as rentbridge configures it: `rentbridge topics` shows a topic
  * configured otherwise).
  */
@@ -36,6 +38,8 @@ export function topicLines(
     deadLetterTopics: Map<string, number>;
     tombstones: Map<string, number>;
     reconciled: number;
+    /** Rows of inbound.unrouted that carried the e-mail (Kafka may hold a copy until retention). */
+    unrouted: number;
   },
 ): ErasureReceipt['topics'] {
   const copies = new Map<string, number>();
@@ -50,6 +54,7 @@ export function topicLines(
   for (const [topic, n] of parts.deadLetterTopics) add(topic, n);
   for (const [topic, n] of parts.tombstones) if (n > 0) add(topic, n);
   if (parts.reconciled > 0) add(TOPICS.reconciliationReports, parts.reconciled);
+  if (parts.unrouted > 0) add(TOPICS.unrouted, parts.unrouted);
   return [...copies.entries()]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([topic, n]) => {
@@ -67,7 +72,7 @@ export function topicLines(
 export function formatReceipt(r: ErasureReceipt): string {
   const lines = [
     `${r.dry_run ? 'Dry run: nothing changed. Would erase' : 'Erased'} the person with e-mail digest ${r.email_digest.slice(0, 16)}… at ${r.at}`,
-    `Partner records: ${r.customers} customer(s), ${r.enrollments} enrollment(s)`,
+    `Partner records: ${r.customers} customer(s), ${r.enrollments} enrollment(s), ${r.applications} application(s)`,
     '',
     'TABLE                      ROWS',
     ...Object.entries(r.tables).map(([t, n]) => `${t.padEnd(26)} ${n}`),
