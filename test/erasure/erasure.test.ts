@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { appendAudit } from '../../src/audit/audit-chain.js';
 import { verifyAuditChain } from '../../src/audit/audit-verify.js';
 import { recordChanges } from '../../src/changes/record-changes.js';
+import { applicationDecisions } from '../../src/command-types/application-decisions/application-decisions.js';
 import { customerRegistrations } from '../../src/command-types/customer-registrations/customer-registrations.js';
 import { enrollments } from '../../src/command-types/enrollments/enrollments.js';
 import { rentalPayments } from '../../src/command-types/rental-payments/rental-payments.js';
@@ -59,12 +60,14 @@ async function canaryHits(sql: pg.Pool, schema: string, values: string[]): Promi
 }
 
 describe('rentbridge erase', () => {
-  const h = useHarness([customerRegistrations, enrollments, rentalPayments]);
+  const h = useHarness([customerRegistrations, enrollments, rentalPayments, applicationDecisions]);
   const canary = buildCanary();
   const values = () => [canary.email, canary.first_name, canary.last_name, canary.phone];
   const topics = defaultTopicSettings(3);
   let customerId = '';
   let enrollmentId = '';
+  let applicationId = '';
+  let decisionId = '';
 
   async function command(topic: string, key: string, type: string, id: string, data: object) {
     await h.publish(topic, key, JSON.stringify(toCloudEvent({ id, source: '/test', type, data })));
@@ -72,7 +75,12 @@ describe('rentbridge erase', () => {
   }
 
   it('follows the canary through registration, enrollment, payment, dead letter, callback, reconciliation, snapshot and changelog', async () => {
-    await h.kafka.createTopics([TOPICS.partner('customers'), TOPICS.partner('enrollments')]);
+    await h.kafka.createTopics([
+      TOPICS.partner('customers'),
+      TOPICS.partner('enrollments'),
+      TOPICS.partner('applications'),
+      TOPICS.unrouted,
+    ]);
     const registrationId = uid('reg');
     const [registered] = await command(
       TOPICS.customerRegistrations,
@@ -104,16 +112,52 @@ describe('rentbridge erase', () => {
     );
     expect(paid).toMatchObject({ status: 'applied' });
 
+    // The person's application (it names its applicant by customer_id), decided by the PMS with a
+    // reason that names the applicant.
+    const [app] = await h.control.addRecords('applications', [
+      { customer_id: Number(customerId), status: 'submitted' },
+    ]);
+    applicationId = String(app!.id);
+    decisionId = await h.decision({
+      decision_id: uid('dec'),
+      application_id: Number(applicationId),
+      decision: 'approve',
+      reason: `references of ${canary.first_name} ${canary.last_name} checked`,
+    });
+    const [decided] = await h.outcomesOf(decisionId);
+    expect(decided).toMatchObject({ status: 'applied' });
+
     // The platform's records as the webhook ingest writes them (the changelog), then on Kafka.
     const customer = (await h.control.records('customers')).find((c) => String(c.id) === customerId)!;
     const enrollment = (await h.control.records('enrollments')).find((e) => String(e.id) === enrollmentId)!;
+    const application = (await h.control.records('applications')).find((a) => String(a.id) === applicationId)!;
     await h.database.db.$transaction((tx) =>
       recordChanges(tx, [
         { resource: 'customers', record: customer, via: 'webhook', source: '/webhooks/partner' },
         { resource: 'enrollments', record: enrollment, via: 'webhook', source: '/webhooks/partner' },
+        { resource: 'applications', record: application, via: 'webhook', source: '/webhooks/partner' },
       ]),
     );
     await drainOutbox(h.database, h.kafka);
+    // A validly signed event of a type rentbridge does not route, kept for its sender: published,
+    // and one still waiting for the relay (written after the drain above).
+    for (const n of [1, 2]) {
+      await h.database.sql.query(
+        `INSERT INTO outbox (event_id, topic, key, type, source, data, published_at)
+         VALUES (gen_random_uuid(), 'inbound.unrouted', $1, 'rentbridge.inbound.unrouted', '/webhooks/partner', $2,
+                 CASE WHEN $3 THEN now() END)`,
+        [
+          `wh-unrouted-${n}`,
+          JSON.stringify({
+            source: 'partner',
+            webhook_id: `wh-unrouted-${n}`,
+            received_type: 'partner.tenant.screened',
+            payload: { applicant: { email: canary.email, last_name: canary.last_name } },
+          }),
+          n === 1,
+        ],
+      );
+    }
 
     // A dead letter of a registration, its corrected redrive audited, an outcome callback, a
     // reconciliation item and a stored list read: as their writers keep them.
@@ -169,6 +213,24 @@ describe('rentbridge erase', () => {
        VALUES ('deployment', 'customers', $1, $2, now()) ON CONFLICT DO NOTHING`,
       [customerId, JSON.stringify(customer)],
     );
+    await h.database.sql.query(
+      `INSERT INTO snapshot_reads (key_id, resource, record_id, record, asked_at)
+       VALUES ('deployment', 'applications', $1, $2, now()) ON CONFLICT DO NOTHING`,
+      [applicationId, JSON.stringify(application)],
+    );
+    // Another source's audit entry with the same command id as the decision: not the person's.
+    await appendAudit(h.database.db, {
+      actor: 'ops:bob',
+      action: 'redrive',
+      target: 'dead_letter:999999',
+      details: { commandId: decisionId, source: '/elsewhere', note: 'other source keeps this' },
+    });
+    await appendAudit(h.database.db, {
+      actor: 'ops:bob',
+      action: 'redrive',
+      target: 'dead_letter:999998',
+      details: { commandId: decisionId, source: '/test', note: 'the person\'s decision' },
+    });
 
     const before = await canaryHits(h.database.sql, h.database.schema, values());
     for (const table of ['commands', 'outbox', 'dead_letters', 'audit_log', 'callback_deliveries'])
@@ -186,8 +248,8 @@ describe('rentbridge erase', () => {
       actor: 'test',
     });
     expect(await canaryHits(h.database.sql, h.database.schema, values())).toEqual(before);
-    expect(dry).toMatchObject({ dry_run: true, customers: 1, enrollments: 1 });
-    expect(dry.tables.commands).toBe(3);
+    expect(dry).toMatchObject({ dry_run: true, customers: 1, enrollments: 1, applications: 1 });
+    expect(dry.tables.commands).toBe(4);
     expect(dry.email_digest).toBe(emailDigest(canary.email));
     const { rows } = await h.database.sql.query(`SELECT count(*)::int AS n FROM erased_records`);
     expect(rows[0].n).toBe(0);
@@ -200,13 +262,41 @@ describe('rentbridge erase', () => {
       note: 'ticket 42',
       actor: 'test',
     });
-    expect(receipt).toMatchObject({ dry_run: false, customers: 1, enrollments: 1, pending: [] });
+    expect(receipt).toMatchObject({
+      dry_run: false,
+      customers: 1,
+      enrollments: 1,
+      applications: 1,
+      pending: [],
+    });
     expect(receipt.tables).toMatchObject({
-      commands: 3,
+      commands: 4,
       dead_letters: 1,
       callback_deliveries: 1,
-      audit_log: 1,
+      audit_log: 2,
     });
+    expect(receipt.topics.find((t) => t.topic === 'partner.applications')).toMatchObject({ tombstones: 1 });
+    expect(receipt.topics.find((t) => t.topic === 'inbound.unrouted')).toEqual({
+      topic: 'inbound.unrouted',
+      tombstones: 0,
+      copies: 2,
+      removed_by: new Date(Date.parse(receipt.at) + topics.unroutedRetentionMs).toISOString(),
+    });
+    // The published unrouted event is gone; the waiting one is still sent, without the values.
+    const { rows: unrouted } = await h.database.sql.query(
+      `SELECT key, data, message_value FROM outbox WHERE topic = 'inbound.unrouted' ORDER BY key`,
+    );
+    expect(unrouted).toMatchObject([{ key: 'wh-unrouted-2', message_value: null }]);
+    expect(unrouted[0].data.payload.applicant).toEqual({ email: null, last_name: null });
+    // Audit entries by (source, command id): the other source's entry keeps its details.
+    const { rows: same } = await h.database.sql.query(
+      `SELECT details->>'source' AS source, details, details_erased_at FROM audit_log
+        WHERE target IN ('dead_letter:999999', 'dead_letter:999998') ORDER BY target`,
+    );
+    expect(same.map((a) => [a.details.source ?? null, a.details_erased_at === null])).toEqual([
+      [null, false],
+      ['/elsewhere', true],
+    ]);
     const dlq = receipt.topics.find((t) => t.topic === 'commands.customer-registrations.dlq');
     expect(dlq?.removed_by).toBe(
       new Date(Date.parse(receipt.at) + topics.deadLetterRetentionMs).toISOString(),
@@ -221,6 +311,7 @@ describe('rentbridge erase', () => {
     for (const [resource, id] of [
       ['customers', customerId],
       ['enrollments', enrollmentId],
+      ['applications', applicationId],
     ] as const) {
       const messages = await h.kafka.readMessages(TOPICS.partner(resource), 2);
       const last = messages.filter((m) => m.key?.toString() === id).at(-1);
@@ -228,7 +319,7 @@ describe('rentbridge erase', () => {
     }
 
     const chain = await verifyAuditChain(h.database.db);
-    expect(chain).toMatchObject({ ok: true, erased: 1, erasedLegacy: 0 });
+    expect(chain).toMatchObject({ ok: true, erased: 2, erasedLegacy: 0 });
     const { rows: audit } = await h.database.sql.query(
       `SELECT target, details FROM audit_log WHERE action = 'erase' ORDER BY id`,
     );
@@ -249,12 +340,13 @@ describe('rentbridge erase', () => {
     try {
       await poller.runOnce('customers');
       await poller.runOnce('enrollments');
+      await poller.runOnce('applications');
     } finally {
       await poller.stop();
     }
     const { rows: mirrored } = await h.database.sql.query(
       `SELECT topic, key FROM outbox WHERE topic LIKE 'partner.%' AND key = ANY($1) AND type <> 'rentbridge.tombstone'`,
-      [[customerId, enrollmentId]],
+      [[customerId, enrollmentId, applicationId]],
     );
     expect(mirrored).toEqual([]);
     expect(await canaryHits(h.database.sql, h.database.schema, values())).toEqual({});
@@ -267,6 +359,18 @@ describe('rentbridge erase', () => {
       );
       expect(result).toEqual({ published: false });
     }
+    const application = (await h.control.records('applications')).find((a) => String(a.id) === applicationId)!;
+    const [appResult] = await h.database.db.$transaction((tx) =>
+      recordChanges(tx, [
+        {
+          resource: 'applications',
+          record: { ...application, updated_at: new Date().toISOString() },
+          via: 'webhook',
+          source: '/webhook',
+        },
+      ]),
+    );
+    expect(appResult).toEqual({ published: false });
     await resetPosition(h.database.db, 'customers');
     await writeResyncPage(h.database.db, 'customers', [{ ...changed, id: customerId }], {
       pagesDone: 1,
