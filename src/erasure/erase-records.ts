@@ -44,8 +44,10 @@ export async function eraseOutbox(tx: Tx, fp: Footprint): Promise<{ deleted: num
      WHERE topic = 'partner.customers' AND lower(data->'record'->>'email') = ${lower}
     UNION
     SELECT id, topic, (published_at IS NOT NULL OR parked_at IS NOT NULL) FROM outbox
-     WHERE topic IN ('partner.enrollments', 'partner.applications')
-       AND data->'record'->>'customer_id' = ANY(${fp.customerIds}::text[])`;
+     WHERE topic = 'partner.enrollments' AND data->'record'->>'customer_id' = ANY(${fp.customerIds}::text[])
+    UNION
+    SELECT id, topic, (published_at IS NOT NULL OR parked_at IS NOT NULL) FROM outbox
+     WHERE topic = 'partner.applications' AND data->'record'->>'customer_id' = ANY(${fp.customerIds}::text[])`;
   const gone = rows.filter((r) => r.done || r.topic.startsWith('partner.')).map((r) => r.id);
   if (gone.length > 0) await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${gone}::bigint[])`;
   return { deleted: gone.length, pending: rows.length - gone.length };
@@ -55,7 +57,8 @@ export async function eraseOutbox(tx: Tx, fp: Footprint): Promise<{ deleted: num
  * Validly signed events of an unknown type kept for their sender (`inbound.unrouted`) whose body
  * carries the e-mail: a published or parked row is deleted; one still to be published loses its
  * values (its body scrubbed, its prebuilt message dropped so the relay builds it from the scrubbed
- * body). The topic is small and has no index on the body: its rows are read by topic. Answers the
+ * body). A body has any shape, so no index can find the e-mail in it: the topic's rows are read by
+ * their own index (few: they leave with the outbox's retention), never the whole outbox. Answers the
  * rows found (the copies the topic may still hold until its retention), deleted and scrubbed.
  */
 export async function eraseUnrouted(

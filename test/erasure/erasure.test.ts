@@ -130,7 +130,9 @@ describe('rentbridge erase', () => {
     // The platform's records as the webhook ingest writes them (the changelog), then on Kafka.
     const customer = (await h.control.records('customers')).find((c) => String(c.id) === customerId)!;
     const enrollment = (await h.control.records('enrollments')).find((e) => String(e.id) === enrollmentId)!;
-    const application = (await h.control.records('applications')).find((a) => String(a.id) === applicationId)!;
+    const application = (await h.control.records('applications')).find(
+      (a) => String(a.id) === applicationId,
+    )!;
     await h.database.db.$transaction((tx) =>
       recordChanges(tx, [
         { resource: 'customers', record: customer, via: 'webhook', source: '/webhooks/partner' },
@@ -229,7 +231,7 @@ describe('rentbridge erase', () => {
       actor: 'ops:bob',
       action: 'redrive',
       target: 'dead_letter:999998',
-      details: { commandId: decisionId, source: '/test', note: 'the person\'s decision' },
+      details: { commandId: decisionId, source: '/test', note: "the person's decision" },
     });
 
     const before = await canaryHits(h.database.sql, h.database.schema, values());
@@ -359,7 +361,9 @@ describe('rentbridge erase', () => {
       );
       expect(result).toEqual({ published: false });
     }
-    const application = (await h.control.records('applications')).find((a) => String(a.id) === applicationId)!;
+    const application = (await h.control.records('applications')).find(
+      (a) => String(a.id) === applicationId,
+    )!;
     const [appResult] = await h.database.db.$transaction((tx) =>
       recordChanges(tx, [
         {
