@@ -3,6 +3,13 @@ export type Lane = 'write' | 'readback' | 'poll';
 export const LANES: readonly Lane[] = ['write', 'readback', 'poll'];
 export const LANE_RANK: Record<Lane, number> = { write: 0, readback: 1, poll: 2 };
 
+/**
+ * How long a PMS source's oldest command may wait for a slot before a person should look: one
+ * budget window. The same bound as the alert RentbridgeSourceCommandsWaiting
+ * (monitoring/prometheus/alerts.yml, `> 60`) and the overview's attention list; a test holds them equal.
+ */
+export const SOURCE_WAIT_BOUND_SECONDS = 60;
+
 /** The request budget every process on one egress IP shares (spec 8). */
 export interface RateBudget {
   /**

@@ -3,6 +3,7 @@ import type { OverviewRows } from './overview-repository.js';
 import type { Stage } from './overview-model.js';
 import { fmtAge } from './overview-model.js';
 import { ROLE_GONE_SECONDS } from '../role-heartbeat.js';
+import { SOURCE_WAIT_BOUND_SECONDS } from '../../partner/rate-budget-types.js';
 
 /**
  * What needs a person now (decision 057): the overview's first list, above the flow. Each item says
@@ -11,7 +12,8 @@ import { ROLE_GONE_SECONDS } from '../role-heartbeat.js';
  *
  * Built from the stages already judged (one rule per state: src/ops/overview/stage-rules.ts) and
  * two small reads of their own: the latest reconciliation run's drift and the callback endpoints
- * whose breaker is open or that a 410 disabled.
+ * whose breaker is open or that a 410 disabled. A source's commands waiting come from the overview's
+ * own rows (the Partner API stage's).
  */
 
 export interface AttentionItem {
@@ -85,16 +87,37 @@ export async function readAttentionRows(db: Db): Promise<AttentionRows> {
   };
 }
 
-/**
- * A source whose oldest command waits too long has no figure yet: when one exists (the commands'
- * wait by source), its items are added here, `kind: 'source-wait'`, linking to that source's
- * commands. Until then this hook returns none.
- */
-export function sourceWaitItems(_rows: OverviewRows): AttentionItem[] {
-  return [];
-}
-
 const stageHref = (id: Stage['id']) => `#overview/${id}`;
+
+/**
+ * A PMS source whose oldest command has waited for a Partner API slot longer than one window
+ * (SOURCE_WAIT_BOUND_SECONDS, the bound of the alert RentbridgeSourceCommandsWaiting): its share is
+ * too small for its load, or the budget for all. From the rows the Partner API stage already reads
+ * (its waiters by source, issue 52), so no statement of its own; one item per source, summed over
+ * the budgets, linking to that stage's card where each source's share and waiters are shown.
+ */
+export function sourceWaitItems(rows: Pick<OverviewRows, 'budgetSources'>): AttentionItem[] {
+  const by = new Map<string, { waiting: number; oldest: number }>();
+  for (const l of rows.budgetSources) {
+    if (l.source === null || l.waiting === 0 || l.oldestSeconds === null) continue;
+    const had = by.get(l.source) ?? { waiting: 0, oldest: 0 };
+    by.set(l.source, { waiting: had.waiting + l.waiting, oldest: Math.max(had.oldest, l.oldestSeconds) });
+  }
+  return [...by]
+    .filter(([, w]) => w.oldest > SOURCE_WAIT_BOUND_SECONDS)
+    .sort(([a, x], [b, y]) => y.oldest - x.oldest || a.localeCompare(b))
+    .map(([source, w]) => ({
+      kind: 'source-wait' as const,
+      severity: 'warning' as const,
+      title: `Partner API: commands of ${source} waiting`,
+      count: w.waiting,
+      detail: `${w.waiting} waiting for a slot, the oldest for ${fmtAge(Math.round(w.oldest))} (bound ${fmtAge(
+        SOURCE_WAIT_BOUND_SECONDS,
+      )}): its weight (PMS_WEIGHTS) or the budget is too small for the load`,
+      href: stageHref('partner'),
+      action: 'see the stage',
+    }));
+}
 
 export function buildAttention(stages: Stage[], rows: OverviewRows, extra: AttentionRows): AttentionItem[] {
   const items: AttentionItem[] = [];
