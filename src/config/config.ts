@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { secretJson } from './secret-json.js';
 import { callbackSettings } from './callback-config.js';
 import { opsAuthProblems, opsAuthSettings } from './ops-auth-config.js';
 import { retentionSettings } from './retention-config.js';
 import { reconcileSettings } from './reconcile-config.js';
 import { sharedPartnerKeySetting, sourceIsolationProblem } from './source-isolation.js';
+import { partnerKeysBySource, secretsBySource, weightsBySource } from './source-config.js';
 
 /**
  * Every environment variable rentbridge reads, parsed once at start (docs/configuration.md).
@@ -31,52 +31,6 @@ const brokers = z
       .array(z.string().regex(/^[A-Za-z0-9._-]+:\d{1,5}$/, 'each broker must be host:port'))
       .min(1, 'at least one broker, as host:port[,host:port...]'),
   );
-
-/** A JSON object of source name → list of Standard Webhooks secrets (`whsec_...`). */
-const secretsBySource = secretJson('{"acme":["whsec_..."]}').pipe(
-  z.record(z.string().regex(/^[a-z0-9_-]+$/i), z.array(z.string().min(1)).min(1)),
-);
-
-/**
- * A JSON object of source name → that source's own Partner API key pair (issue 34): every Partner
- * API call made for the source uses it, so a scoped or read-only key (spec 5.8, 5.9) bounds what
- * the source can reach. `read_only` / `scoped` say what the key is meant to be; `rentbridge probe`
- * checks them.
- */
-const partnerKeysBySource = secretJson('{"acme":{"access_key":"...","secret_key":"..."}}').pipe(
-  z.record(
-    z.string().regex(/^[a-z0-9_-]+$/i),
-    z
-      .object({
-        access_key: z.string().min(1),
-        secret_key: z.string().min(1),
-        read_only: z.boolean().optional(),
-        scoped: z.boolean().optional(),
-      })
-      .strict(),
-  ),
-);
-
-/** PMS_WEIGHTS: source name → its weight in the shared budget's round-robin (issue 52). */
-const weightsBySource = z
-  .string()
-  .transform((v, ctx) => {
-    try {
-      return JSON.parse(v) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON, e.g. {"acme":3}' });
-      return z.NEVER;
-    }
-  })
-  .pipe(z.record(z.string(), z.number().positive('a weight above 0').max(1000, 'a weight of at most 1000')))
-  .superRefine((weights, ctx) => {
-    for (const source of Object.keys(weights))
-      if (!/^[a-z0-9_-]+$/i.test(source))
-        ctx.addIssue({
-          code: 'custom',
-          message: `"${source}" is not a source name (letters, digits, _ and -)`,
-        });
-  });
 
 const secretList = z
   .string()
