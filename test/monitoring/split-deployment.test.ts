@@ -41,6 +41,8 @@ const OWNERS: Record<string, string[]> = {
   RentbridgePartnerThrottled: ['poller', ...COMMAND_CONSUMERS.map((n) => `consumer:${n}`)],
   RentbridgeWriteBudgetExhausted: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
   RentbridgeCommandsUnverified: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
+  // Each process that takes budget slots reads every source's waiters from PostgreSQL (issue 52).
+  RentbridgeSourceCommandsWaiting: COMMAND_CONSUMERS.map((n) => `consumer:${n}`),
   // Read from PostgreSQL by the process that serves the console.
   RentbridgeRoleNotRunning: ['receiver'],
   RentbridgeCallbackEndpointFailing: ['callbacks'],
