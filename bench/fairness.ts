@@ -139,6 +139,9 @@ async function scenario(label: string, sources: Source[]): Promise<Record<string
     PARTNER_RATE_LIMIT_PER_MINUTE: String(LIMIT),
     PMS_WEBHOOK_SECRETS: JSON.stringify(Object.fromEntries(sources.map((s) => [s.name, [secrets[s.name]]]))),
     PMS_WEIGHTS: JSON.stringify(Object.fromEntries(sources.map((s) => [s.name, s.weight]))),
+    // The sources share the sandbox's one key: the bench measures the shared budget, not isolation
+    // (decision 051), so they are declared trusted.
+    PMS_SHARED_PARTNER_KEY: 'trusted',
     // One poller pass at the start (its stored reads serve the snapshots, docs/write-budget.md).
     POLL_INTERVAL_SECONDS: '3600',
     HTTP_PORT: String(port),
