@@ -85,9 +85,34 @@ const TRANSIENT_PRISMA = /^P1\d{3}$|^P2024$|^P2034$/;
 const LOST_PG_CONNECTION =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/;
 
+/**
+ * Prisma's driver adapters answer every failed raw query with P2010 ("Raw query failed") and keep
+ * what PostgreSQL said in `meta.driverAdapterError.cause`: its `kind` (DatabaseNotReachable,
+ * ConnectionClosed, ...) and its SQLSTATE as `originalCode` (57P03 while a crashed server
+ * recovers).
+ */
+const TRANSIENT_ADAPTER_KINDS = new Set([
+  'DatabaseNotReachable',
+  'SocketTimeout',
+  'ConnectionClosed',
+  'TransactionWriteConflict',
+  'TooManyConnections',
+]);
+
+function isTransientAdapterFailure(e: Error): boolean {
+  const cause = (
+    e as { meta?: { driverAdapterError?: { cause?: { kind?: unknown; originalCode?: unknown } } } }
+  ).meta?.driverAdapterError?.cause;
+  if (!cause) return false;
+  if (typeof cause.kind === 'string' && TRANSIENT_ADAPTER_KINDS.has(cause.kind)) return true;
+  const sqlstate = cause.originalCode;
+  return typeof sqlstate === 'string' && sqlstate.length === 5 && TRANSIENT_SQLSTATE.test(sqlstate);
+}
+
 function isInfrastructureFailure(e: Error): boolean {
   const { name, message } = e;
   const code = (e as { code?: unknown }).code;
+  if (isTransientAdapterFailure(e)) return true;
   // kafkajs's errors: the broker or the connection, never our code (its "retries exhausted" too).
   if (name.startsWith('KafkaJS')) return true;
   if (name === 'PrismaClientInitializationError') return true;
