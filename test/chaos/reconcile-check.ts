@@ -46,6 +46,7 @@ export async function reconcileAtEnd(options: {
 }): Promise<{ checks: Check[]; figures: Record<string, number | string> }> {
   const started = Date.now();
   let stdout = '';
+  let stderr = '';
   let exit = 0;
   try {
     ({ stdout } = await run(
@@ -68,9 +69,10 @@ export async function reconcileAtEnd(options: {
       },
     ));
   } catch (error) {
-    const e = error as { code?: number; stdout?: string };
+    const e = error as { code?: number; stdout?: string; stderr?: string };
     exit = typeof e.code === 'number' ? e.code : -1;
     stdout = e.stdout ?? '';
+    stderr = e.stderr ?? '';
   }
   const parsed = stdout
     ? (JSON.parse(stdout) as { run: { requests: number; counts: Record<string, number> }; items: Item[] })
@@ -79,7 +81,9 @@ export async function reconcileAtEnd(options: {
   const ran = check(
     'reconcile: the pass ran (exit 0 or 1)',
     1,
-    exit === 0 || exit === 1 ? [] : [`exit ${exit}`],
+    exit === 0 || exit === 1
+      ? []
+      : [`exit ${exit}: ${stderr.trim().split('\n').slice(-3).join(' | ') || '(nothing on stderr)'}`],
   );
   const applied = items.filter((i) => i.commandState === 'applied' || i.commandState === 'already_applied');
   const appliedOk = (i: Item) =>

@@ -119,6 +119,48 @@ describe('rate budget shared by source', () => {
     }, 60_000);
   });
 
+  describe("when a source's first request comes while another source's burst runs", () => {
+    it('paces the burst through the window, so the newcomer takes the next paced slot, not one after the window', async () => {
+      const name = 'shares-paced';
+      // 60 a (shortened) window of 6 s: paced at 10 a second (the limit spread over the window).
+      const options = { db: database.db, limitPerMinute: 60, logger, name, windowMs: 6000, safetyMs: 0 };
+      const bursting = createRateBudget(options);
+      let bigTaken = 0;
+      let stop = false;
+      const controller = new AbortController();
+      // The month-end: 12 loops taking write slots for bigpms as fast as they are given.
+      const loops = Array.from({ length: 12 }, async () => {
+        while (!stop) {
+          await bursting.acquire('write', controller.signal, 'bigpms').catch(() => undefined);
+          if (!stop) bigTaken++;
+        }
+      });
+      try {
+        await expect.poll(() => bigTaken, { timeout: 20_000 }).toBeGreaterThanOrEqual(15);
+        // Another process's first request for smallpms.
+        await createRateBudget(options).acquire('write', AbortSignal.timeout(20_000), 'smallpms');
+        const bigBefore = bigTaken;
+        // Unpaced, bigpms would have spent all 60 slots of the window in its first moments and
+        // smallpms would wait for them to age out; paced, it waits for the next paced slot.
+        expect(bigBefore).toBeLessThan(60);
+      } finally {
+        stop = true;
+        controller.abort();
+        await Promise.all(loops);
+      }
+      // No second of the burst holds more than its pace (10), read from the slots themselves.
+      const { rows } = await database.sql.query<{ busiest: number }>(
+        `SELECT max(n)::int AS busiest FROM (
+           SELECT (SELECT count(*) FROM rate_budget_slots o
+                   WHERE o.budget = s.budget AND o.taken_at > s.taken_at - interval '1 second'
+                     AND o.taken_at <= s.taken_at) AS n
+           FROM rate_budget_slots s WHERE s.budget = $1) x`,
+        [name],
+      );
+      expect(rows[0]!.busiest).toBeLessThanOrEqual(10);
+    }, 60_000);
+  });
+
   describe("when a call is made in a source's scope (the guard runs each command in its own)", () => {
     it('counts its slot to that source, and a call outside any scope to none', async () => {
       const budget = createRateBudget({ db: database.db, limitPerMinute: 10, logger, name: 'shares-scope' });

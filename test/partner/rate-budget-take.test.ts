@@ -24,7 +24,7 @@ describe('taking a rate-budget slot', () => {
     it('gives exactly the limit, never one more, and fails no caller with an error', async () => {
       const limit = 50;
       const budgets = pools.map((db) =>
-        createRateBudget({ db, limitPerMinute: limit, logger, name: 'contended', pollPaceMs: 0 }),
+        createRateBudget({ db, limitPerMinute: limit, logger, name: 'contended', paceMs: 0 }),
       );
       const lanes = ['write', 'readback', 'poll'] as const;
       const results = await Promise.allSettled(

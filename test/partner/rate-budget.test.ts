@@ -32,7 +32,7 @@ describe('rate budget', () => {
         limitPerMinute: 10,
         logger,
         name: budgetName(),
-        pollPaceMs: 0,
+        paceMs: 0,
       });
       expect(budget.capacity('poll')).toBe(9);
       for (let i = 0; i < 9; i++) await budget.acquire('poll');
@@ -49,7 +49,7 @@ describe('rate budget', () => {
         limitPerMinute: 100,
         logger,
         name: budgetName(),
-        pollPaceMs: 0,
+        paceMs: 0,
         safetyMs: 0,
       });
       for (let i = 0; i < 20; i++) await budget.acquire('write');
@@ -82,7 +82,7 @@ describe('rate budget', () => {
         name: budgetName(),
         windowMs: 600_000,
         safetyMs: 0,
-        pollPaceMs: 10_000,
+        paceMs: 10_000,
       });
       // 600 per 10 min → 10 per 10 s.
       for (let i = 0; i < 10; i++) await budget.acquire('poll');

@@ -45,9 +45,10 @@ describe('shared rate budget', () => {
         SANDBOX_URL: sandbox.url,
         LIMIT: String(limit),
         SECONDS: '6',
-        // Unpaced lanes: the poll lane takes at most L/61 a second (decision 015), so in a 6 s
-        // test it could not use the whole window; the bench shows it does over a minute.
+        // Unpaced: each lane takes at most L/61 a second (decisions 015 and 055), so in a 6 s test
+        // it could not use the whole window; the bench shows it does over a minute.
         LANES: 'write,readback',
+        PACE_MS: '0',
         BUDGET_NAME: 'two-processes',
       };
       const results = await Promise.all(
