@@ -189,6 +189,11 @@ listeners=CONTROLLER://$KAFKA_HOST:$CLUSTER_CONTROLLER_PORT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT
 log.dirs=$dir/data
+# The controller fences a broker whose heartbeats stop after this (Kafka's default: 9 s): until
+# then a killed broker still leads its partitions in everyone's metadata and stays in their ISR,
+# so no acks=all write reaches them (decision 056). A controller setting: in a broker's file it
+# does nothing.
+broker.session.timeout.ms=3000
 PROPS
     return
   fi
@@ -213,10 +218,8 @@ offsets.topic.num.partitions=10
 transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 group.initial.rebalance.delay.ms=0
-# A killed broker is fenced within 3 s (Kafka's default: 9 s): until then it still leads its
-# partitions in everyone's metadata and no acks=all write reaches them (decision 056). A heartbeat
-# every 500 ms leaves a live broker five beats to be late.
-broker.session.timeout.ms=3000
+# A heartbeat to the controller every 500 ms: a live broker has six beats to be late before the
+# controller's broker.session.timeout.ms (3 s, node 0's file) fences it.
 broker.heartbeat.interval.ms=500
 PROPS
 }

@@ -1,8 +1,14 @@
 import type { Admin, Consumer } from 'kafkajs';
 
-/** Crashes within this window that make a consumer "crash-looping". */
+/** Crashes within this window that make a consumer "crash-looping", until it works again. */
 const CRASH_WINDOW_MS = 5 * 60_000;
 const CRASHES_TO_LOOP = 3;
+/**
+ * After its last crash a consumer works again once it commits an offset, or once it has stayed in
+ * its group this long (an idle consumer commits nothing). A consumer that crashes on a message
+ * again and again does neither: it never commits past it, and kafkajs restarts it within a second.
+ */
+const STABLE_IN_GROUP_MS = 15_000;
 /** The longest first join counted as ready (readyWhileJoining): past the 60 s rebalance timeout (kafka-client-settings.ts). */
 const JOIN_GRACE_MS = 90_000;
 
@@ -62,17 +68,24 @@ export function watchConsumer(
   let running = true;
   let gaveUp: string | null = null;
   const crashes: number[] = [];
-  const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT } = consumer.events;
+  let joinedAt = 0;
+  // Whether it committed since its last crash: a Kafka outage's crashes end when work resumes, not
+  // five minutes later (issue 53: /readyz stayed 503 after both brokers were back and outcomes flowed).
+  let committedSinceCrash = true;
+  const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT, COMMIT_OFFSETS } = consumer.events;
   consumer.on(GROUP_JOIN, (event) => {
     inGroup = true;
     joined = true;
+    joinedAt = Date.now();
     running = true;
     gaveUp = null;
     memberId = event.payload.memberId;
   });
+  consumer.on(COMMIT_OFFSETS, () => (committedSinceCrash = true));
   consumer.on(REBALANCING, () => (inGroup = false));
   consumer.on(CRASH, (event) => {
     inGroup = false;
+    committedSinceCrash = false;
     crashes.push(event.timestamp);
     // kafkajs restarts after a retriable error; otherwise the consumer is done until the process restarts.
     if (!event.payload.restart) gaveUp = event.payload.error.message;
@@ -98,7 +111,9 @@ export function watchConsumer(
       if (gaveUp) return `the consumer crashed and will not restart: ${gaveUp}`;
       if (!running) return 'the consumer is stopped';
       const recent = recentCrashes();
-      if (recent >= CRASHES_TO_LOOP) return `crash-looping: ${recent} crashes in the last 5 minutes`;
+      const workingAgain = committedSinceCrash || (inGroup && Date.now() - joinedAt >= STABLE_IN_GROUP_MS);
+      if (recent >= CRASHES_TO_LOOP && !workingAgain)
+        return `crash-looping: ${recent} crashes in the last 5 minutes`;
       if (inGroup) return true;
       const inGrace = joiningSince !== null && Date.now() - joiningSince < JOIN_GRACE_MS;
       if (options.readyWhileJoining && !joined && inGrace) return true;
