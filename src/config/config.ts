@@ -92,7 +92,7 @@ export const configSchema = z
      */
     KAFKA_DLQ_RETENTION_HOURS: positiveInt.default(720),
     /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
-    KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(10_000),
+    KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(6_000),
     /** Partner API base URL. Required by every role (`rentbridge start --demo` runs the embedded sandbox instead). */
     PARTNER_API_URL: z.url({ protocol: /^https?$/ }).optional(),
     PARTNER_ACCESS_KEY: z.string().min(1).default('sandbox-access-key'),

@@ -46,7 +46,7 @@ export function createKafka(options: {
   brokers: string[];
   clientId: string;
   logger: Logger;
-  /** Every consumer's session time-out (KAFKA_SESSION_TIMEOUT_MS); default 10 s. */
+  /** Every consumer's session time-out (KAFKA_SESSION_TIMEOUT_MS); default 6 s. */
   sessionTimeoutMs?: number;
 }): Kafka {
   const log = options.logger.child({ component: 'kafkajs' });
