@@ -12,12 +12,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Page } from 'playwright-core';
 import { withSchema } from '../src/db/database-url.js';
 import { launchChromium } from '../test/e2e/browser.js';
+import { freePort } from '../test/support/free-port.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = `${ROOT}docs/screenshots`;
@@ -25,20 +25,16 @@ const TOKEN = 'rentbridge-demo-ops-token';
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const DEMO_SECONDS = Number(process.env.DEMO_SECONDS ?? 75);
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, seconds: number): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  seconds: number,
+  gone: () => string | null,
+): Promise<void> {
   const until = Date.now() + seconds * 1000;
   while (Date.now() < until) {
+    const why = gone();
+    if (why) throw new Error(`${what}: ${why}`);
     if (await check().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -65,7 +61,7 @@ async function main(): Promise<void> {
   const [httpPort, sandboxPort] = [await freePort(), await freePort()];
   const base = `http://127.0.0.1:${httpPort}`;
   let log = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--demo'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -83,7 +79,12 @@ async function main(): Promise<void> {
   child.stderr.on('data', (d: Buffer) => (log += d.toString()));
   const browser = await launchChromium();
   try {
-    await waitFor('the demo ready', async () => (await fetch(`${base}/readyz`)).status === 200, 180);
+    await waitFor(
+      'the demo ready',
+      async () => (await fetch(`${base}/readyz`)).status === 200,
+      180,
+      () => (child.exitCode === null ? null : `the demo exited (${child.exitCode}):\n${log}`),
+    );
     console.log(`demo ready at ${base}; letting it run ${DEMO_SECONDS} s`);
     await new Promise((r) => setTimeout(r, DEMO_SECONDS * 1000));
     await mkdir(OUT, { recursive: true });
