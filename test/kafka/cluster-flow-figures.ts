@@ -29,6 +29,8 @@ export interface FlowFigures {
     seconds: number;
     ackedDuring: number;
     firstCommandAfterBack: number;
+    /** The outage's last command on Kafka: until then the revived brokers were not taking its writes. */
+    lastCommandAfterBack: number;
     readyAfterBack: number | null;
     lastOutcomeAfterBack: number;
     readyAfterLastOutcome: number | null;
@@ -83,6 +85,8 @@ export function flowFigures(r: FlowRecord): FlowFigures {
     (s) => s.ackedAt !== null && s.ackedAt >= twoDownAt && s.ackedAt <= twoBackAt,
   );
   const lastOutcome = Math.max(...ackedDuring.map((s) => outcomeAt.get(s.id) ?? Infinity));
+  const commandAt = firstById(r.commands);
+  const lastCommand = Math.max(...ackedDuring.map((s) => commandAt.get(s.id) ?? Infinity));
   // Past the sends in flight at the kill: the first command the relay got onto Kafka afterwards.
   const firstCommand = Math.min(...r.commands.filter((c) => c.at > twoDownAt + 1000).map((c) => c.at));
   const readyAt = (after: number) => r.ready.find((s) => s.at >= after && s.ready)?.at ?? null;
@@ -113,6 +117,7 @@ export function flowFigures(r: FlowRecord): FlowFigures {
       seconds: seconds(twoBackAt - twoDownAt),
       ackedDuring: ackedDuring.length,
       firstCommandAfterBack: seconds(firstCommand - twoBackAt),
+      lastCommandAfterBack: seconds(lastCommand - twoBackAt),
       readyAfterBack: readyBack === null ? null : seconds(readyBack - twoBackAt),
       lastOutcomeAfterBack: seconds(lastOutcome - twoBackAt),
       readyAfterLastOutcome: readyLast === null ? null : seconds(readyLast - lastOutcome),
@@ -131,7 +136,7 @@ export function formatFigures(f: FlowFigures): string {
     `cluster flow: ${f.sent} webhooks sent, ${f.acked} acknowledged`,
     `  steady: webhook → outcome p50 ${f.steady.p50} s / p99 ${f.steady.p99} s; longest outcome gap ${f.steady.gapOutcomes} s`,
     `  one broker down ${f.oneDown.seconds} s: longest gap commands ${f.oneDown.gapCommands} s, outcomes ${f.oneDown.gapOutcomes} s, callbacks ${f.oneDown.gapCallbacks} s; webhook → outcome p50 ${f.oneDown.p50} s / p99 ${f.oneDown.p99} s`,
-    `  two brokers down ${f.twoDown.seconds} s (${f.twoDown.ackedDuring} acknowledged meanwhile); after both answered: first command on Kafka ${f.twoDown.firstCommandAfterBack} s, every /readyz 200 ${f.twoDown.readyAfterBack ?? 'never'} s, last outcome of the outage's commands ${f.twoDown.lastOutcomeAfterBack} s (/readyz 200 ${f.twoDown.readyAfterLastOutcome ?? 'never'} s after it)`,
+    `  two brokers down ${f.twoDown.seconds} s (${f.twoDown.ackedDuring} acknowledged meanwhile); after both answered: first command on Kafka ${f.twoDown.firstCommandAfterBack} s, the outage's last ${f.twoDown.lastCommandAfterBack} s, every /readyz 200 ${f.twoDown.readyAfterBack ?? 'never'} s, last outcome of the outage's commands ${f.twoDown.lastOutcomeAfterBack} s (/readyz 200 ${f.twoDown.readyAfterLastOutcome ?? 'never'} s after it)`,
     `  published more than once: ${f.duplicates.commands} commands (${f.duplicates.commandsOfOutage} of the ${f.duplicates.sentDuringOutages} sent during the outages), ${f.duplicates.outcomes} outcomes`,
   ].join('\n');
 }
