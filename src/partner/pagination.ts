@@ -26,8 +26,11 @@ import type { PartnerResponse } from './transport.js';
  * `updated_at` (read again from the first page), and records with neither to a re-read of the
  * page before after every page. A change of `total_count` on such a list (a record may have been
  * created ahead and deleted again unseen) makes the walk read forward again from the first page,
- * re-checking the page before after every page from then on. So a walk during which nothing was
- * created or deleted costs one request per page, whatever the order.
+ * re-checking the page before after every page from then on. On such a list a record already
+ * yielded that turns up on a page read for the first time was pushed forward by one created behind
+ * the cursor (keyed lists take new records anywhere): the walk then checks the page before, as
+ * after a change of `total_count`, since a delete behind the cursor may hide in the same gap. So a
+ * walk during which nothing was created or deleted costs one request per page, whatever the order.
  *
  * Repeats (records yielded before, pushed forward by creations or seen again on a re-read) are
  * left out of the pages yielded: each id is yielded once per walk.
@@ -114,8 +117,14 @@ export async function* walkPages(deps: {
   };
 
   const first = deps.query.page ?? 1;
+  let furthest = first - 1;
   for (let page = first; ; page++) {
-    const { res } = await read(page);
+    const { res, count } = await read(page);
+    // Where creations may land anywhere (keyed lists), a record already seen on a page never read
+    // before was pushed forward by one created behind the cursor, and a delete behind it in the
+    // same gap may have left the total unchanged: check the page before, as for a change of total.
+    if (createdAhead && page > furthest && count > res.data.items.length) drifted = true;
+    furthest = Math.max(furthest, page);
     if (res.data.items.length > 0 || page === first) yield res;
     // Where new records may land after the cursor, a deletion and a creation can leave the total
     // unchanged: only the page before shows whether a record slid back onto it.

@@ -209,6 +209,37 @@ describe('walkPages', () => {
       expect(new Set(ids).size).toBe(ids.length);
     });
 
+    it('still yields it when the record created ahead is deleted unseen and one created behind pushes a seen one forward', async () => {
+      // Found by the property below (CI, seed 299839906). Keyed ids 1..7 (7 first), 1 per page.
+      // After page 1 (7): 7 deleted and 1000 created at the end, the total unchanged: 6 slides onto
+      // page 1. After page 2 (5): 1000 deleted unseen and 1001 created at the front: the total is
+      // unchanged again and page 3 shows 5 again. Only that repeat tells.
+      const keys = new Map([
+        [1000, 919],
+        [1001, 0],
+        ...[1, 2, 3, 4, 5, 6, 7].map((id) => [id, (id * 7919) % 1000] as [number, number]),
+      ]);
+      const list = buildList({
+        ids: [1, 2, 3, 4, 5, 6, 7],
+        order: 'keyed',
+        clock: true,
+        keyOf: (id) => keys.get(id)!,
+        between: (n, ids) => {
+          if (n === 1) {
+            ids.splice(ids.indexOf(7), 1);
+            ids.push(1000);
+          }
+          if (n === 2) {
+            ids.splice(ids.indexOf(1000), 1);
+            ids.push(1001);
+          }
+        },
+      });
+      const ids = (await walk('units', list, 1)).map((r) => Number(r.id));
+      expect(ids).toContain(6);
+      expect(new Set(ids).size).toBe(ids.length);
+    });
+
     it('never misses a record present during the whole walk, never repeats one', async () => {
       await fc.assert(
         fc.asyncProperty(
