@@ -4,8 +4,7 @@ import { DEAD_LETTER_REASONS, REDRIVE_HEADER } from '../dead-letters/dead-letter
 import { describeIdentity, escapeId, type CommandIdentity } from '../contracts/command-contracts.js';
 import { keptOutcomeId, errorCodeLabel } from '../contracts/outcomes.js';
 import type { CommandRecord, CommandRepository } from '../guard/index.js';
-import { PRODUCE_REQUEST } from '../kafka/kafka-client-settings.js';
-import { messagePositions, type SharedProducer } from '../kafka/shared-producer.js';
+import type { SharedProducer } from '../kafka/shared-producer.js';
 import type { Logger } from '../logger.js';
 import type { OutcomeError } from '../partner/errors.js';
 import { metrics } from '../metrics.js';
@@ -37,8 +36,8 @@ export interface ResultPublisherDeps {
  */
 export function createResultPublisher({ dest, producer, repository, logger }: ResultPublisherDeps) {
   const { type } = dest;
-  const send = async (batches: TopicMessages[]) =>
-    (await producer.get()).sendBatch({ topicMessages: batches, ...PRODUCE_REQUEST });
+  // With the other commands' results that wait meanwhile, in one request (SharedProducer.send).
+  const send = (batches: TopicMessages[]) => producer.send(batches);
 
   /** The dead letter of a final command that did not succeed; null when none is due. */
   function finalDeadLetter(
@@ -100,7 +99,7 @@ export function createResultPublisher({ dest, producer, repository, logger }: Re
       }
       // Kept for the PMS status endpoint (GET /pms/:source/commands/:id): the same outcome as on Kafka.
       await repository.recordOutcome(identity, outcome, outcomeId);
-      const landed = messagePositions(batches, await send(batches)).get(sentOutcome);
+      const landed = (await send(batches)).get(sentOutcome);
       // Where the outcome landed, for the trace. Not awaited: the outcome is on Kafka already, and a
       // lost note costs only that line of the trace.
       if (landed)

@@ -91,7 +91,7 @@ export const configSchema = z
      * redrives read, keeps the letters themselves.
      */
     KAFKA_DLQ_RETENTION_HOURS: positiveInt.default(720),
-    /** How soon a dead consumer's partitions move to another member. Default 10000 ms. */
+    /** How soon a dead consumer's partitions move to another member. Default 6000 ms, the broker's least (decision 056). */
     KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).max(300_000).default(6_000),
     /** Partner API base URL. Required by every role (`rentbridge start --demo` runs the embedded sandbox instead). */
     PARTNER_API_URL: z.url({ protocol: /^https?$/ }).optional(),

@@ -21,12 +21,14 @@ import { sleep } from './transport.js';
  *   demand over the last window (`reserveHorizonMs` of it at that rate), at least
  *   `pollReservePercent` of the limit and at most a tenth of what the higher lanes leave, so a
  *   write or read-back that arrives while the poller saturates the window finds a free slot;
- * - pacing: the poll lane, and the writes and read-backs together, each take at most their share
- *   of `paceMs` (the limit spread evenly over the window) in any `paceMs`, so their slots age out
- *   of the window evenly too and one frees every ~window/limit. A burst of writes beyond the
- *   reserve then waits a fraction of a second for the next freed slot instead of the end of a
- *   poller's burst (decision 015), and a source whose first command comes while another's burst
- *   runs waits for the next paced slot, not for the window to slide (issue 52);
+ * - pacing: the poll lane takes at most its share of `paceMs` (the limit spread evenly over the
+ *   window) in any `paceMs`, so its slots age out of the window evenly too and one frees every
+ *   ~window/limit: a burst of writes beyond the reserve waits a fraction of a second for the next
+ *   freed slot instead of the end of a poller's burst (decision 015). The writes and read-backs
+ *   together go at a cell rate: up to a tenth of the window at once after a quiet stretch (a
+ *   backlog left by a Kafka outage, issue 53), the rest spread so that no window holds more than
+ *   the limit: a source whose first command comes while another's burst runs waits for the next
+ *   paced slot, not for the window to slide (issue 52; decision 060);
  * - shares by source (issue 52, decision 055): every slot and waiter carries the PMS source the
  *   call is made for (src/partner/partner-client.ts); among the waiters of one lane, the next
  *   free slots go to the sources furthest below their weighted share of the window's writes and
@@ -54,8 +56,8 @@ export interface RateBudgetOptions {
    */
   reserveHorizonMs?: number;
   /**
-   * The poll lane, and the writes and read-backs together, each take at most limit × paceMs /
-   * window slots in any paceMs. Default 1000 ms; 0 turns pacing off.
+   * The poll lane takes at most limit × paceMs / window slots in any paceMs (the writes and
+   * read-backs go at their cell rate, decision 060). Default 1000 ms; 0 turns all pacing off.
    */
   paceMs?: number;
   /** Added to the one-minute window. Default 1000 ms. */
@@ -101,7 +103,7 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
   const horizonMs = options.reserveHorizonMs ?? 10_000;
   const paceMs = options.paceMs ?? 1000;
   const paceSeconds = paceMs / 1000;
-  // The limit spread evenly over the window, per pace interval: never below one slot.
+  // The poll lane's pace: the limit spread evenly over the window, per pace interval; never below one slot.
   const paceCap = Math.max(1, Math.ceil((limit * paceMs) / windowMs));
   const lockKey = `rate_budget:${name}`;
   const log = options.logger.child({ component: 'rate-budget', budget: name, limitPerMinute: limit });

@@ -15,7 +15,8 @@ import { useSharedProducer, type TestKafka } from '../support/kafka.js';
  */
 describe('a batch sent whole', () => {
   const TOPIC = 'commands.rental-payments';
-  const broker = useSharedProducer([TOPIC]);
+  const OUTCOMES = 'outcomes.rental-payments';
+  const broker = useSharedProducer([TOPIC, OUTCOMES]);
   let kafka: TestKafka;
   let producer: SharedProducer;
   beforeAll(() => ({ kafka, producer } = broker));
@@ -67,6 +68,28 @@ describe('a batch sent whole', () => {
 
     it('counts a message no partitioner saw as not sent', () => {
       expect(unacknowledgedPartitions([{ key: 'never-sent', value: 'x' }], [])).toEqual([-1]);
+    });
+  });
+
+  describe("when several callers send while a request is in flight (a consumer's results)", () => {
+    it('sends those that waited in one request, and tells each caller where its own messages landed', async () => {
+      const p = await producer.get();
+      const requests: string[] = [];
+      const off = p.on(p.events.REQUEST, (e) => requests.push(e.payload.apiName));
+      const topic = `${kafka.prefix}${OUTCOMES}`;
+      // Ten callers at once, each a message of its own record; the first goes at once, alone.
+      const sends = build(10, 'together').map((message) => ({
+        message,
+        landed: producer.send([{ topic, messages: [message] }]),
+      }));
+      const results = await Promise.all(sends.map((s) => s.landed));
+      off();
+      expect(requests.filter((r) => r === 'Produce')).toHaveLength(2);
+      const consumed = await kafka.readMessages(OUTCOMES, 10);
+      for (const [i, { message }] of sends.entries()) {
+        const read = consumed.find((c) => c.value?.toString() === message.value)!;
+        expect(results[i]!.get(message)).toMatchObject({ partition: read.partition, offset: read.offset });
+      }
     });
   });
 });
