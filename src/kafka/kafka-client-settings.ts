@@ -85,9 +85,11 @@ export const PRODUCER_SETTINGS: Pick<ProducerConfig, 'metadataMaxAge' | 'retry'>
  * its command to another member mid-write. Broker losses do not rebalance the group (its members
  * stay, the coordinator moves). `sessionTimeout` is KAFKA_SESSION_TIMEOUT_MS (default 6 s, the
  * least the broker accepts: a coordinator that moves to another broker gives the members it loads
- * a fresh session, and a member that crashed during the outage rejoins only once its old session
- * ends; measured on the test cluster after a two-broker outage, every /readyz 200 1.3 s after the
- * brokers answered with 6 s, 8.4 s with 10 s, decision 056).
+ * a fresh session, and a member it still holds for a consumer that crashed makes the next join
+ * wait until that session ends; measured on the test cluster after a two-broker outage, every
+ * /readyz 200 1.3 s after the brokers answered with 6 s, 8.4 s with 10 s, decision 056). A
+ * consumer whose join failed leaves the group before kafkajs restarts it (patches/), so an
+ * outage's restarts no longer leave such members behind.
  */
 export function consumerSettings(
   sessionTimeoutMs = 6_000,
