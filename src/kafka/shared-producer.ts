@@ -27,7 +27,7 @@ export interface SharedProducer {
    * while a request is in flight, the sends that come go together in the next. The producer has
    * one request in flight, so each would wait its turn anyway; together they cost one round trip
    * (a command consumer's results, eight commands at a time: on the test cluster after an outage a
-   * result waited about 0.45 s for the sends ahead of it, issue 53). Resolves when Kafka
+   * result waited about 0.4 s for the sends ahead of it, issue 53). Resolves when Kafka
    * acknowledged every partition the caller's messages went to, with where each landed; rejects
    * with the request's error, or IncompleteSendError when the answer left out one of the caller's
    * partitions (kafkajs issue #1303, see `sendWhole`).
