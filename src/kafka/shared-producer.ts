@@ -67,16 +67,8 @@ export function createSharedProducer(kafka: Kafka): SharedProducer {
         const answer = await (await get()).sendBatch({ ...PRODUCE_REQUEST, topicMessages: together });
         const positions = messagePositions(together, answer);
         for (const caller of turn) {
-          const incomplete = caller.topicMessages
-            .map(({ topic, messages }) => ({
-              topic,
-              missing: unacknowledgedPartitions(
-                messages,
-                answer.filter((a) => a.topicName === topic),
-              ),
-            }))
-            .find((t) => t.missing.length > 0);
-          if (incomplete) caller.reject(new IncompleteSendError(incomplete.topic, incomplete.missing));
+          const incomplete = incompleteSend(caller.topicMessages, answer);
+          if (incomplete) caller.reject(incomplete);
           else caller.resolve(positions);
         }
       } catch (error) {
@@ -267,9 +259,24 @@ export async function sendWhole(
 ): Promise<Map<Message, MessagePosition>> {
   const topicMessages = [{ topic, messages }];
   const answer = await producer.sendBatch({ ...PRODUCE_REQUEST, topicMessages });
-  const missing = unacknowledgedPartitions(messages, answer);
-  if (missing.length > 0) throw new IncompleteSendError(topic, missing);
+  const incomplete = incompleteSend(topicMessages, answer);
+  if (incomplete) throw incomplete;
   return messagePositions(topicMessages, answer);
+}
+
+/** The error for the first topic of a send whose partitions the answer does not all acknowledge. */
+function incompleteSend(
+  topicMessages: TopicMessages[],
+  answer: RecordMetadata[],
+): IncompleteSendError | null {
+  for (const { topic, messages } of topicMessages) {
+    const missing = unacknowledgedPartitions(
+      messages,
+      answer.filter((a) => a.topicName === topic),
+    );
+    if (missing.length > 0) return new IncompleteSendError(topic, missing);
+  }
+  return null;
 }
 
 /**

@@ -8,6 +8,12 @@ import type { PartnerResponse } from '../../src/partner/transport.js';
 
 const logger = createLogger({ level: 'silent' });
 
+/** Between two pages: `gone` deleted and `added` created at the end of the list. */
+function replace(ids: number[], gone: number, added: number): void {
+  ids.splice(ids.indexOf(gone), 1);
+  ids.push(added);
+}
+
 /**
  * An in-memory list that pages like spec 4.5/4.6 (by id, desc or asc), with a hook that changes it
  * between two page reads.
@@ -178,10 +184,7 @@ describe('walkPages', () => {
         order: 'asc',
         clock: true,
         between: (n, ids) => {
-          if (n === 1) {
-            ids.splice(ids.indexOf(2), 1);
-            ids.push(100);
-          }
+          if (n === 1) replace(ids, 2, 100);
         },
       });
       const ids = (await walk('listings', list, 3)).map((r) => Number(r.id));
@@ -197,10 +200,7 @@ describe('walkPages', () => {
         order: 'asc',
         clock: true,
         between: (n, ids) => {
-          if (n === 1) {
-            ids.splice(ids.indexOf(1), 1);
-            ids.push(100);
-          }
+          if (n === 1) replace(ids, 1, 100);
           if (n === 2) ids.splice(ids.indexOf(100), 1);
         },
       });
@@ -225,14 +225,8 @@ describe('walkPages', () => {
         clock: true,
         keyOf: (id) => keys.get(id)!,
         between: (n, ids) => {
-          if (n === 1) {
-            ids.splice(ids.indexOf(7), 1);
-            ids.push(1000);
-          }
-          if (n === 2) {
-            ids.splice(ids.indexOf(1000), 1);
-            ids.push(1001);
-          }
+          if (n === 1) replace(ids, 7, 1000);
+          if (n === 2) replace(ids, 1000, 1001);
         },
       });
       const ids = (await walk('units', list, 1)).map((r) => Number(r.id));
