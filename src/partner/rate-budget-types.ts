@@ -20,7 +20,11 @@ export interface RateBudget {
   acquire(lane: Lane, signal?: AbortSignal, source?: string): Promise<void>;
   /** After a 429: no process takes a slot before `until`. Called by the one handler of a 429 only (throttle.ts). */
   pauseUntil(until: Date): Promise<void>;
-  /** The API reported `remaining` requests left in its window (another system may share the IP). */
+  /**
+   * The API reported `remaining` requests left in its window (another system may share the IP).
+   * Stored one at a time per process, the newest report first; resolves once it is stored (or
+   * failed, logged). Never rejects.
+   */
   learn(remaining: number, resetAt: Date): Promise<void>;
   snapshot(): Promise<{ used: number; left: number; pausedUntil: Date | null }>;
   close?(): Promise<void>;

@@ -218,7 +218,7 @@ export function createTransport(deps: TransportDeps): Transport {
         const seconds = (performance.now() - started) / 1000;
         metrics.partnerLatency.observe({ endpoint, status: String(res.status) }, seconds);
         const answeredId = res.headers.get('x-request-id') ?? requestId;
-        await learnFromHeaders(res);
+        learnFromHeaders(res);
 
         if (res.ok) {
           return {
@@ -275,7 +275,7 @@ export function createTransport(deps: TransportDeps): Transport {
       await wait(delay, opts.signal);
     }
 
-    async function learnFromHeaders(res: Response): Promise<void> {
+    function learnFromHeaders(res: Response): void {
       // A 429 says remaining 0 by definition (spec 8): the pause covers it, and learning from it
       // would fill the window for a whole minute.
       if (!deps.budget || res.status === 429) return;
@@ -283,7 +283,8 @@ export function createTransport(deps: TransportDeps): Transport {
       const reset = parseReset(res.headers.get('x-ratelimit-reset'));
       if (remaining === null || reset === undefined) return;
       const value = Number(remaining);
-      if (Number.isInteger(value) && value >= 0) await deps.budget.learn(value, reset);
+      // Not waited for: the budget stores it in the background (it never rejects).
+      if (Number.isInteger(value) && value >= 0) void deps.budget.learn(value, reset);
     }
   };
 }

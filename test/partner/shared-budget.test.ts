@@ -132,8 +132,26 @@ describe('shared rate budget', () => {
         budget,
       });
       await client.listPage('roles');
-      // Ours: authenticate + 1 list; the other system's 10 are now counted too.
-      expect((await budget.snapshot()).used).toBe(12);
+      // Ours: authenticate + 1 list; the other system's 10 are counted too, once the budget has
+      // stored what the answer reported (in the background: the call does not wait for it).
+      await expect.poll(async () => (await budget.snapshot()).used).toBe(12);
+    });
+
+    it('answers the call without waiting for the budget to store what the API reported', async () => {
+      await control.reset();
+      const budget = createRateBudget({ db: database.db, limitPerMinute: 50, logger, name: 'learning-slow' });
+      let reports = 0;
+      // A budget whose store of the report never ends (a database that hangs): the call still answers.
+      const stuck = { ...budget, learn: () => (reports++, new Promise<void>(() => {})) };
+      const client = createPartnerClient({
+        baseUrl: sandbox.url,
+        accessKey: 'sandbox-access-key',
+        secretKey: 'sandbox-secret-key',
+        logger,
+        budget: stuck,
+      });
+      await expect(client.listPage('roles')).resolves.toMatchObject({ status: 200 });
+      expect(reports).toBe(2); // authenticate and the list each reported their count
     });
   });
 });
