@@ -23,7 +23,7 @@ export interface RateBudget {
   /**
    * The API reported `remaining` requests left in its window (another system may share the IP).
    * Stored one at a time per process, the newest report first; resolves once it is stored (or
-   * failed, logged). Never rejects.
+   * failed, logged).
    */
   learn(remaining: number, resetAt: Date): Promise<void>;
   snapshot(): Promise<{ used: number; left: number; pausedUntil: Date | null }>;

@@ -25,7 +25,7 @@ import { sleep } from './transport.js';
  *   window) in any `paceMs`, so its slots age out of the window evenly too and one frees every
  *   ~window/limit: a burst of writes beyond the reserve waits a fraction of a second for the next
  *   freed slot instead of the end of a poller's burst (decision 015). The writes and read-backs
- *   together go at a cell rate: up to a tenth of the window at once after a quiet stretch (a
+ *   together go at a cell rate: up to a fifth of the limit at once after a quiet stretch (a
  *   backlog left by a Kafka outage, issue 53), the rest spread so that no window holds more than
  *   the limit: a source whose first command comes while another's burst runs waits for the next
  *   paced slot, not for the window to slide (issue 52; decision 060);

@@ -153,5 +153,26 @@ describe('shared rate budget', () => {
       await expect(client.listPage('roles')).resolves.toMatchObject({ status: 200 });
       expect(reports).toBe(2); // authenticate and the list each reported their count
     });
+
+    it('keeps a write answered when the budget fails to store what the API reported', async () => {
+      await control.reset();
+      const [enrollment] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
+      const budget = createRateBudget({ db: database.db, limitPerMinute: 50, logger, name: 'learning-fails' });
+      const failing = { ...budget, learn: () => Promise.reject(new Error('database gone')) };
+      const client = createPartnerClient({
+        baseUrl: sandbox.url,
+        accessKey: 'sandbox-access-key',
+        secretKey: 'sandbox-secret-key',
+        logger,
+        budget: failing,
+      });
+      const body = { rental_payments: [{ amount_cents: 120_000, paid_on: '2026-11-01' }] };
+      // Answered 2xx: not a write whose fate is unknown (the guard would read it back).
+      await expect(
+        client.reportRentalPayments(Number(enrollment!.id), body, { requestId: 'learn-fails-1' }),
+      ).resolves.toMatchObject({ status: expect.any(Number) });
+      const writes = (await control.ledger()).writes.filter((w) => w.request_id === 'learn-fails-1');
+      expect(writes).toMatchObject([{ applied: true }]);
+    });
   });
 });
