@@ -26,6 +26,7 @@ import { traceCommand } from '../telemetry.js';
 import { createResultPublisher } from './publish-result.js';
 import { createCommandHandler, parseCommandMessage } from './run-command.js';
 import { createReadAhead } from './read-ahead.js';
+import type { Ordering } from './key-order.js';
 import { commandSourceOf, targetIdOf } from '../contracts/command-contracts.js';
 import { destinationsOf } from './outcome-events.js';
 
@@ -251,13 +252,18 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
  * producer's word for it), else nothing shared (an unreadable message orders nothing); and its
  * source. Held in memory only: a key may be personal data (an e-mail) and is never logged.
  */
-function orderOf(type: AnyCommandType, message: KafkaMessage, partition: number) {
+function orderOf(type: AnyCommandType, message: KafkaMessage, partition: number): Ordering {
   const parsed = parseCommandMessage(type, { partition, message });
+  // When the command was taken in (its CloudEvent's time, the outbox row's), else when it was
+  // published: the relay publishes a Kafka outage's backlog all at once.
+  const published = Number(message.timestamp);
+  const taken = parsed.ok && parsed.time !== undefined ? Date.parse(parsed.time) : NaN;
+  const at = Number.isFinite(taken) ? taken : published;
   if (parsed.ok)
-    return { key: `t:${targetIdOf(type, parsed.command)}`, source: commandSourceOf(parsed.ceSource) };
+    return { key: `t:${targetIdOf(type, parsed.command)}`, source: commandSourceOf(parsed.ceSource), at };
   const key =
     message.key && message.key.length > 0
       ? `k:${message.key.toString()}`
       : `m:${partition}:${message.offset}`;
-  return { key, source: '' };
+  return { key, source: '', at };
 }

@@ -6,9 +6,11 @@
  * It holds the messages read ahead of the ones being applied and answers three questions:
  * - which held message may start now: one whose key (the target record) has nothing running, so
  *   one record's commands run one at a time in arrival order while other records' commands
- *   overtake them; of those, the oldest of the source (the PMS) with the fewest running, so a
- *   source's burst read ahead never keeps another source's commands from the Partner API's budget,
- *   where the budget's own share by source decides (issue 52);
+ *   overtake them; of those, the oldest (by the time the command was taken in, not by when its
+ *   partition was read: after an outage a whole partition's backlog may be read after another's,
+ *   and its records must not wait for the other's to drain, issue 53) of the source (the PMS)
+ *   with the fewest running, so a source's burst read ahead never keeps another source's commands
+ *   from the Partner API's budget, where the budget's own share by source decides (issue 52);
  * - what offset of a partition may be committed: its oldest message not yet final (everything
  *   before it is final), or one past its newest when all are; never past an unfinished one;
  * - how much is held, for the bound on reading ahead.
@@ -19,12 +21,19 @@
  * end no longer moves any offset: the partition's offsets belong to its next assignment.
  */
 
-export interface Held<T> {
-  readonly partition: number;
-  readonly offset: bigint;
+/** What the order needs to know of a message. */
+export interface Ordering {
+  /** The record the message is about: its messages run one at a time, in arrival order. */
   readonly key: string;
   /** The source (PMS) the message comes from: sources share the running slots. */
   readonly source: string;
+  /** When the command was taken in (ms): of the records free to start, the oldest goes first. */
+  readonly at: number;
+}
+
+export interface Held<T> extends Ordering {
+  readonly partition: number;
+  readonly offset: bigint;
   readonly item: T;
 }
 
@@ -48,10 +57,11 @@ export interface KeyOrder<T> {
    * Takes a message read from `partition`. Answers false for one it already holds or held (an
    * offset below the partition's next expected one): read twice by a fetch, it is not run twice.
    */
-  add(partition: number, offset: bigint, key: string, source: string, item: T): boolean;
+  add(partition: number, offset: bigint, ordering: Ordering, item: T): boolean;
   /**
-   * A held message whose key has nothing running, marked running: the oldest of the source with
-   * the fewest running (ties: the oldest); none: undefined.
+   * A held message whose key has nothing running (its key's first in arrival order), marked
+   * running: of the source with the fewest running, the oldest by `at` (ties: the first to
+   * arrive); none: undefined.
    */
   start(): Held<T> | undefined;
   /** A started message is final (applied, refused, dead-lettered, or given up on stop). */
@@ -95,25 +105,32 @@ export function createKeyOrder<T>(): KeyOrder<T> {
   };
 
   return {
-    add(partition, offset, key, source, item) {
+    add(partition, offset, { key, source, at }, item) {
       const log = logOf(partition);
       if (log.next !== null && offset < log.next) return false;
-      const slot: Slot<T> = { partition, offset, key, source, item, log, state: 'queued' };
+      const slot: Slot<T> = { partition, offset, key, source, at, item, log, state: 'queued' };
       log.slots.push(slot);
       log.next = offset + 1n;
       queue.push(slot);
       return true;
     },
     start() {
-      // In arrival order, the first slot of a key not running is that key's oldest queued one; of
-      // each source, the first such slot is the one it would start.
+      // In arrival order, the first slot of a key not running is the only one of that key that may
+      // start (a record's commands keep their order whatever their times say).
+      const running = (slot: Slot<T>) => bySource.get(slot.source) ?? 0;
       let best = -1;
-      const seen = new Set<string>();
+      const heads = new Set<string>();
       for (let i = 0; i < queue.length; i++) {
         const slot = queue[i]!;
-        if (busy.has(slot.key) || seen.has(slot.source)) continue;
-        seen.add(slot.source);
-        if (best < 0 || (bySource.get(slot.source) ?? 0) < (bySource.get(queue[best]!.source) ?? 0)) best = i;
+        if (busy.has(slot.key) || heads.has(slot.key)) continue;
+        heads.add(slot.key);
+        const other = best < 0 ? undefined : queue[best]!;
+        if (
+          !other ||
+          running(slot) < running(other) ||
+          (running(slot) === running(other) && slot.at < other.at)
+        )
+          best = i;
       }
       if (best < 0) return undefined;
       const [slot] = queue.splice(best, 1);

@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { Logger } from '../logger.js';
-import { createKeyOrder, type Held } from './key-order.js';
+import { createKeyOrder, type Held, type Ordering } from './key-order.js';
 
 /**
  * The command consumer's loop (decision 054): it reads ahead of the commands it applies, up to
@@ -17,10 +17,10 @@ export interface ReadAheadOptions {
   topic: string;
   logger: Logger;
   /**
-   * The record a message is about (one record's messages run one at a time, in arrival order) and
-   * its source (sources share the running slots).
+   * The record a message is about (one record's messages run one at a time, in arrival order), its
+   * source (sources share the running slots) and when it was taken in (the oldest goes first).
    */
-  orderOf(message: KafkaMessage, partition: number): { key: string; source: string };
+  orderOf(message: KafkaMessage, partition: number): Ordering;
   /** Applies one message; resolves once what it publishes is on Kafka. Throws: a bug, or a stop. */
   run(partition: number, message: KafkaMessage): Promise<void>;
   /** Messages held (waiting and running); past it the partitions read pause. */
@@ -136,8 +136,7 @@ export function createReadAhead(options: ReadAheadOptions): ReadAhead {
           consumer.pause([{ topic, partitions: [partition] }]);
           return;
         }
-        const { key, source } = options.orderOf(message, partition);
-        order.add(partition, BigInt(message.offset), key, source, message);
+        order.add(partition, BigInt(message.offset), options.orderOf(message, partition), message);
         resolveOffset(message.offset);
         pump();
       }

@@ -196,7 +196,8 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
 
 /** A message read as a command of the consumer's type, or why it is not one. */
 export type ParsedMessage<C> =
-  { ok: true; command: C; eventId: string; ceSource: string } | { ok: false; error: unknown };
+  | { ok: true; command: C; eventId: string; ceSource: string; time: string | undefined }
+  | { ok: false; error: unknown };
 
 export function parseCommandMessage<C>(type: AnyCommandContract, origin: Origin): ParsedMessage<C> {
   try {
@@ -209,6 +210,7 @@ export function parseCommandMessage<C>(type: AnyCommandContract, origin: Origin)
       command: type.schema.parse(event.data) as C,
       eventId: event.id,
       ceSource: event.source,
+      time: event.time,
     };
   } catch (error) {
     return { ok: false, error };

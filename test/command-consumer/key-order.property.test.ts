@@ -5,7 +5,8 @@ import { createKeyOrder, type Held } from '../../src/command-consumer/key-order.
 /**
  * The command consumer's scheduling core (src/command-consumer/key-order.ts, decision 054) over
  * random interleavings of what Kafka and the running commands do: messages of three partitions
- * arriving in partition order (and some fetched twice), commands starting and ending in any order,
+ * arriving in partition order (and some fetched twice) with times taken in that need not follow
+ * their order (clocks, retries), commands starting and ending in any order,
  * commits that land or fail, and partitions revoked (a rebalance), after which Kafka reads them
  * again from the committed offset. Whatever the interleaving:
  * - a record's command starts only after each earlier command for that record has ended;
@@ -41,21 +42,31 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: partition.map((p) => ({ do: 'revoke' as const, partition: p })) },
 );
 
-/** Each partition's log: the key (target record) of each offset. Keys live in one partition, as Kafka keys do. */
-const logs = fc.array(fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 0, maxLength: 25 }), {
-  minLength: PARTITIONS,
-  maxLength: PARTITIONS,
-});
+/**
+ * Each partition's log: the key (target record) of each offset and when it was taken in. Keys live
+ * in one partition, as Kafka keys do.
+ */
+const logs = fc.array(
+  fc.array(fc.record({ key: fc.integer({ min: 0, max: 4 }), at: fc.integer({ min: 0, max: 50 }) }), {
+    minLength: 0,
+    maxLength: 25,
+  }),
+  { minLength: PARTITIONS, maxLength: PARTITIONS },
+);
 
 interface Msg {
   partition: number;
   offset: number;
 }
 
-function run(log: number[][], steps: Step[]) {
+function run(log: Array<Array<{ key: number; at: number }>>, steps: Step[]) {
   const order = createKeyOrder<Msg>();
-  const keyOf = (p: number, o: number) => `p${p}-k${log[p]![o]}`;
-  const sourceOf = (p: number, o: number) => `s${log[p]![o]! % 2}`;
+  const keyOf = (p: number, o: number) => `p${p}-k${log[p]![o]!.key}`;
+  const orderingOf = (p: number, o: number) => ({
+    key: keyOf(p, o),
+    source: `s${log[p]![o]!.key % 2}`,
+    at: log[p]![o]!.at,
+  });
   const fetchPos = log.map(() => 0);
   const committed = log.map(() => 0);
   /** Messages applied at least once (ended), by partition. */
@@ -93,7 +104,7 @@ function run(log: number[][], steps: Step[]) {
     committed[p] = o;
   };
   const deliver = (p: number, o: number) => {
-    order.add(p, BigInt(o), keyOf(p, o), sourceOf(p, o), { partition: p, offset: o });
+    order.add(p, BigInt(o), orderingOf(p, o), { partition: p, offset: o });
   };
 
   for (const s of steps) {
@@ -106,7 +117,7 @@ function run(log: number[][], steps: Step[]) {
         const o = fetchPos[s.partition]! - s.back;
         if (o >= 0)
           expect(
-            order.add(s.partition, BigInt(o), keyOf(s.partition, o), sourceOf(s.partition, o), {
+            order.add(s.partition, BigInt(o), orderingOf(s.partition, o), {
               partition: s.partition,
               offset: o,
             }),
@@ -165,10 +176,11 @@ describe('the command consumer key order (pure core)', () => {
 
   it('lets another record overtake a slow one, in the same partition', () => {
     const order = createKeyOrder<string>();
-    order.add(0, 10n, 'slow', 'pms', 'pay-1');
-    order.add(0, 11n, 'slow', 'pms', 'pay-2');
-    order.add(0, 12n, 'other', 'pms', 'other-1');
-    order.add(0, 13n, 'slow', 'pms', 'decision');
+    const of = (key: string, at: number) => ({ key, source: 'pms', at });
+    order.add(0, 10n, of('slow', 1), 'pay-1');
+    order.add(0, 11n, of('slow', 2), 'pay-2');
+    order.add(0, 12n, of('other', 3), 'other-1');
+    order.add(0, 13n, of('slow', 4), 'decision');
     const first = order.start()!;
     expect(first.item).toBe('pay-1');
     // pay-2 and the decision wait for pay-1; the other record's command does not.
@@ -182,11 +194,31 @@ describe('the command consumer key order (pure core)', () => {
 
   it("starts a small source's command before more of a bursting source's, whatever came first", () => {
     const order = createKeyOrder<string>();
-    for (let i = 0; i < 10; i++) order.add(i % 3, BigInt(i), `big-${i}`, 'bigpms', `big-${i}`);
-    order.add(1, 100n, 'small-1', 'smallpms', 'small-1');
+    for (let i = 0; i < 10; i++)
+      order.add(i % 3, BigInt(i), { key: `big-${i}`, source: 'bigpms', at: i }, `big-${i}`);
+    order.add(1, 100n, { key: 'small-1', source: 'smallpms', at: 100 }, 'small-1');
     expect(order.start()!.item).toBe('big-0');
     // bigpms has one running, smallpms none: the next free slot is smallpms's.
     expect(order.start()!.item).toBe('small-1');
     expect(order.start()!.item).toBe('big-1');
+  });
+
+  it('starts the records of a partition read after the others by when their commands came, not after the others drain', () => {
+    // After a Kafka outage partition 0's backlog is read whole before partition 1's: records a–d
+    // (partition 0) and w–z (partition 1), two commands each, taken in alternately.
+    const order = createKeyOrder<string>();
+    const records = { 0: ['a', 'b', 'c', 'd'], 1: ['w', 'x', 'y', 'z'] };
+    for (const [p, keys] of Object.entries(records))
+      for (let round = 0; round < 2; round++)
+        keys.forEach((key, i) => {
+          const at = round * 8 + i * 2 + Number(p);
+          order.add(Number(p), BigInt(round * 4 + i), { key, source: 'pms', at }, `${key}${round + 1}`);
+        });
+    // Four run at once: the oldest of each partition's records alternate.
+    const running = [order.start()!, order.start()!, order.start()!, order.start()!];
+    expect(running.map((h) => h.item)).toEqual(['a1', 'w1', 'b1', 'x1']);
+    // a1 ends: a2 (taken in at 8) waits behind c1 (4), y1 (5), d1 (6), z1 (7).
+    order.finish(running[0]!);
+    expect(order.start()!.item).toBe('c1');
   });
 });
