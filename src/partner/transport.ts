@@ -286,9 +286,11 @@ export function createTransport(deps: TransportDeps): Transport {
       // Not waited for: the budget stores it in the background. An answer stays answered whatever
       // becomes of that (a write's 2xx must never read as a write whose fate is unknown).
       if (Number.isInteger(value) && value >= 0)
-        deps.budget.learn(value, reset).catch((error: unknown) =>
-          log.warn({ err: error }, 'rate budget could not learn what the API reported'),
-        );
+        deps.budget
+          .learn(value, reset)
+          .catch((error: unknown) =>
+            log.warn({ err: error }, 'rate budget could not learn what the API reported'),
+          );
     }
   };
 }

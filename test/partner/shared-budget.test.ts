@@ -156,8 +156,15 @@ describe('shared rate budget', () => {
 
     it('keeps a write answered when the budget fails to store what the API reported', async () => {
       await control.reset();
-      const [enrollment] = await control.addRecords('enrollments', [{ status: 'active', rental_payments: [] }]);
-      const budget = createRateBudget({ db: database.db, limitPerMinute: 50, logger, name: 'learning-fails' });
+      const [enrollment] = await control.addRecords('enrollments', [
+        { status: 'active', rental_payments: [] },
+      ]);
+      const budget = createRateBudget({
+        db: database.db,
+        limitPerMinute: 50,
+        logger,
+        name: 'learning-fails',
+      });
       const failing = { ...budget, learn: () => Promise.reject(new Error('database gone')) };
       const client = createPartnerClient({
         baseUrl: sandbox.url,
