@@ -50,6 +50,9 @@ describe('shared rate budget', () => {
         LANES: 'write,readback',
         PACE_MS: '0',
         BUDGET_NAME: 'two-processes',
+        // Both begin at one moment, whenever each process is up: unpaced, the first to begin takes
+        // the whole window in well under a second, and one up a second later would find none left.
+        START_AT: String(Date.now() + 8000),
       };
       const results = await Promise.all(
         [1, 2].map(

@@ -1,7 +1,9 @@
 /**
  * A separate process sharing the rate budget (run with tsx by the two-process test and by
  * bench/budget.ts). Env: DATABASE_URL, SANDBOX_URL, LIMIT, SECONDS, LANES (comma list, one loop
- * per entry), BUDGET_NAME. Prints one JSON line: requests made, answers by status, waits per lane.
+ * per entry), BUDGET_NAME; START_AT (epoch ms, optional): the moment to begin, so processes started
+ * one after the other begin together. Prints one JSON line: requests made, answers by status, waits
+ * per lane.
  */
 import { createDb } from '../../../src/db/prisma.js';
 import { createLogger } from '../../../src/logger.js';
@@ -51,6 +53,8 @@ const client = createPartnerClient({
   fetch: countingFetch,
 });
 
+const startAt = Number(process.env.START_AT ?? 0);
+if (startAt > Date.now()) await new Promise((resolve) => setTimeout(resolve, startAt - Date.now()));
 const deadline = Date.now() + seconds * 1000;
 let requests = 0;
 let failures = 0;
