@@ -95,13 +95,9 @@ export function consumerSettings(
   sessionTimeoutMs = 6_000,
 ): Pick<
   ConsumerConfig,
-  'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout' | 'metadataMaxAge' | 'maxWaitTimeInMs' | 'retry'
+  'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout' | 'metadataMaxAge' | 'maxWaitTimeInMs'
 > {
   return {
-    // Named here: kafkajs gives a consumer 5 retries of its own (`retry = { retries: 5 }`), not
-    // the client's, so a consumer's fetch loop gave up about 4 s into a broker loss, crashed and
-    // rejoined its group: a second gap of 3–4 s after the fencing (issue 53, measured).
-    retry: RETRY,
     sessionTimeout: sessionTimeoutMs,
     heartbeatInterval: Math.min(1000, Math.floor(sessionTimeoutMs / 3)),
     rebalanceTimeout: 60_000,
