@@ -191,9 +191,9 @@ export function createCommandConsumer(type: AnyCommandType, deps: CommandConsume
     topic,
     logger,
     orderOf: (message, partition) => orderOf(type, message, partition),
-    run: (partition, message) => {
+    run: (partition, message, release) => {
       const log = logger.child({ partition, offset: message.offset });
-      return traceCommand(type.name, message, () => handle({ partition, message }, log));
+      return traceCommand(type.name, message, () => handle({ partition, message }, log, release));
     },
     maxHeld: Math.max(deps.readAhead ?? 2000, concurrency),
     concurrency,

@@ -6,7 +6,8 @@
  * It holds the messages read ahead of the ones being applied and answers three questions:
  * - which held message may start now: one whose key (the target record) has nothing running, so
  *   one record's commands run one at a time in arrival order while other records' commands
- *   overtake them; of those, the oldest (by the time the command was taken in, not by when its
+ *   overtake them (a command whose write is final and whose result is on its way to Kafka is
+ *   released: it no longer runs for this, issue 53); of those, the oldest (by the time the command was taken in, not by when its
  *   partition was read: after an outage a whole partition's backlog may be read after another's,
  *   and its records must not wait for the other's to drain, issue 53) of the source (the PMS)
  *   with the fewest running, so a source's burst read ahead never keeps another source's commands
@@ -40,7 +41,7 @@ export interface Held<T> extends Ordering {
 interface Slot<T> extends Held<T> {
   /** The partition's log this slot belongs to: replaced on revoke, so an old slot's end moves nothing. */
   readonly log: PartitionLog<T>;
-  state: 'queued' | 'running' | 'final';
+  state: 'queued' | 'running' | 'released' | 'final';
 }
 
 interface PartitionLog<T> {
@@ -64,6 +65,12 @@ export interface KeyOrder<T> {
    * arrive); none: undefined.
    */
   start(): Held<T> | undefined;
+  /**
+   * A running message no longer holds its key nor a running slot (its write is final, only its
+   * result is still on its way to Kafka): the record's next command may start. It still holds its
+   * partition's commit until it is finished.
+   */
+  release(held: Held<T>): void;
   /** A started message is final (applied, refused, dead-lettered, or given up on stop). */
   finish(held: Held<T>): void;
   /**
@@ -77,7 +84,7 @@ export interface KeyOrder<T> {
   partitions(): number[];
   /** Drops the partition's messages not yet started and forgets its offsets (see above). */
   revoke(partition: number): void;
-  /** Messages held: waiting, running, and still running from revoked partitions. */
+  /** Messages held: waiting, running (released ones too), and still running from revoked partitions. */
   held(): number;
   /** Messages waiting to start. */
   waiting(): number;
@@ -94,6 +101,18 @@ export function createKeyOrder<T>(): KeyOrder<T> {
   /** Slots running per source. */
   const bySource = new Map<string, number>();
   let runningCount = 0;
+  let releasedCount = 0;
+
+  /** A slot no longer runs: its key, its source's count and the running count let go of it. */
+  const free = (slot: Slot<T>) => {
+    runningCount--;
+    const n = busy.get(slot.key)! - 1;
+    if (n === 0) busy.delete(slot.key);
+    else busy.set(slot.key, n);
+    const m = bySource.get(slot.source)! - 1;
+    if (m === 0) bySource.delete(slot.source);
+    else bySource.set(slot.source, m);
+  };
 
   const logOf = (partition: number) => {
     let log = logs.get(partition);
@@ -140,17 +159,23 @@ export function createKeyOrder<T>(): KeyOrder<T> {
       runningCount++;
       return slot;
     },
+    release(held) {
+      const slot = held as Slot<T>;
+      if (slot.state !== 'running') throw new Error('release() of a message that is not running');
+      slot.state = 'released';
+      releasedCount++;
+      free(slot);
+    },
     finish(held) {
       const slot = held as Slot<T>;
+      if (slot.state === 'released') {
+        slot.state = 'final';
+        releasedCount--;
+        return;
+      }
       if (slot.state !== 'running') throw new Error('finish() of a message that is not running');
       slot.state = 'final';
-      runningCount--;
-      const n = busy.get(slot.key)! - 1;
-      if (n === 0) busy.delete(slot.key);
-      else busy.set(slot.key, n);
-      const m = bySource.get(slot.source)! - 1;
-      if (m === 0) bySource.delete(slot.source);
-      else bySource.set(slot.source, m);
+      free(slot);
     },
     commitFor(partition) {
       const log = logs.get(partition);
@@ -177,7 +202,7 @@ export function createKeyOrder<T>(): KeyOrder<T> {
       queue = queue.filter((slot) => slot.partition !== partition);
     },
     held() {
-      return queue.length + runningCount;
+      return queue.length + runningCount + releasedCount;
     },
     waiting() {
       return queue.length;

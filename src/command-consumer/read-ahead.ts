@@ -21,8 +21,12 @@ export interface ReadAheadOptions {
    * source (sources share the running slots) and when it was taken in (the oldest goes first).
    */
   orderOf(message: KafkaMessage, partition: number): Ordering;
-  /** Applies one message; resolves once what it publishes is on Kafka. Throws: a bug, or a stop. */
-  run(partition: number, message: KafkaMessage): Promise<void>;
+  /**
+   * Applies one message; resolves once what it publishes is on Kafka. Throws: a bug, or a stop.
+   * Calls `release` once its write is final and only its result is still to go to Kafka: the
+   * record's next command may start meanwhile (the offset still waits for the end).
+   */
+  run(partition: number, message: KafkaMessage, release: () => void): Promise<void>;
   /** Messages held (waiting and running); past it the partitions read pause. */
   maxHeld: number;
   /** Messages applied at once. */
@@ -98,14 +102,24 @@ export function createReadAhead(options: ReadAheadOptions): ReadAhead {
   }
 
   function launch(held: Held<KafkaMessage>) {
-    options.run(held.partition, held.item).then(
+    // Released at most once, and never after its end.
+    let running = true;
+    const release = () => {
+      if (!running) return;
+      running = false;
+      order.release(held);
+      pump();
+    };
+    options.run(held.partition, held.item, release).then(
       () => {
+        running = false;
         order.finish(held);
         void commit();
         resumeIfRoom();
         pump();
       },
       (error: unknown) => {
+        running = false;
         // Not final: nothing may commit past it. Its partition is given up here (its waiting
         // messages dropped); the next start reads it again from the committed offset.
         order.revoke(held.partition);

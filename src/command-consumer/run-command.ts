@@ -72,6 +72,8 @@ interface Work {
   base: { current: string };
   strategy: ReadBackStrategy<unknown>;
   log: Logger;
+  /** The write is final: the record's next command may start while the result goes to Kafka. */
+  release: () => void;
 }
 
 /**
@@ -109,6 +111,9 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
       },
     );
     work.base.current = record.requestIdBase;
+    // Once the final state is committed (a settle that fails leaves the record held: the attempt
+    // fails and the command is tried again).
+    settled.then(work.release, () => undefined);
     if (conflict) {
       await Promise.all([publisher.publishConflict(origin, identity, targetId, record), settled]);
       return;
@@ -150,7 +155,7 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
     }
   }
 
-  return async function handle(origin: Origin, log: Logger): Promise<void> {
+  return async function handle(origin: Origin, log: Logger, release: () => void = () => {}): Promise<void> {
     const parsed = parseCommandMessage(type, origin);
     if (!parsed.ok) {
       log.warn({ err: parsed.error }, 'invalid message: dead-lettered');
@@ -183,7 +188,10 @@ export function createCommandHandler(deps: CommandHandlerDeps) {
     };
     const acting: Acting = { source: identity.source, ceSource, key };
     const targetId = targetIdOf(type, command);
-    await runCommand({ origin, command, identity, targetId, acting, tools, base, strategy, log: clog }, log);
+    await runCommand(
+      { origin, command, identity, targetId, acting, tools, base, strategy, log: clog, release },
+      log,
+    );
   };
 }
 

@@ -6,10 +6,12 @@ import { createKeyOrder, type Held } from '../../src/command-consumer/key-order.
  * The command consumer's scheduling core (src/command-consumer/key-order.ts, decision 054) over
  * random interleavings of what Kafka and the running commands do: messages of three partitions
  * arriving in partition order (and some fetched twice) with times taken in that need not follow
- * their order (clocks, retries), commands starting and ending in any order,
+ * their order (clocks, retries), commands starting, releasing their record (write final, result on
+ * its way) and ending in any order,
  * commits that land or fail, and partitions revoked (a rebalance), after which Kafka reads them
  * again from the committed offset. Whatever the interleaving:
- * - a record's command starts only after each earlier command for that record has ended;
+ * - a record's command starts only after each earlier command for that record has released it or
+ *   ended;
  * - a committed offset never passes a command that has not ended, and never goes back;
  * - nothing is lost: once Kafka has delivered everything and every command has ended, each
  *   partition's committed offset is its end, and every message was applied.
@@ -19,6 +21,7 @@ type Step =
   | { do: 'deliver'; partition: number }
   | { do: 'refetch'; partition: number; back: number }
   | { do: 'start' }
+  | { do: 'release'; pick: number }
   | { do: 'finish'; pick: number }
   | { do: 'commit'; partition: number; lands: boolean }
   | { do: 'revoke'; partition: number };
@@ -34,6 +37,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       .map((r) => ({ do: 'refetch' as const, ...r })),
   },
   { weight: 5, arbitrary: fc.constant({ do: 'start' as const }) },
+  { weight: 2, arbitrary: fc.nat().map((pick) => ({ do: 'release' as const, pick })) },
   { weight: 5, arbitrary: fc.nat().map((pick) => ({ do: 'finish' as const, pick })) },
   {
     weight: 3,
@@ -71,24 +75,39 @@ function run(log: Array<Array<{ key: number; at: number }>>, steps: Step[]) {
   const committed = log.map(() => 0);
   /** Messages applied at least once (ended), by partition. */
   const applied = log.map(() => new Set<number>());
+  /** Messages whose record was released before they ended, by partition. */
+  const freed = log.map(() => new Set<number>());
   const running: Held<Msg>[] = [];
+  /** Started, and released or running: not yet ended. */
+  const started: Held<Msg>[] = [];
 
   const startOne = () => {
     const held = order.start();
     if (!held) return false;
     const { partition: p, offset: o } = held.item;
-    // Every earlier command of the same record has ended before this one starts.
+    // Every earlier command of the same record has released it or ended before this one starts.
     for (let earlier = 0; earlier < o; earlier++) {
       if (keyOf(p, earlier) === held.key)
-        expect(applied[p]!.has(earlier), `p${p} offset ${earlier} ended before ${o}`).toBe(true);
+        expect(
+          applied[p]!.has(earlier) || freed[p]!.has(earlier),
+          `p${p} offset ${earlier} released or ended before ${o}`,
+        ).toBe(true);
     }
     // One command at a time per record.
     expect(running.some((r) => r.key === held.key)).toBe(false);
     running.push(held);
+    started.push(held);
     return true;
   };
-  const finishAt = (i: number) => {
+  const releaseAt = (i: number) => {
     const [held] = running.splice(i, 1);
+    order.release(held!);
+    freed[held!.item.partition]!.add(held!.item.offset);
+  };
+  const finishAt = (i: number) => {
+    const [held] = started.splice(i, 1);
+    const r = running.indexOf(held!);
+    if (r >= 0) running.splice(r, 1);
     order.finish(held!);
     applied[held!.item.partition]!.add(held!.item.offset);
   };
@@ -127,8 +146,11 @@ function run(log: Array<Array<{ key: number; at: number }>>, steps: Step[]) {
       case 'start':
         startOne();
         break;
+      case 'release':
+        if (running.length > 0) releaseAt(s.pick % running.length);
+        break;
       case 'finish':
-        if (running.length > 0) finishAt(s.pick % running.length);
+        if (started.length > 0) finishAt(s.pick % started.length);
         break;
       case 'commit':
         commit(s.partition, s.lands);
@@ -139,7 +161,7 @@ function run(log: Array<Array<{ key: number; at: number }>>, steps: Step[]) {
         fetchPos[s.partition] = committed[s.partition]!;
         break;
     }
-    expect(order.held()).toBe(order.waiting() + order.running());
+    expect(order.held()).toBe(order.waiting() + started.length);
     expect(order.running()).toBe(running.length);
   }
 
@@ -152,7 +174,7 @@ function run(log: Array<Array<{ key: number; at: number }>>, steps: Step[]) {
         moved = true;
       }
     while (startOne()) moved = true;
-    if (running.length > 0) {
+    if (started.length > 0) {
       finishAt(0);
       moved = true;
     }
@@ -220,5 +242,26 @@ describe('the command consumer key order (pure core)', () => {
     // a1 ends: a2 (taken in at 8) waits behind c1 (4), y1 (5), d1 (6), z1 (7).
     order.finish(running[0]!);
     expect(order.start()!.item).toBe('c1');
+  });
+
+  it("starts a record's next command once the write before it is final, and commits only after its end", () => {
+    const order = createKeyOrder<string>();
+    order.add(0, 0n, { key: 'enrollment-1', source: 'pms', at: 1 }, 'pay-1');
+    order.add(0, 1n, { key: 'enrollment-1', source: 'pms', at: 2 }, 'pay-2');
+    const first = order.start()!;
+    expect(order.start()).toBeUndefined();
+    // pay-1's write is final; its outcome is on its way to Kafka.
+    order.release(first);
+    const second = order.start()!;
+    expect(second.item).toBe('pay-2');
+    expect(order.running()).toBe(1);
+    expect(order.held()).toBe(2);
+    // Nothing is committed past pay-1 until its outcome is on Kafka.
+    expect(order.commitFor(0)).toBe(0n);
+    order.finish(first);
+    expect(order.commitFor(0)).toBe(1n);
+    order.finish(second);
+    expect(order.commitFor(0)).toBe(2n);
+    expect(order.held()).toBe(0);
   });
 });
