@@ -7,19 +7,21 @@
  * - which held message may start now: one whose key (the target record) has nothing running, so
  *   one record's commands run one at a time in arrival order while other records' commands
  *   overtake them (a command whose write is final and whose result is on its way to Kafka is
- *   released: it no longer runs for this, issue 53); of those, the oldest (by the time the command was taken in, not by when its
- *   partition was read: after an outage a whole partition's backlog may be read after another's,
- *   and its records must not wait for the other's to drain, issue 53) of the source (the PMS)
- *   with the fewest running, so a source's burst read ahead never keeps another source's commands
- *   from the Partner API's budget, where the budget's own share by source decides (issue 52);
+ *   released: it no longer runs for this, issue 53); of those, the oldest by the time the command
+ *   was taken in, not by when its partition was read (after an outage a whole partition's backlog
+ *   may be read after another's, and its records must not wait for the other's to drain, issue 53),
+ *   of the source (the PMS) with the fewest running, so a source's burst read ahead never keeps
+ *   another source's commands from the Partner API's budget, where the budget's own share by
+ *   source decides (issue 52);
  * - what offset of a partition may be committed: its oldest message not yet final (everything
  *   before it is final), or one past its newest when all are; never past an unfinished one;
  * - how much is held, for the bound on reading ahead.
  *
  * A revoked partition (a rebalance, a stop) drops its messages not yet started: the next owner
- * reads them again from the committed offset. Its running ones keep their key busy until they
- * end, so a message read again for the same record in this process still waits for them, but their
- * end no longer moves any offset: the partition's offsets belong to its next assignment.
+ * reads them again from the committed offset. Its running ones keep their key busy until they are
+ * released or end, so a message read again for the same record in this process still waits for
+ * them, but their end no longer moves any offset: the partition's offsets belong to its next
+ * assignment.
  */
 
 /** What the order needs to know of a message. */
