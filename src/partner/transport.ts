@@ -283,14 +283,8 @@ export function createTransport(deps: TransportDeps): Transport {
       const reset = parseReset(res.headers.get('x-ratelimit-reset'));
       if (remaining === null || reset === undefined) return;
       const value = Number(remaining);
-      // Not waited for: the budget stores it in the background. An answer stays answered whatever
-      // becomes of that (a write's 2xx must never read as a write whose fate is unknown).
-      if (Number.isInteger(value) && value >= 0)
-        deps.budget
-          .learn(value, reset)
-          .catch((error: unknown) =>
-            log.warn({ err: error }, 'rate budget could not learn what the API reported'),
-          );
+      // Not waited for: an answer stays answered whatever becomes of the store (the budget logs it).
+      if (Number.isInteger(value) && value >= 0) deps.budget.learn(value, reset).catch(() => undefined);
     }
   };
 }
