@@ -13,7 +13,7 @@ import type { AdminConfig, ConsumerConfig, KafkaConfig, ProducerConfig, RetryOpt
  * (the producer on any connection error and on NOT_LEADER_OR_FOLLOWER; the consumer on a closed or
  * refused connection since our patch to `recoverFromFetch`, before it only when the metadata grew
  * older than `metadataMaxAge`). The metadata still names the dead broker as leader until the
- * controller fences it (`broker.session.timeout.ms`: 9 s by Kafka's default, 6 s on the test
+ * controller fences it (`broker.session.timeout.ms`: 9 s by Kafka's default, 3 s on the test
  * cluster); until then every retry fails the same way. So what decides the gap is how soon after
  * the fencing a retry comes: the retry back-off, capped at one second here (kafkajs's default cap
  * is 30 s, and its doubling from 300 ms had reached 4.8 to 9.6 s by then).
