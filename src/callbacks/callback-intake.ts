@@ -137,7 +137,12 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
           const last = batch.messages.at(-1);
           if (last) {
             const offset = String(BigInt(last.offset) + 1n);
-            await c.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
+            // A commit refused while the group's coordinator moves (a broker lost) does not fail
+            // the batch: its rows are in, the next batch's commit covers it, and a re-read after
+            // a restart inserts nothing twice (ON CONFLICT DO NOTHING).
+            await c
+              .commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }])
+              .catch((error: unknown) => log.warn({ err: error }, 'callback intake: offsets not committed'));
           }
           await heartbeat();
         },

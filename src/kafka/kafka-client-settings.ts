@@ -19,13 +19,13 @@ import type { AdminConfig, ConsumerConfig, KafkaConfig, ProducerConfig, RetryOpt
  * is 30 s, and its doubling from 300 ms had reached 4.8 to 9.6 s by then).
  */
 
-/** Retries of every request but a send: at most 1 s apart, about 30 s in all before giving up. */
+/** Retries of every request but a send: at most 0.3 s apart, about 30 s in all before giving up. */
 const RETRY: RetryOptions = {
-  initialRetryTime: 250,
-  maxRetryTime: 1000,
-  multiplier: 2,
+  initialRetryTime: 200,
+  maxRetryTime: 300,
+  multiplier: 1.5,
   factor: 0.2,
-  retries: 30,
+  retries: 100,
 };
 
 export const CLIENT_SETTINGS: Pick<
@@ -72,7 +72,7 @@ export const PRODUCE_REQUEST = Object.freeze({ acks: -1, timeout: PRODUCE_ACK_TI
  */
 export const PRODUCER_SETTINGS: Pick<ProducerConfig, 'metadataMaxAge' | 'retry'> = Object.freeze({
   metadataMaxAge: METADATA_MAX_AGE_MS,
-  retry: { ...RETRY, retries: 300 },
+  retry: { ...RETRY, initialRetryTime: 50, retries: 1000 },
 });
 
 /**
@@ -95,9 +95,10 @@ export function consumerSettings(
   sessionTimeoutMs = 6_000,
 ): Pick<
   ConsumerConfig,
-  'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout' | 'metadataMaxAge' | 'maxWaitTimeInMs'
+  'sessionTimeout' | 'heartbeatInterval' | 'rebalanceTimeout' | 'metadataMaxAge' | 'maxWaitTimeInMs' | 'retry'
 > {
   return {
+    retry: RETRY,
     sessionTimeout: sessionTimeoutMs,
     heartbeatInterval: Math.min(1000, Math.floor(sessionTimeoutMs / 3)),
     rebalanceTimeout: 60_000,
