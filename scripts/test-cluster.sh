@@ -17,4 +17,10 @@ cleanup() {
 trap cleanup EXIT
 # A broker revived on a loaded machine took over 90 s (kafka.sh's default wait) to start.
 export KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-300}"
-RENTBRIDGE_CLUSTER_BROKERS="$bootstrap" npx vitest run --no-file-parallelism test/kafka/cluster-outage.test.ts test/relay/cluster-outage.test.ts test/kafka/cluster-coordinator.test.ts test/kafka/cluster-flow.test.ts "$@"
+# Every cluster file, or those named (test/...), then vitest's own options.
+files=(test/kafka/cluster-outage.test.ts test/relay/cluster-outage.test.ts test/kafka/cluster-coordinator.test.ts test/kafka/cluster-flow.test.ts)
+if [[ "${1:-}" == test/* ]]; then
+  files=()
+  while [[ "${1:-}" == test/* ]]; do files+=("$1"); shift; done
+fi
+RENTBRIDGE_CLUSTER_BROKERS="$bootstrap" npx vitest run --no-file-parallelism "${files[@]}" "$@"

@@ -15,11 +15,19 @@ import type { AdminConfig, ConsumerConfig, KafkaConfig, ProducerConfig, RetryOpt
  * older than `metadataMaxAge`). The metadata still names the dead broker as leader until the
  * controller fences it (`broker.session.timeout.ms`: 9 s by Kafka's default, 3 s on the test
  * cluster); until then every retry fails the same way. So what decides the gap is how soon after
- * the fencing a retry comes: the retry back-off, capped at one second here (kafkajs's default cap
- * is 30 s, and its doubling from 300 ms had reached 4.8 to 9.6 s by then).
+ * the fencing a retry comes: the retry back-off, capped at 0.3 s here (kafkajs's default cap is
+ * 30 s, and its doubling from 300 ms had reached 4.8 to 9.6 s by then). A consumer whose group's
+ * coordinator was on the lost broker follows the group to its new coordinator and keeps its
+ * membership (our patch to the heartbeat; kafkajs crashed and rejoined, or rejoined on
+ * NOT_COORDINATOR, each a pause of seconds).
  */
 
-/** Retries of every request but a send: at most 0.3 s apart, about 30 s in all before giving up. */
+/**
+ * Retries of every request but a send, and of a consumer's fetch loop: at most 0.3 s apart, about
+ * 30 s in all before giving up (a consumer's fetch loop then restarts). A consumer had kafkajs's 5
+ * tries, about 4 s at a 1 s cap: its loop gave up before a lost broker was fenced and rejoined
+ * the group, a second pause of 3–4 s.
+ */
 const RETRY: RetryOptions = {
   initialRetryTime: 200,
   maxRetryTime: 300,
@@ -66,9 +74,10 @@ export const PRODUCE_REQUEST = Object.freeze({ acks: -1, timeout: PRODUCE_ACK_TI
  * A producer's own retries carry a send whose fate is unknown to its end with the SAME producer id
  * and sequence numbers (kafkajs rolls the sequence back on a failed request and sends the same
  * batch again), so the broker drops a copy it already wrote: a resend by the relay, or by a new
- * producer, would be a duplicate. At most 1 s apart, for about five minutes: longer than an outage
- * that is not a disaster, so the relay and the consumers wait on the same send instead of starting
- * another.
+ * producer, would be a duplicate. At most 0.3 s apart, for about five minutes: longer than an
+ * outage that is not a disaster, so the relay and the consumers wait on the same send instead of
+ * starting another. The first retry comes after 50 ms: a send refused by a lost leader has read the
+ * metadata again already, and names the new leader if the broker was fenced.
  */
 export const PRODUCER_SETTINGS: Pick<ProducerConfig, 'metadataMaxAge' | 'retry'> = Object.freeze({
   metadataMaxAge: METADATA_MAX_AGE_MS,
