@@ -1,5 +1,6 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Db } from '../db/prisma.js';
+import { commitStored } from '../kafka/commit-stored.js';
 import { watchConsumer, type ConsumerHealth, type WatchedConsumer } from '../kafka/consumer-health.js';
 import { callbackWebhookId } from '../contracts/outcomes.js';
 import { OUTCOME_TOPICS, topicName } from '../kafka/topics.js';
@@ -137,12 +138,8 @@ export function createCallbackIntake(options: CallbackIntakeOptions): CallbackIn
           const last = batch.messages.at(-1);
           if (last) {
             const offset = String(BigInt(last.offset) + 1n);
-            // A commit refused while the group's coordinator moves (a broker lost) does not fail
-            // the batch: its rows are in, the next batch's commit covers it, and a re-read after
-            // a restart inserts nothing twice (ON CONFLICT DO NOTHING).
-            await c
-              .commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }])
-              .catch((error: unknown) => log.warn({ err: error }, 'callback intake: offsets not committed'));
+            // Its rows are in (ON CONFLICT DO NOTHING): a refused commit does not fail the batch.
+            await commitStored(c, [{ topic: batch.topic, partition: batch.partition, offset }], log);
           }
           await heartbeat();
         },

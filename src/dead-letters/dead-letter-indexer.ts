@@ -2,6 +2,7 @@ import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import { commandContracts } from '../contracts/command-contracts.js';
 import type { Db } from '../db/prisma.js';
 import type { Logger } from '../logger.js';
+import { commitStored } from '../kafka/commit-stored.js';
 import { watchConsumer, type ConsumerHealth, type WatchedConsumer } from '../kafka/consumer-health.js';
 import { TOPICS, topicName } from '../kafka/topics.js';
 import { exposeMetrics, metrics, startAtZero, topicLabel } from '../metrics.js';
@@ -96,7 +97,9 @@ export function createDeadLetterIndexer(options: DeadLetterIndexerOptions): Dead
       },
       'dead letters indexed',
     );
-    await consumer?.commitOffsets([{ topic, partition, offset: String(BigInt(last.offset) + 1n) }]);
+    // Stored with skipDuplicates: a refused commit does not fail the batch.
+    if (consumer)
+      await commitStored(consumer, [{ topic, partition, offset: String(BigInt(last.offset) + 1n) }], log);
   }
 
   return {
