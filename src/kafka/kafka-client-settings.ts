@@ -10,16 +10,16 @@ import type { AdminConfig, ConsumerConfig, KafkaConfig, ProducerConfig, RetryOpt
  *
  * What happens when a broker of three is killed (kafkajs 2.2.4, as patched in patches/): its
  * connections close, a request in flight fails at once, and the client reads the metadata again
- * (the producer on any connection error and on NOT_LEADER_OR_FOLLOWER; the consumer on a closed or
- * refused connection since our patch to `recoverFromFetch`, before it only when the metadata grew
- * older than `metadataMaxAge`). The metadata still names the dead broker as leader until the
- * controller fences it (`broker.session.timeout.ms`: 9 s by Kafka's default, 3 s on the test
- * cluster); until then every retry fails the same way. So what decides the gap is how soon after
- * the fencing a retry comes: the retry back-off, capped at 0.3 s here (kafkajs's default cap is
- * 30 s, and its doubling from 300 ms had reached 4.8 to 9.6 s by then). A consumer whose group's
- * coordinator was on the lost broker follows the group to its new coordinator and keeps its
- * membership (our patch to the heartbeat; kafkajs crashed and rejoined, or rejoined on
- * NOT_COORDINATOR, each a pause of seconds).
+ * (the producer on any connection error and on NOT_LEADER_OR_FOLLOWER; a consumer's fetcher for
+ * that broker before its next try, 250 ms later, while the other brokers' fetchers go on: our patch
+ * to `recoverFromFetch`). The metadata still names the dead broker as leader until the controller
+ * fences it (`broker.session.timeout.ms`: 9 s by Kafka's default, 3 s on the test cluster); until
+ * then every retry fails the same way. So what decides the gap is how soon after the fencing a
+ * retry comes: the retry back-off, capped at 0.3 s here (kafkajs's default cap is 30 s, and its
+ * doubling from 300 ms had reached 4.8 to 9.6 s by then). A consumer whose group's coordinator was
+ * on the lost broker follows the group to its new coordinator and keeps its membership (our patch
+ * to the heartbeat; kafkajs crashed and rejoined, or rejoined on NOT_COORDINATOR, each a pause of
+ * seconds).
  */
 
 /**
