@@ -23,9 +23,11 @@ export interface RateBudget {
   /**
    * The API reported `remaining` requests left in its window (another system may share the IP).
    * Stored one at a time per process, the newest report first; resolves once it is stored (or
-   * failed, logged).
+   * failed, logged). A report of another limit than this budget's (`limit`, the answer's
+   * X-RateLimit-Limit: the 650/min scope's answer to the token client's sign-in, spec 8) says
+   * nothing of this budget's window and is dropped.
    */
-  learn(remaining: number, resetAt: Date): Promise<void>;
+  learn(remaining: number, resetAt: Date, limit?: number): Promise<void>;
   snapshot(): Promise<{ used: number; left: number; pausedUntil: Date | null }>;
   close?(): Promise<void>;
 }

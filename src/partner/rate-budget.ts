@@ -291,7 +291,8 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
       log.debug({ pausedUntil: until.toISOString() }, 'rate budget paused after a 429');
     },
 
-    learn(remaining, resetAt) {
+    learn(remaining, resetAt, reportedLimit) {
+      if (Number.isInteger(reportedLimit) && reportedLimit !== limit) return Promise.resolve();
       latest = { remaining, resetAt };
       learning ??= (async () => {
         try {

@@ -282,9 +282,10 @@ export function createTransport(deps: TransportDeps): Transport {
       const remaining = res.headers.get('x-ratelimit-remaining');
       const reset = parseReset(res.headers.get('x-ratelimit-reset'));
       if (remaining === null || reset === undefined) return;
-      const value = Number(remaining);
-      // Not waited for: an answer stays answered whatever becomes of the store (the budget logs it).
-      if (Number.isInteger(value) && value >= 0) deps.budget.learn(value, reset).catch(() => undefined);
+      const [value, limit] = [Number(remaining), Number(res.headers.get('x-ratelimit-limit') ?? NaN)];
+      // Not waited for (the budget logs a failed store); another scope's count is dropped there.
+      if (Number.isInteger(value) && value >= 0)
+        deps.budget.learn(value, reset, limit).catch(() => undefined);
     }
   };
 }

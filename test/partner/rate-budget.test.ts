@@ -180,5 +180,16 @@ describe('rate budget', () => {
       // 15 left: 5 used elsewhere; then 12 left: 3 more. (Storing 10 as well would make it 10.)
       expect((await budget.snapshot()).used).toBe(8);
     });
+
+    it("drops a report of another limit's window (the token budget told the 650/min count)", async () => {
+      const budget = createRateBudget({ db: database.db, limitPerMinute: 2500, logger, name: budgetName() });
+      await budget.acquire('write');
+      // The sign-in's answer, counted by the 650/min limit: nothing of this budget's window.
+      await budget.learn(649, new Date(Date.now() + 60_000), 650);
+      expect((await budget.snapshot()).used).toBe(1);
+      // Its own limit's answer is learned.
+      await budget.learn(2490, new Date(Date.now() + 60_000), 2500);
+      expect((await budget.snapshot()).used).toBe(10);
+    });
   });
 });
