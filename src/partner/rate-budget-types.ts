@@ -23,9 +23,10 @@ export interface RateBudget {
   /**
    * The API reported `remaining` requests left in its window (another system may share the IP).
    * Stored one at a time per process, the newest report first; resolves once it is stored (or
-   * failed, logged). A report of another limit than this budget's (`limit`, the answer's
-   * X-RateLimit-Limit: the 650/min scope's answer to the token client's sign-in, spec 8) says
-   * nothing of this budget's window and is dropped.
+   * failed, logged). A report under a smaller limit than this budget's (`limit`, the answer's
+   * X-RateLimit-Limit: the 650/min scope's answer to the token budget's sign-in, spec 8) says
+   * nothing of this budget's window and is dropped; a larger one may be the API's own where the
+   * budget was set below it, and is learned as before.
    */
   learn(remaining: number, resetAt: Date, limit?: number): Promise<void>;
   snapshot(): Promise<{ used: number; left: number; pausedUntil: Date | null }>;

@@ -292,7 +292,9 @@ export function createRateBudget(options: RateBudgetOptions): RateBudget & {
     },
 
     learn(remaining, resetAt, reportedLimit) {
-      if (Number.isInteger(reportedLimit) && reportedLimit !== limit) return Promise.resolve();
+      // A smaller limit's count is another scope's (RateBudget.learn); a larger one may be the
+      // API's own where this budget was set below it (the runbook's answer to 429s).
+      if (reportedLimit !== undefined && reportedLimit < limit) return Promise.resolve();
       latest = { remaining, resetAt };
       learning ??= (async () => {
         try {
