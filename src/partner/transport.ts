@@ -276,8 +276,7 @@ export function createTransport(deps: TransportDeps): Transport {
     }
 
     function learnFromHeaders(res: Response): void {
-      // A 429 says remaining 0 by definition (spec 8): the pause covers it, and learning from it
-      // would fill the window for a whole minute.
+      // Not from a 429 (remaining 0 by definition, spec 8): the pause covers it; learned, it fills a minute.
       if (!deps.budget || res.status === 429) return;
       const remaining = res.headers.get('x-ratelimit-remaining');
       const reset = parseReset(res.headers.get('x-ratelimit-reset'));
