@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { commitStored } from '../../src/kafka/commit-stored.js';
 import { createKafka } from '../../src/kafka/kafka.js';
 import { PRODUCE_REQUEST } from '../../src/kafka/kafka-client-settings.js';
@@ -53,8 +53,19 @@ describe.skipIf(BROKERS.length !== 3)('a consumer whose group coordinator is kil
     await admin.connect();
     await ensureTopics(admin, { prefix: '', topics: [topic], settings: defaultTopicSettings(3) });
     // A group whose coordinator is broker 1, 2 or 3: the leader of its __consumer_offsets partition.
-    const [offsetsTopic] = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics;
-    const leaders = new Map(offsetsTopic!.partitions.map((p) => [p.partitionId, p.leader]));
+    // On a new cluster that topic is made by the first group lookup (any group's) and its partitions
+    // then elect leaders: looked up once, then waited for.
+    await admin.describeGroups(['coord-first-lookup']);
+    const offsetsTopic = await vi.waitFor(
+      async () => {
+        const [t] = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics;
+        expect(t!.partitions.length).toBeGreaterThan(0);
+        expect(t!.partitions.every((p) => [1, 2, 3].includes(p.leader))).toBe(true);
+        return t!;
+      },
+      { timeout: 60_000, interval: 500 },
+    );
+    const leaders = new Map(offsetsTopic.partitions.map((p) => [p.partitionId, p.leader]));
     const groupId = `coord-${randomBytes(4).toString('hex')}`;
     const hash = javaHash(groupId);
     const coordinator = leaders.get((hash === -2147483648 ? 0 : Math.abs(hash)) % leaders.size)!;
