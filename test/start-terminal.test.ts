@@ -96,7 +96,8 @@ describe('the terminal', () => {
       expect(text).toContain('ops token      rentbridge-demo-ops-token');
       expect(text).toMatch(/demo secret {4}whsec_/);
       // Ready when it says so.
-      expect((await fetch(`http://127.0.0.1:${http}/readyz`)).ok).toBe(true);
+      const readyz = await fetch(`http://127.0.0.1:${http}/readyz`);
+      expect(readyz.ok, await readyz.text()).toBe(true);
     });
 
     it('keeps the banner on the screen under steady demo traffic', async () => {
